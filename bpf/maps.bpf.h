@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// Maps of the sampler. Sizes marked "set by userspace" are placeholders replaced before load.
+#ifndef FLAMEBPF_MAPS_BPF_H
+#define FLAMEBPF_MAPS_BPF_H
+
+#include "profile.h"
+
+#define FB_STACK_TRACE_MAP(map_name)                                                               \
+  struct {                                                                                         \
+    __uint(type, BPF_MAP_TYPE_STACK_TRACE);                                                        \
+    __uint(key_size, sizeof(__u32));                                                               \
+    __uint(value_size, FB_MAX_STACK_DEPTH * sizeof(__u64));                                        \
+    __uint(max_entries, 1024); /* set by userspace (--stack-storage) */                            \
+  } map_name SEC(".maps")
+
+#define FB_COUNT_MAP(map_name)                                                                     \
+  struct {                                                                                         \
+    __uint(type, BPF_MAP_TYPE_HASH);                                                               \
+    __type(key, struct fb_sample_key);                                                             \
+    __type(value, __u64);                                                                          \
+    __uint(max_entries, 1024); /* set by userspace (--count-storage) */                            \
+  } map_name SEC(".maps")
+
+// Double buffer: buffer N is stacks_N + counts_N; active_buffer picks the one written.
+FB_STACK_TRACE_MAP(stacks_0);
+FB_STACK_TRACE_MAP(stacks_1);
+FB_COUNT_MAP(counts_0);
+FB_COUNT_MAP(counts_1);
+
+// --pid targets: tgid -> target.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u32);
+  __type(value, struct fb_pid_target);
+  __uint(max_entries, 1024);
+} pid_targets SEC(".maps");
+
+// --cgroup targets: cgroup2 id (the directory's inode number) -> target index.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u64);
+  __type(value, __u32);
+  __uint(max_entries, 4096);
+} cgroup_targets SEC(".maps");
+
+// Processes already announced through `notices`; userspace forgets those that exited.
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __type(key, __u32);
+  __type(value, __u8);
+  __uint(max_entries, 16384);
+} known_procs SEC(".maps");
+
+// New-process notices (struct fb_process_notice).
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 * 1024);
+} notices SEC(".maps");
+
+// Per-CPU event counters indexed by FB_COUNTER_*.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, __u64);
+  __uint(max_entries, FB_COUNTER_MAX);
+} counters SEC(".maps");
+
+// Per-CPU write sequence: odd while the program on that CPU writes a buffer.
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, __u64);
+  __uint(max_entries, 1);
+} write_seq SEC(".maps");
+
+#endif /* FLAMEBPF_MAPS_BPF_H */

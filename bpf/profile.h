@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The one header shared by the BPF program and userspace: map keys, values and counter ids. */
+#ifndef FLAMEBPF_PROFILE_H
+#define FLAMEBPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Length of a task's comm, as the kernel's TASK_COMM_LEN. */
+#define FB_COMM_LEN 16
+/* Frames kept per stack; the kernel's perf_event_max_stack default is 127. */
+#define FB_MAX_STACK_DEPTH 127
+/* Deepest cgroup2 level a target may sit at (the cgroup2 root is level 0). */
+#define FB_MAX_CGROUP_LEVEL 31
+/* The count and stack maps exist twice; userspace drains the one not being written. */
+#define FB_BUFFER_COUNT 2
+
+/* Key of the in-kernel sample counts: one entry per distinct (process, target, stacks). */
+struct fb_sample_key {
+  __u64 target_cgroup_id; /* cgroup id of the matched --cgroup target; 0 if matched otherwise */
+  __u32 tgid;             /* process id as the host (init pid namespace) sees it */
+  __s32 kernel_stack_id;  /* id in the stack map of this buffer, or a negative errno */
+  __s32 user_stack_id;    /* id in the stack map of this buffer, or a negative errno */
+  __u32 pad;              /* explicit padding; always 0 so equal keys hash equally */
+};
+
+/* Sent through the ring buffer the first time a process is sampled, so userspace can capture its
+ * memory map while it still lives. */
+struct fb_process_notice {
+  __u32 tgid;             /* process id in the init pid namespace */
+  __u32 pad;              /* explicit padding */
+  __u64 target_cgroup_id; /* as in fb_sample_key */
+  __u64 sample_time_ns;   /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) of the first sample */
+  char comm[FB_COMM_LEN]; /* the thread-group leader's comm: the process name */
+};
+
+/* Value of the target-pid map: which --pid target a process belongs to. */
+struct fb_pid_target {
+  __u32 target_index; /* userspace's index of the target, for reporting */
+  __u32 pad;          /* explicit padding */
+};
+
+/* Ids of the per-CPU event counters (fb_counters), bumped by BPF and summed by userspace. */
+#define FB_COUNTER_SAMPLES 0          /* every run of the program */
+#define FB_COUNTER_FILTERED 1         /* samples outside every target, ignored by design */
+#define FB_COUNTER_KSTACK_COLLISION 2 /* kernel stack lost: hash collision in the stack map */
+#define FB_COUNTER_USTACK_COLLISION 3 /* user stack lost: hash collision in the stack map */
+#define FB_COUNTER_STACK_MAP_FULL 4   /* a stack lost because the stack map was full */
+#define FB_COUNTER_USTACK_MISSING 5   /* user stack unreadable for a user process */
+#define FB_COUNTER_COUNT_MAP_FULL 6   /* sample lost because the count map was full */
+#define FB_COUNTER_NOTICE_LOST 7      /* new-process notice lost: ring buffer full */
+#define FB_COUNTER_KSTACK_ERROR 8     /* kernel stack lost for another reason */
+#define FB_COUNTER_MAX 9
+
+#endif /* FLAMEBPF_PROFILE_H */

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs, from Debian's repository, whatever flamebpf's build and tests need and this machine lacks.
+# Usage: scripts/install-deps.sh [--test]   (--test adds the packages only the test suite uses)
+set -euo pipefail
+
+build_packages=(
+  build-essential cmake ninja-build pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev
+  zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev libprotobuf-dev protobuf-compiler
+)
+# BCC cross-checks the symbolizer; bpftrace and linux-perf are the benchmark's references.
+test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format bpftrace linux-perf)
+
+wanted=("${build_packages[@]}")
+if [[ "${1:-}" == "--test" ]]; then
+  wanted+=("${test_packages[@]}")
+fi
+
+missing=()
+for package in "${wanted[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$package")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "flamebpf: missing packages ${missing[*]}; run this as root (sudo) to install them" >&2
+  exit 1
+fi
+echo "flamebpf: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >&2
+apt-get install -y -q --no-install-recommends "${missing[@]}" >&2

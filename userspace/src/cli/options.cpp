@@ -1,0 +1,36 @@
+#include "cli/options.h"
+
+namespace flamebpf::cli {
+
+void add_options(CLI::App& app, Config& config)
+{
+  app.description("flamebpf: CPU profiler for hosts, processes and containers (eBPF)");
+  app.add_option("-F,--frequency", config.frequency_hz, "Samples per second per CPU")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  app.add_option("-d,--duration", config.duration_seconds,
+                 "Stop after this many seconds (default: until Ctrl-C)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--interval", config.interval_seconds,
+                 "Seconds between drains of the in-kernel counts")
+      ->check(CLI::Range(0.01, 86400.0))
+      ->capture_default_str();
+  app.add_option("-o,--output", config.output,
+                 "Output file (.folded), or - for stdout (default: ./flamebpf-<UTC time>.folded)");
+  app.add_option("-p,--pid", config.pids, "Profile only this process (repeatable)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-c,--cgroup", config.cgroups,
+                 "Profile only this cgroup2 directory and its descendants: absolute, or "
+                 "relative to the cgroup2 mount (repeatable)");
+  app.add_option("--stack-storage", config.stack_storage,
+                 "Distinct stacks kept in the kernel per interval")
+      ->check(CLI::Range(64u, 1u << 22))
+      ->capture_default_str();
+  app.add_option("--count-storage", config.count_storage,
+                 "Distinct (process, stack) counts kept in the kernel per interval")
+      ->check(CLI::Range(64u, 1u << 22))
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", config.verbose, "Debug logging, including libbpf's");
+}
+
+} // namespace flamebpf::cli

@@ -1,0 +1,18 @@
+// Writes a file so that readers see either the old content or the whole new content, never part.
+#pragma once
+
+#include "common/result.h"
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+namespace flamebpf {
+
+// Calls write_content on a stream to a temporary file beside path, flushes it to disk, and
+// renames it over path. On any failure the temporary file is removed and path is untouched.
+[[nodiscard]] Result<>
+write_file_atomically(const std::string& path,
+                      const std::function<Result<>(std::ostream&)>& write_content);
+
+} // namespace flamebpf

@@ -1,0 +1,174 @@
+#include "common/procfs.h"
+
+#include "common/unique_fd.h"
+
+#include <cerrno>
+#include <charconv>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace flamebpf::procfs {
+namespace {
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string decode_octal_escapes(std::string_view field)
+{
+  std::string out;
+  out.reserve(field.size());
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      auto digits = field.substr(i + 1, 3);
+      if (digits.find_first_not_of("01234567") == std::string_view::npos) {
+        out.push_back(
+            static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0')));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(field[i]);
+  }
+  return out;
+}
+
+std::vector<std::string_view> split_fields(std::string_view line)
+{
+  std::vector<std::string_view> fields;
+  size_t start = 0;
+  while (start < line.size()) {
+    size_t end = line.find(' ', start);
+    if (end == std::string_view::npos)
+      end = line.size();
+    if (end > start)
+      fields.push_back(line.substr(start, end - start));
+    start = end + 1;
+  }
+  return fields;
+}
+
+} // namespace
+
+std::vector<MountEntry> parse_mountinfo(std::string_view text)
+{
+  std::vector<MountEntry> mounts;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos)
+      end = text.size();
+    auto fields = split_fields(text.substr(start, end - start));
+    start = end + 1;
+    // id parent major:minor root mount-point options [optional...] - type source super-options
+    size_t separator = 0;
+    for (size_t i = 6; i < fields.size(); ++i) {
+      if (fields[i] == "-") {
+        separator = i;
+        break;
+      }
+    }
+    if (separator == 0 || separator + 2 >= fields.size())
+      continue;
+    mounts.push_back(MountEntry{decode_octal_escapes(fields[3]), decode_octal_escapes(fields[4]),
+                                std::string(fields[separator + 1]),
+                                decode_octal_escapes(fields[separator + 2])});
+  }
+  return mounts;
+}
+
+std::optional<std::string> find_cgroup2_mount(const std::vector<MountEntry>& mounts)
+{
+  std::optional<std::string> any;
+  for (const auto& mount : mounts) {
+    if (mount.fs_type != "cgroup2")
+      continue;
+    if (mount.root == "/")
+      return mount.mount_point;
+    if (!any)
+      any = mount.mount_point;
+  }
+  return any;
+}
+
+Result<std::string> cgroup2_mount(const std::string& proc_root)
+{
+  auto text = read_file(proc_root + "/self/mountinfo");
+  if (!text)
+    return fail(text.error());
+  auto mount = find_cgroup2_mount(parse_mountinfo(*text));
+  if (!mount)
+    return fail(error("no cgroup2 filesystem is mounted (see " + proc_root +
+                      "/self/mountinfo); mount one with: mount -t cgroup2 none /sys/fs/cgroup"));
+  return *mount;
+}
+
+Result<std::vector<int>> parse_cpu_list(std::string_view text)
+{
+  std::vector<int> cpus;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.remove_suffix(1);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos)
+      end = text.size();
+    auto range = text.substr(start, end - start);
+    start = end + 1;
+    int first = 0;
+    int last = 0;
+    auto dash = range.find('-');
+    auto parse = [](std::string_view number, int& out) {
+      auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), out);
+      return ec == std::errc() && ptr == number.data() + number.size() && out >= 0;
+    };
+    bool ok = dash == std::string_view::npos
+                  ? parse(range, first) && (last = first, true)
+                  : parse(range.substr(0, dash), first) && parse(range.substr(dash + 1), last);
+    if (!ok || last < first || last > 65535)
+      return fail(error("malformed CPU list \"" + std::string(text) + "\""));
+    for (int cpu = first; cpu <= last; ++cpu)
+      cpus.push_back(cpu);
+  }
+  if (cpus.empty())
+    return fail(error("empty CPU list"));
+  return cpus;
+}
+
+Result<std::vector<int>> online_cpus(const std::string& sys_root)
+{
+  auto text = read_file(sys_root + "/devices/system/cpu/online");
+  if (!text)
+    return fail(text.error());
+  return parse_cpu_list(*text);
+}
+
+Result<std::string> read_file(const std::string& path, size_t max_bytes)
+{
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid())
+    return fail(system_error(errno, "cannot open " + path));
+  std::string content;
+  char buffer[16384];
+  while (content.size() < max_bytes) {
+    ssize_t n = ::read(fd.get(), buffer, std::min(sizeof buffer, max_bytes - content.size()));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return fail(system_error(errno, "cannot read " + path));
+    }
+    if (n == 0)
+      break;
+    content.append(buffer, static_cast<size_t>(n));
+  }
+  return content;
+}
+
+std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root)
+{
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/comm", 64);
+  if (!text)
+    return std::nullopt;
+  while (!text->empty() && text->back() == '\n')
+    text->pop_back();
+  return *text;
+}
+
+} // namespace flamebpf::procfs

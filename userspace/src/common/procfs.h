@@ -1,0 +1,46 @@
+// Readers of /proc and /sys text files. Each takes the file's text or a root path, so tests can
+// feed fixtures from tests/data instead of the live system.
+#pragma once
+
+#include "common/result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace flamebpf::procfs {
+
+// One line of /proc/<pid>/mountinfo.
+struct MountEntry {
+  std::string root;        // the mounted subtree of the filesystem ("/" for a whole filesystem)
+  std::string mount_point; // where it is mounted, octal escapes decoded
+  std::string fs_type;     // e.g. "cgroup2", "ext4"
+  std::string source;      // the mount source, e.g. "cgroup2"
+};
+
+// Parses mountinfo text; malformed lines are skipped.
+std::vector<MountEntry> parse_mountinfo(std::string_view text);
+
+// The mount point of the cgroup2 hierarchy in mountinfo text: "/sys/fs/cgroup" on unified hosts,
+// "/sys/fs/cgroup/unified" on hybrid ones. Prefers a mount of the hierarchy's root.
+std::optional<std::string> find_cgroup2_mount(const std::vector<MountEntry>& mounts);
+
+// Reads the cgroup2 mount point of this process from <proc_root>/self/mountinfo.
+Result<std::string> cgroup2_mount(const std::string& proc_root = "/proc");
+
+// Parses a kernel CPU list such as "0-3,8,10-11" (sysfs "online"/"possible").
+Result<std::vector<int>> parse_cpu_list(std::string_view text);
+
+// CPUs listed in <sys_root>/devices/system/cpu/online.
+Result<std::vector<int>> online_cpus(const std::string& sys_root = "/sys");
+
+// Reads at most max_bytes of a file. Reads the whole file (up to the cap) even for /proc files
+// that report size 0.
+Result<std::string> read_file(const std::string& path, size_t max_bytes = 64 << 20);
+
+// Process name (comm) of pid from <proc_root>/<pid>/comm, without the trailing newline.
+std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root = "/proc");
+
+} // namespace flamebpf::procfs

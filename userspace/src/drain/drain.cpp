@@ -1,0 +1,75 @@
+#include "drain/drain.h"
+
+#include "common/log.h"
+
+#include <cerrno>
+#include <unordered_map>
+
+namespace flamebpf::drain {
+
+// The layout is shared with the BPF program; a change on either side must show up here.
+static_assert(sizeof(fb_sample_key) == 24);
+static_assert(sizeof(fb_process_notice) == 40);
+
+Drainer::Drainer(MapReader& maps) : maps_(maps), interval_start_(std::chrono::system_clock::now())
+{
+}
+
+Result<profile::RawProfile> Drainer::drain()
+{
+  profile::RawProfile raw;
+  raw.start = interval_start_;
+  auto idle = maps_.switch_buffer();
+  raw.end = std::chrono::system_clock::now();
+  interval_start_ = raw.end;
+  if (!idle)
+    return fail(idle.error());
+
+  auto counts = maps_.take_counts(*idle);
+  if (!counts)
+    return fail(counts.error());
+
+  // Many samples share a stack; read each stack once.
+  std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+  auto frames_of = [&](int32_t stack_id, bool& lost) -> std::vector<uint64_t> {
+    if (stack_id < 0) {
+      // -EFAULT means "no such stack" (user mode for the kernel stack, a kernel thread for the
+      // user stack); any other error is a stack the kernel could not keep.
+      lost = stack_id != -EFAULT;
+      return {};
+    }
+    auto [it, inserted] = stacks.try_emplace(stack_id);
+    if (inserted) {
+      auto frames = maps_.read_stack(*idle, stack_id);
+      if (frames)
+        it->second = std::move(*frames);
+      else
+        spdlog::debug("{}", frames.error().message);
+    }
+    lost = it->second.empty();
+    return it->second;
+  };
+
+  raw.samples.reserve(counts->size());
+  for (const auto& entry : *counts) {
+    profile::RawSample sample;
+    sample.tgid = entry.key.tgid;
+    sample.target_cgroup_id = entry.key.target_cgroup_id;
+    sample.kernel_frames = frames_of(entry.key.kernel_stack_id, sample.kernel_stack_lost);
+    sample.user_frames = frames_of(entry.key.user_stack_id, sample.user_stack_lost);
+    sample.count = entry.count;
+    raw.samples.push_back(std::move(sample));
+  }
+  if (auto cleared = maps_.clear_stacks(*idle); !cleared)
+    return fail(cleared.error());
+
+  auto totals = maps_.read_counters();
+  if (!totals)
+    return fail(totals.error());
+  for (size_t i = 0; i < raw.counters.counts.size(); ++i)
+    raw.counters.counts[i] = totals->counts[i] - counters_at_last_drain_.counts[i];
+  counters_at_last_drain_ = *totals;
+  return raw;
+}
+
+} // namespace flamebpf::drain

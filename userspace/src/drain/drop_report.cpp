@@ -1,0 +1,35 @@
+#include "drain/drop_report.h"
+
+#include <string>
+
+namespace flamebpf::drain {
+
+std::vector<std::string> describe_drops(const profile::DropCounters& counters)
+{
+  std::vector<std::string> lines;
+  auto add = [&](uint64_t count, const char* what) {
+    if (count > 0)
+      lines.push_back(std::to_string(count) + " " + what);
+  };
+  add(counters[FB_COUNTER_KSTACK_COLLISION] + counters[FB_COUNTER_USTACK_COLLISION],
+      "stacks lost to collisions; raise --stack-storage");
+  add(counters[FB_COUNTER_STACK_MAP_FULL],
+      "stacks lost to a full stack map; raise --stack-storage");
+  add(counters[FB_COUNTER_COUNT_MAP_FULL],
+      "samples lost to a full count map; raise --count-storage or shorten --interval");
+  add(counters[FB_COUNTER_KSTACK_ERROR], "kernel stacks could not be read");
+  add(counters[FB_COUNTER_USTACK_MISSING],
+      "user stacks could not be read (the process's user memory was unavailable)");
+  add(counters[FB_COUNTER_NOTICE_LOST],
+      "new-process notices lost to a full ring buffer; those processes are symbolized late");
+  return lines;
+}
+
+uint64_t total_drops(const profile::DropCounters& counters)
+{
+  return counters[FB_COUNTER_KSTACK_COLLISION] + counters[FB_COUNTER_USTACK_COLLISION] +
+         counters[FB_COUNTER_STACK_MAP_FULL] + counters[FB_COUNTER_COUNT_MAP_FULL] +
+         counters[FB_COUNTER_KSTACK_ERROR] + counters[FB_COUNTER_USTACK_MISSING];
+}
+
+} // namespace flamebpf::drain

@@ -1,0 +1,60 @@
+#include "emit/folded.h"
+
+#include <map>
+
+namespace flamebpf::emit {
+namespace {
+
+void append_sanitized(std::string& out, const std::string& text)
+{
+  if (text.empty()) {
+    out += "[unknown]";
+    return;
+  }
+  for (char c : text) {
+    if (c == ';')
+      out.push_back(':');
+    else if (c == '\n' || c == '\r' || c == '\t' || c == '\0')
+      out.push_back(' ');
+    else
+      out.push_back(c);
+  }
+}
+
+} // namespace
+
+std::string folded_frame(const profile::Frame& frame)
+{
+  std::string text;
+  append_sanitized(text, frame.name);
+  if (frame.kind == profile::FrameKind::kKernel)
+    text += "_[k]";
+  return text;
+}
+
+std::string folded_stack(const profile::Stack& stack)
+{
+  std::string line;
+  append_sanitized(line, stack.comm);
+  for (const auto& frame : stack.frames) {
+    line.push_back(';');
+    line += folded_frame(frame);
+  }
+  return line;
+}
+
+Result<> FoldedEmitter::write(const profile::SymbolizedProfile& profile, std::ostream& out)
+{
+  // Stacks of different processes with the same names fold into one line.
+  std::map<std::string, uint64_t> lines;
+  for (const auto& stack : profile.stacks)
+    lines[folded_stack(stack)] += stack.count;
+  for (const auto& [line, count] : lines)
+    out << line << ' ' << count << '\n';
+  out.flush();
+  if (!out)
+    return fail(error("write failed"));
+  return {};
+}
+
+} // namespace flamebpf::emit

@@ -1,0 +1,24 @@
+// Brendan Gregg's folded stack format, as flamegraph.pl and inferno read it:
+//   comm;outermost;...;innermost count
+// one line per distinct stack, sorted, kernel frames suffixed "_[k]".
+#pragma once
+
+#include "emit/emitter.h"
+
+#include <string>
+
+namespace flamebpf::emit {
+
+class FoldedEmitter final : public Emitter {
+public:
+  Result<> write(const profile::SymbolizedProfile& profile, std::ostream& out) override;
+};
+
+// The text of one frame in a folded line: ';' and line breaks, which the format cannot carry,
+// become ':' and ' ', and kernel frames get the "_[k]" suffix.
+std::string folded_frame(const profile::Frame& frame);
+
+// comm plus frames joined by ';', without the count.
+std::string folded_stack(const profile::Stack& stack);
+
+} // namespace flamebpf::emit

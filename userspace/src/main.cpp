@@ -1,0 +1,39 @@
+// flamebpf: parse the command line, run the pipeline, choose the exit code.
+#include "cli/options.h"
+#include "common/log.h"
+#include "pipeline/recorder.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+namespace {
+
+constexpr int kExitRuntimeFailure = 1;
+constexpr int kExitUsage = 2;
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  flamebpf::cli::Config config;
+  config.started_at = std::chrono::steady_clock::now();
+  CLI::App app;
+  flamebpf::cli::add_options(app, config);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& parse_error) {
+    int code = app.exit(parse_error);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  flamebpf::log::init(config.verbose);
+
+  auto summary = flamebpf::pipeline::record(config);
+  if (!summary) {
+    spdlog::error("{}", summary.error().message);
+    return summary.error().usage ? kExitUsage : kExitRuntimeFailure;
+  }
+  spdlog::info("wrote {}: {} samples from {} processes, {} targets, {} drops in {:.1f} s",
+               summary->output_path, summary->samples, summary->processes, summary->targets,
+               summary->drops, summary->seconds);
+  return 0;
+}

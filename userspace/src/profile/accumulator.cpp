@@ -1,0 +1,44 @@
+#include "profile/accumulator.h"
+
+namespace flamebpf::profile {
+namespace {
+
+// Identity of a stack: process, target and every frame. \x1f and \x1e never occur in names.
+std::string identity(const Stack& stack)
+{
+  std::string key = std::to_string(stack.pid);
+  key += '\x1e';
+  key += stack.comm;
+  key += '\x1e';
+  key += stack.target;
+  for (const auto& frame : stack.frames) {
+    key += '\x1e';
+    key += static_cast<char>('0' + static_cast<int>(frame.kind));
+    key += frame.name;
+    key += '\x1f';
+    key += frame.module;
+  }
+  return key;
+}
+
+} // namespace
+
+void Accumulator::add(SymbolizedProfile interval)
+{
+  if (empty_) {
+    total_.start = interval.start;
+    total_.frequency_hz = interval.frequency_hz;
+    empty_ = false;
+  }
+  total_.end = interval.end;
+  total_.counters += interval.counters;
+  for (auto& stack : interval.stacks) {
+    auto [it, inserted] = index_.try_emplace(identity(stack), total_.stacks.size());
+    if (inserted)
+      total_.stacks.push_back(std::move(stack));
+    else
+      total_.stacks[it->second].count += stack.count;
+  }
+}
+
+} // namespace flamebpf::profile

@@ -1,0 +1,23 @@
+// Sums symbolized intervals into one profile, merging equal stacks.
+#pragma once
+
+#include "profile/symbolized_profile.h"
+
+#include <string>
+#include <unordered_map>
+
+namespace flamebpf::profile {
+
+class Accumulator {
+public:
+  // Adds interval's stacks and counters; the result spans from the first start to the last end.
+  void add(SymbolizedProfile interval);
+  const SymbolizedProfile& total() const { return total_; }
+
+private:
+  SymbolizedProfile total_;
+  bool empty_ = true;
+  std::unordered_map<std::string, size_t> index_; // stack identity -> position in total_.stacks
+};
+
+} // namespace flamebpf::profile

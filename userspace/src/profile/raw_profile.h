@@ -1,0 +1,46 @@
+// Plain data leaving the drain stage: addresses, not names.
+#pragma once
+
+#include "profile.h"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flamebpf::profile {
+
+// Counts of the BPF program's events over one interval, summed over CPUs (index FB_COUNTER_*).
+struct DropCounters {
+  std::array<uint64_t, FB_COUNTER_MAX> counts{};
+
+  uint64_t operator[](int counter) const { return counts.at(counter); }
+  DropCounters& operator+=(const DropCounters& other)
+  {
+    for (size_t i = 0; i < counts.size(); ++i)
+      counts[i] += other.counts[i];
+    return *this;
+  }
+};
+
+// One distinct stack of one process, as counted in the kernel.
+struct RawSample {
+  uint32_t tgid = 0;                   // host pid
+  uint64_t target_cgroup_id = 0;       // cgroup id of the matched --cgroup target, else 0
+  std::vector<uint64_t> kernel_frames; // innermost first, as the kernel records them
+  std::vector<uint64_t> user_frames;   // innermost first
+  bool kernel_stack_lost = false;      // the kernel stack existed but could not be stored
+  bool user_stack_lost = false;        // the user stack existed but could not be stored
+  uint64_t count = 0;                  // samples
+};
+
+// Everything sampled over one interval.
+struct RawProfile {
+  std::chrono::system_clock::time_point start;
+  std::chrono::system_clock::time_point end;
+  std::vector<RawSample> samples;
+  DropCounters counters;
+};
+
+} // namespace flamebpf::profile

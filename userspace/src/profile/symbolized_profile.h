@@ -1,0 +1,54 @@
+// Plain data leaving the symbolize stage: named frames, ready for any emitter.
+#pragma once
+
+#include "profile/raw_profile.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flamebpf::profile {
+
+enum class FrameKind : uint8_t {
+  kKernel,  // from /proc/kallsyms
+  kNative,  // from an ELF file's symbols
+  kUnknown, // unresolved: shown as "[unknown]" or "module+0xoffset"
+};
+
+struct Frame {
+  std::string name;   // function name, or the unresolved form
+  std::string module; // kernel module, or path of the ELF file; empty if none
+  FrameKind kind = FrameKind::kUnknown;
+
+  friend bool operator==(const Frame&, const Frame&) = default;
+  friend auto operator<=>(const Frame&, const Frame&) = default;
+};
+
+// One distinct stack of one process with its sample count.
+struct Stack {
+  uint32_t pid = 0;          // host pid
+  std::string comm;          // process name: the root frame of the flame graph
+  std::string target;        // name of the target it was attributed to; empty for the host
+  std::vector<Frame> frames; // outermost (root) first: user frames, then kernel frames
+  uint64_t count = 0;
+};
+
+struct SymbolizedProfile {
+  std::chrono::system_clock::time_point start;
+  std::chrono::system_clock::time_point end;
+  uint32_t frequency_hz = 0;
+  std::vector<Stack> stacks;
+  DropCounters counters;
+
+  // Total samples over all stacks.
+  uint64_t total_samples() const
+  {
+    uint64_t total = 0;
+    for (const auto& stack : stacks)
+      total += stack.count;
+    return total;
+  }
+};
+
+} // namespace flamebpf::profile

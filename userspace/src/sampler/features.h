@@ -1,0 +1,15 @@
+// Checks, made once before loading, that this kernel and this process can run the sampler.
+#pragma once
+
+#include "common/result.h"
+
+namespace flamebpf::sampler {
+
+// Fails with a one-line hint unless the process may load BPF and open perf events
+// (root, CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON).
+[[nodiscard]] Result<> check_privileges();
+
+// Fails unless the kernel exposes its BTF, which CO-RE relocation needs.
+[[nodiscard]] Result<> check_kernel_btf(const char* path = "/sys/kernel/btf/vmlinux");
+
+} // namespace flamebpf::sampler

@@ -1,0 +1,289 @@
+#include "sampler/sampler.h"
+
+#include "common/log.h"
+#include "common/procfs.h"
+#include "sampler/bpf_skeleton.h"
+#include "sampler/features.h"
+#include "sampler/perf_events.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace flamebpf::sampler {
+namespace {
+
+// Reads the maps of a loaded skeleton; libbpf's -errno returns become Errors here.
+class BpfMapReader final : public drain::MapReader {
+public:
+  explicit BpfMapReader(::profile* skeleton) : skeleton_(skeleton)
+  {
+    int possible = libbpf_num_possible_cpus();
+    possible_cpus_ = possible > 0 ? static_cast<size_t>(possible) : 1;
+  }
+
+  Result<int> switch_buffer() override
+  {
+    uint32_t previous = __atomic_load_n(&skeleton_->bss->active_buffer, __ATOMIC_RELAXED);
+    // Sequentially consistent, so the store is visible before the write sequences are read.
+    __atomic_store_n(&skeleton_->bss->active_buffer, previous ^ 1u, __ATOMIC_SEQ_CST);
+    if (auto waited = wait_for_writers(); !waited)
+      return fail(waited.error());
+    return static_cast<int>(previous);
+  }
+
+  Result<std::vector<drain::CountEntry>> take_counts(int buffer) override
+  {
+    bpf_map* map = buffer == 0 ? skeleton_->maps.counts_0 : skeleton_->maps.counts_1;
+    int fd = bpf_map__fd(map);
+    uint32_t capacity = bpf_map__max_entries(map);
+    std::vector<fb_sample_key> keys(capacity);
+    std::vector<uint64_t> values(capacity);
+    std::vector<drain::CountEntry> entries;
+    fb_sample_key batch_token{};
+    bool first = true;
+    for (;;) {
+      uint32_t count = capacity;
+      int rc = bpf_map_lookup_and_delete_batch(fd, first ? nullptr : &batch_token, &batch_token,
+                                               keys.data(), values.data(), &count, nullptr);
+      int saved_errno = errno;
+      if (rc != 0 && saved_errno != ENOENT) {
+        if (first && (saved_errno == EINVAL || saved_errno == ENOTSUP || saved_errno == EOPNOTSUPP))
+          return take_counts_one_by_one(fd);
+        return fail(system_error(saved_errno, "cannot drain the sample count map"));
+      }
+      for (uint32_t i = 0; i < count; ++i)
+        entries.push_back({keys[i], values[i]});
+      first = false;
+      if (rc != 0) // ENOENT: that was the last batch
+        break;
+    }
+    return entries;
+  }
+
+  Result<std::vector<uint64_t>> read_stack(int buffer, int32_t stack_id) override
+  {
+    bpf_map* map = buffer == 0 ? skeleton_->maps.stacks_0 : skeleton_->maps.stacks_1;
+    uint64_t frames[FB_MAX_STACK_DEPTH] = {};
+    uint32_t key = static_cast<uint32_t>(stack_id);
+    if (bpf_map_lookup_elem(bpf_map__fd(map), &key, frames) != 0)
+      return fail(system_error(errno, "cannot read stack " + std::to_string(stack_id)));
+    std::vector<uint64_t> stack;
+    for (uint64_t frame : frames) {
+      if (frame == 0)
+        break;
+      stack.push_back(frame);
+    }
+    return stack;
+  }
+
+  Result<> clear_stacks(int buffer) override
+  {
+    bpf_map* map = buffer == 0 ? skeleton_->maps.stacks_0 : skeleton_->maps.stacks_1;
+    int fd = bpf_map__fd(map);
+    std::vector<uint32_t> ids;
+    uint32_t key = 0;
+    uint32_t next = 0;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+      ids.push_back(next);
+      key = next;
+      first = false;
+    }
+    for (uint32_t id : ids) {
+      if (bpf_map_delete_elem(fd, &id) != 0 && errno != ENOENT)
+        return fail(system_error(errno, "cannot clear the stack map"));
+    }
+    return {};
+  }
+
+  Result<profile::DropCounters> read_counters() override
+  {
+    profile::DropCounters totals;
+    std::vector<uint64_t> per_cpu(possible_cpus_);
+    int fd = bpf_map__fd(skeleton_->maps.counters);
+    for (uint32_t counter = 0; counter < FB_COUNTER_MAX; ++counter) {
+      if (bpf_map_lookup_elem(fd, &counter, per_cpu.data()) != 0)
+        return fail(system_error(errno, "cannot read the event counters"));
+      for (uint64_t value : per_cpu)
+        totals.counts[counter] += value;
+    }
+    return totals;
+  }
+
+private:
+  Result<std::vector<drain::CountEntry>> take_counts_one_by_one(int fd)
+  {
+    std::vector<drain::CountEntry> entries;
+    fb_sample_key key{};
+    fb_sample_key next{};
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+      drain::CountEntry entry{next, 0};
+      if (bpf_map_lookup_elem(fd, &next, &entry.count) == 0)
+        entries.push_back(entry);
+      key = next;
+      first = false;
+    }
+    for (const auto& entry : entries)
+      bpf_map_delete_elem(fd, &entry.key);
+    return entries;
+  }
+
+  // A CPU whose write sequence is odd is inside the program and may still hold the old index;
+  // waits until each such sequence has moved on. Programs run for microseconds.
+  Result<> wait_for_writers()
+  {
+    int fd = bpf_map__fd(skeleton_->maps.write_seq);
+    uint32_t zero = 0;
+    std::vector<uint64_t> before(possible_cpus_);
+    if (bpf_map_lookup_elem(fd, &zero, before.data()) != 0)
+      return fail(system_error(errno, "cannot read the write sequences"));
+    std::vector<uint64_t> now(possible_cpus_);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (;;) {
+      bool busy = false;
+      if (bpf_map_lookup_elem(fd, &zero, now.data()) != 0)
+        return fail(system_error(errno, "cannot read the write sequences"));
+      for (size_t cpu = 0; cpu < possible_cpus_; ++cpu)
+        busy |= (before[cpu] & 1) && now[cpu] == before[cpu];
+      if (!busy)
+        return {};
+      if (std::chrono::steady_clock::now() > deadline)
+        return fail(error("a CPU stayed inside the sampling program for over a second"));
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  ::profile* skeleton_;
+  size_t possible_cpus_;
+};
+
+int handle_notice(void* context, void* data, size_t size)
+{
+  auto* handler = static_cast<Sampler::NoticeHandler*>(context);
+  if (size >= sizeof(fb_process_notice)) {
+    fb_process_notice notice;
+    std::memcpy(&notice, data, sizeof notice);
+    (*handler)(notice);
+  }
+  return 0;
+}
+
+Result<> install_filter(::profile* skeleton, const SamplerOptions& options)
+{
+  for (uint32_t pid : options.pids) {
+    fb_pid_target target{};
+    if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.pid_targets), &pid, &target, BPF_ANY) != 0)
+      return fail(system_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter"));
+  }
+  uint64_t level_mask = 0;
+  for (const auto& cgroup : options.cgroups) {
+    if (cgroup.level > FB_MAX_CGROUP_LEVEL)
+      return fail(error("cgroup " + std::to_string(cgroup.cgroup_id) + " is nested deeper than " +
+                        std::to_string(FB_MAX_CGROUP_LEVEL) + " levels"));
+    if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup.cgroup_id,
+                            &cgroup.target_index, BPF_ANY) != 0)
+      return fail(system_error(errno, "cannot add cgroup " + std::to_string(cgroup.cgroup_id) +
+                                          " to the filter"));
+    level_mask |= 1ULL << cgroup.level;
+  }
+  skeleton->bss->cgroup_level_mask = level_mask;
+  skeleton->bss->filter_enabled = options.filter ? 1 : 0;
+  return {};
+}
+
+} // namespace
+
+struct Sampler::State {
+  BpfSkeleton skeleton;
+  NoticeHandler on_notice;
+  ring_buffer* notices = nullptr;
+  PerfEvents events;
+  std::unique_ptr<BpfMapReader> reader;
+
+  ~State()
+  {
+    // Stop sampling before the maps go away.
+    events = PerfEvents();
+    if (notices)
+      ring_buffer__free(notices);
+  }
+};
+
+Sampler::Sampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Sampler::Sampler(Sampler&&) noexcept = default;
+Sampler& Sampler::operator=(Sampler&&) noexcept = default;
+Sampler::~Sampler() = default;
+
+Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_notice)
+{
+  if (auto ok = check_privileges(); !ok)
+    return fail(ok.error());
+  if (auto ok = check_kernel_btf(); !ok)
+    return fail(ok.error());
+
+  auto state = std::make_unique<State>();
+  state->on_notice = std::move(on_notice);
+  state->skeleton = BpfSkeleton(::profile::open());
+  if (!state->skeleton)
+    return fail(system_error(errno, "cannot open the embedded BPF object"));
+  auto& maps = state->skeleton->maps;
+  for (bpf_map* map : {maps.stacks_0, maps.stacks_1})
+    bpf_map__set_max_entries(map, options.stack_storage);
+  for (bpf_map* map : {maps.counts_0, maps.counts_1})
+    bpf_map__set_max_entries(map, options.count_storage);
+  if (::profile::load(state->skeleton.get()) != 0) {
+    auto failure = system_error(errno, "cannot load the BPF program");
+    failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
+    return fail(failure);
+  }
+  if (auto ok = install_filter(state->skeleton.get(), options); !ok)
+    return fail(ok.error());
+
+  state->notices =
+      ring_buffer__new(bpf_map__fd(maps.notices), handle_notice, &state->on_notice, nullptr);
+  if (!state->notices)
+    return fail(system_error(errno, "cannot open the new-process ring buffer"));
+  state->reader = std::make_unique<BpfMapReader>(state->skeleton.get());
+
+  auto cpus = procfs::online_cpus();
+  if (!cpus)
+    return fail(cpus.error());
+  auto events =
+      PerfEvents::open_and_attach(state->skeleton->progs.sample_cpu, *cpus, options.frequency_hz);
+  if (!events)
+    return fail(events.error());
+  state->events = std::move(*events);
+  return Sampler(std::move(state));
+}
+
+Result<> Sampler::poll_notices(std::chrono::milliseconds timeout)
+{
+  int rc = ring_buffer__poll(state_->notices, static_cast<int>(timeout.count()));
+  if (rc < 0 && rc != -EINTR)
+    return fail(system_error(-rc, "cannot read new-process notices"));
+  return {};
+}
+
+void Sampler::forget_process(uint32_t tgid)
+{
+  bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.known_procs), &tgid);
+}
+
+drain::MapReader& Sampler::map_reader()
+{
+  return *state_->reader;
+}
+
+const std::vector<int>& Sampler::cpus() const
+{
+  return state_->events.cpus();
+}
+
+} // namespace flamebpf::sampler

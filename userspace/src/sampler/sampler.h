@@ -1,0 +1,65 @@
+// The sampling stage: loads the BPF program, installs the target filter, and runs one cpu-clock
+// perf event per CPU. Owns the kernel side; the drain stage reads it through map_reader().
+#pragma once
+
+#include "common/result.h"
+#include "drain/map_reader.h"
+#include "profile.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace flamebpf::sampler {
+
+// A --cgroup target as the kernel filter sees it.
+struct CgroupFilter {
+  uint64_t cgroup_id = 0; // inode number of the cgroup2 directory
+  uint32_t level = 0;     // depth below the cgroup2 root (root = 0)
+  uint32_t target_index = 0;
+};
+
+struct SamplerOptions {
+  uint32_t frequency_hz = 99;
+  uint32_t stack_storage = 8192;  // stack map entries per buffer
+  uint32_t count_storage = 16384; // count map entries per buffer
+  bool filter = false;            // false: the whole host
+  std::vector<uint32_t> pids;     // --pid targets (host pids)
+  std::vector<CgroupFilter> cgroups;
+};
+
+class Sampler {
+public:
+  using NoticeHandler = std::function<void(const fb_process_notice&)>;
+
+  Sampler(Sampler&&) noexcept;
+  Sampler& operator=(Sampler&&) noexcept;
+  ~Sampler();
+
+  // Checks privileges and BTF, loads the program, installs the filter and starts sampling.
+  // on_notice is called from poll_notices() for the first sample of each process.
+  [[nodiscard]] static Result<Sampler> start(const SamplerOptions& options,
+                                             NoticeHandler on_notice);
+
+  // Delivers pending new-process notices; waits up to timeout for the first one. Returns early
+  // (without error) when a signal interrupts the wait.
+  [[nodiscard]] Result<> poll_notices(std::chrono::milliseconds timeout);
+
+  // Lets the next sample of tgid announce it again (after it exited, its pid may be reused).
+  void forget_process(uint32_t tgid);
+
+  // The BPF maps, for the drain stage.
+  drain::MapReader& map_reader();
+
+  // CPUs being sampled.
+  const std::vector<int>& cpus() const;
+
+private:
+  struct State;
+  explicit Sampler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+} // namespace flamebpf::sampler

@@ -1,0 +1,66 @@
+#include "symbolize/proc_maps.h"
+
+#include <charconv>
+
+namespace flamebpf::symbolize {
+namespace {
+
+// Consumes a hex number from the front of text up to (and including) the separator.
+bool take_hex(std::string_view& text, char separator, uint64_t& out)
+{
+  size_t end = text.find(separator);
+  if (end == std::string_view::npos || end == 0)
+    return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + end, out, 16);
+  if (ec != std::errc() || ptr != text.data() + end)
+    return false;
+  text.remove_prefix(end + 1);
+  return true;
+}
+
+} // namespace
+
+std::vector<Mapping> parse_proc_maps(std::string_view text)
+{
+  std::vector<Mapping> mappings;
+  size_t line_start = 0;
+  while (line_start < text.size()) {
+    size_t line_end = text.find('\n', line_start);
+    if (line_end == std::string_view::npos)
+      line_end = text.size();
+    std::string_view line = text.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+
+    // 7f1c2a000000-7f1c2a022000 r-xp 00002000 08:01 131 /usr/lib/x86_64-linux-gnu/libc.so.6
+    Mapping mapping;
+    uint64_t major = 0;
+    uint64_t minor = 0;
+    if (!take_hex(line, '-', mapping.start) || !take_hex(line, ' ', mapping.end))
+      continue;
+    if (line.size() < 5 || line[4] != ' ')
+      continue;
+    mapping.executable = line[2] == 'x';
+    line.remove_prefix(5);
+    if (!take_hex(line, ' ', mapping.offset) || !take_hex(line, ':', major) ||
+        !take_hex(line, ' ', minor))
+      continue;
+    size_t inode_end = line.find(' ');
+    std::string_view inode_text = line.substr(0, inode_end);
+    auto [ptr, ec] =
+        std::from_chars(inode_text.data(), inode_text.data() + inode_text.size(), mapping.inode);
+    if (ec != std::errc() || mapping.end <= mapping.start)
+      continue;
+    if (inode_end != std::string_view::npos) {
+      std::string_view path = line.substr(inode_end);
+      size_t path_start = path.find_first_not_of(' ');
+      if (path_start != std::string_view::npos)
+        mapping.path = std::string(path.substr(path_start));
+    }
+    mapping.device_major = static_cast<uint32_t>(major);
+    mapping.device_minor = static_cast<uint32_t>(minor);
+    mappings.push_back(std::move(mapping));
+  }
+  return mappings;
+}
+
+} // namespace flamebpf::symbolize

@@ -1,0 +1,126 @@
+#include "symbolize/process_table.h"
+
+#include "common/log.h"
+#include "common/procfs.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+namespace flamebpf::symbolize {
+
+const MappedCode* ProcessImage::find(uint64_t address) const
+{
+  auto it =
+      std::upper_bound(code.begin(), code.end(), address,
+                       [](uint64_t value, const MappedCode& m) { return value < m.mapping.start; });
+  if (it == code.begin())
+    return nullptr;
+  --it;
+  return address < it->mapping.end ? &*it : nullptr;
+}
+
+std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& mapping)
+{
+  FileKey key{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
+  if (auto it = files_.find(key); it != files_.end())
+    return it->second;
+  if (failed_.contains(key))
+    return nullptr;
+
+  std::string process = proc_root_ + "/" + std::to_string(pid);
+  // map_files names the very file mapped, whatever mount namespace or deletion hides its path.
+  std::string via_map_files =
+      fmt::format("{}/map_files/{:x}-{:x}", process, mapping.start, mapping.end);
+  std::string via_root = process + "/root" + mapping.path;
+  UniqueFd fd(::open(via_map_files.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid())
+    fd.reset(::open(via_root.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat status {};
+  if (!fd.valid() || fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
+    spdlog::debug("cannot open {} of pid {}", mapping.path, pid);
+    failed_[key] = 1;
+    return nullptr;
+  }
+  auto symbols = ElfSymbols::open(std::move(fd), via_root, process + "/root");
+  if (!symbols) {
+    spdlog::debug("{}", symbols.error().message);
+    failed_[key] = 1;
+    return nullptr;
+  }
+  std::shared_ptr<const ElfSymbols> shared = std::move(*symbols);
+  files_.emplace(key, shared);
+  return shared;
+}
+
+ProcessTable::ProcessTable(std::string proc_root)
+    : proc_root_(std::move(proc_root)), elf_cache_(proc_root_)
+{
+}
+
+void ProcessTable::capture(uint32_t pid, const std::string& comm)
+{
+  ProcessImage& image = processes_[pid];
+  if (!comm.empty())
+    image.comm = comm;
+  else if (image.comm.empty())
+    image.comm = procfs::read_comm(pid, proc_root_).value_or("[unknown]");
+  image.capture_generation = generation_;
+
+  auto text = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps");
+  if (!text)
+    return; // gone already; keep whatever an earlier capture found
+  image.maps_read = true;
+  std::vector<MappedCode> code;
+  for (auto& mapping : parse_proc_maps(*text)) {
+    if (!mapping.executable)
+      continue;
+    MappedCode entry{std::move(mapping), nullptr};
+    if (entry.mapping.file_backed())
+      entry.symbols = elf_cache_.get(pid, entry.mapping);
+    code.push_back(std::move(entry));
+  }
+  std::sort(code.begin(), code.end(), [](const MappedCode& a, const MappedCode& b) {
+    return a.mapping.start < b.mapping.start;
+  });
+  image.code = std::move(code);
+}
+
+const ProcessImage& ProcessTable::get(uint32_t pid)
+{
+  auto it = processes_.find(pid);
+  if (it != processes_.end())
+    return it->second;
+  capture(pid, "");
+  return processes_.at(pid);
+}
+
+const ProcessImage& ProcessTable::refresh(uint32_t pid)
+{
+  const ProcessImage& image = get(pid);
+  if (image.capture_generation == generation_)
+    return image;
+  capture(pid, "");
+  return processes_.at(pid);
+}
+
+std::vector<uint32_t> ProcessTable::end_generation()
+{
+  ++generation_;
+  std::vector<uint32_t> gone;
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    if (::kill(static_cast<pid_t>(it->first), 0) != 0 && errno == ESRCH) {
+      gone.push_back(it->first);
+      it = processes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return gone;
+}
+
+} // namespace flamebpf::symbolize

@@ -1,0 +1,80 @@
+// What the symbolizer remembers of each sampled process: its name and its executable mappings,
+// with each mapped ELF file opened. Captured when a process is first seen, so that a process that
+// exits before the interval ends can still be symbolized.
+#pragma once
+
+#include "symbolize/elf_symbols.h"
+#include "symbolize/proc_maps.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace flamebpf::symbolize {
+
+// An executable mapping and the file behind it.
+struct MappedCode {
+  Mapping mapping;
+  std::shared_ptr<const ElfSymbols> symbols; // null when the file could not be read
+};
+
+struct ProcessImage {
+  std::string comm;
+  std::vector<MappedCode> code; // sorted by start address
+  bool maps_read = false;       // false when /proc/<pid>/maps could not be read (process gone)
+  uint64_t capture_generation = 0;
+
+  // The mapping containing address, if any.
+  const MappedCode* find(uint64_t address) const;
+};
+
+// Opened ELF files shared by every process that maps them, keyed by file identity.
+class ElfCache {
+public:
+  explicit ElfCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+
+  struct FileKey {
+    uint64_t device = 0;
+    uint64_t inode = 0;
+    friend auto operator<=>(const FileKey&, const FileKey&) = default;
+  };
+  // The symbols of the file behind mapping in process pid, opening it on first use.
+  std::shared_ptr<const ElfSymbols> get(uint32_t pid, const Mapping& mapping);
+  size_t size() const { return files_.size(); }
+
+private:
+  std::string proc_root_;
+  std::map<FileKey, std::shared_ptr<const ElfSymbols>> files_;
+  std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
+};
+
+class ProcessTable {
+public:
+  // proc_root is normally "/proc"; tests may point it elsewhere.
+  explicit ProcessTable(std::string proc_root = "/proc");
+
+  // Reads the process's maps and opens its code; comm may be empty to read it from /proc.
+  void capture(uint32_t pid, const std::string& comm);
+  // The process, capturing it now if it was never seen.
+  const ProcessImage& get(uint32_t pid);
+  // Re-reads the maps of a live process whose address fell outside every known mapping; at
+  // most once per generation (interval), so a process with unknown code costs one re-read.
+  const ProcessImage& refresh(uint32_t pid);
+  // Starts a new generation and removes processes that no longer exist, returning their pids.
+  std::vector<uint32_t> end_generation();
+
+  const std::string& proc_root() const { return proc_root_; }
+  size_t size() const { return processes_.size(); }
+
+private:
+  std::string proc_root_;
+  std::unordered_map<uint32_t, ProcessImage> processes_;
+  ElfCache elf_cache_;
+  uint64_t generation_ = 1;
+};
+
+} // namespace flamebpf::symbolize

@@ -1,0 +1,101 @@
+#include "symbolize/symbolizer.h"
+
+#include <fmt/format.h>
+
+namespace flamebpf::symbolize {
+namespace {
+
+std::string basename_of(const std::string& path)
+{
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Frames other than the innermost are return addresses; the call is the byte before.
+uint64_t call_site(uint64_t address, bool innermost)
+{
+  return innermost || address == 0 ? address : address - 1;
+}
+
+} // namespace
+
+Symbolizer::Symbolizer(KernelSymbols kernel,
+                       std::unordered_map<uint64_t, std::string> target_names,
+                       std::string proc_root)
+    : kernel_(std::move(kernel)), target_names_(std::move(target_names)),
+      processes_(std::move(proc_root))
+{
+}
+
+void Symbolizer::on_process_seen(uint32_t pid, const std::string& comm)
+{
+  processes_.capture(pid, comm);
+}
+
+profile::Frame Symbolizer::kernel_frame(uint64_t address) const
+{
+  const KernelSymbol* symbol = kernel_.lookup(address);
+  if (!symbol)
+    return {"[unknown]", "", profile::FrameKind::kUnknown};
+  return {symbol->name, symbol->module, profile::FrameKind::kKernel};
+}
+
+profile::Frame Symbolizer::user_frame(uint32_t pid, uint64_t address)
+{
+  const MappedCode* code = processes_.get(pid).find(address);
+  if (!code)
+    code = processes_.refresh(pid).find(address); // code mapped after the process was captured
+  if (!code)
+    return {"[unknown]", "", profile::FrameKind::kUnknown};
+  const Mapping& mapping = code->mapping;
+  uint64_t file_offset = address - mapping.start + mapping.offset;
+  if (code->symbols) {
+    if (auto name = code->symbols->symbolize_file_offset(file_offset))
+      return {*name, mapping.path, profile::FrameKind::kNative};
+  }
+  if (mapping.path.empty())
+    return {"[unknown]", "", profile::FrameKind::kUnknown};
+  if (!mapping.file_backed())
+    return {mapping.path, "", profile::FrameKind::kUnknown}; // [vdso], [vsyscall]
+  return {fmt::format("{}+0x{:x}", basename_of(mapping.path), file_offset), mapping.path,
+          profile::FrameKind::kUnknown};
+}
+
+Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw)
+{
+  profile::SymbolizedProfile out;
+  out.start = raw.start;
+  out.end = raw.end;
+  out.counters = raw.counters;
+  out.stacks.reserve(raw.samples.size());
+  for (const auto& sample : raw.samples) {
+    profile::Stack stack;
+    stack.pid = sample.tgid;
+    stack.count = sample.count;
+    stack.comm = processes_.get(sample.tgid).comm;
+    if (sample.target_cgroup_id != 0) {
+      auto it = target_names_.find(sample.target_cgroup_id);
+      if (it != target_names_.end())
+        stack.target = it->second;
+    }
+    auto& frames = stack.frames;
+    frames.reserve(sample.user_frames.size() + sample.kernel_frames.size() + 2);
+    if (sample.user_stack_lost)
+      frames.push_back({"[user stack lost]", "", profile::FrameKind::kUnknown});
+    for (size_t i = sample.user_frames.size(); i-- > 0;)
+      frames.push_back(user_frame(sample.tgid, call_site(sample.user_frames[i], i == 0)));
+    if (sample.kernel_stack_lost)
+      frames.push_back({"[kernel stack lost]", "", profile::FrameKind::kKernel});
+    for (size_t i = sample.kernel_frames.size(); i-- > 0;)
+      frames.push_back(kernel_frame(call_site(sample.kernel_frames[i], i == 0)));
+    out.stacks.push_back(std::move(stack));
+  }
+  return out;
+}
+
+std::vector<uint32_t> Symbolizer::forget_exited_processes()
+{
+  return processes_.end_generation();
+}
+
+} // namespace flamebpf::symbolize

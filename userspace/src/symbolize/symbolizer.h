@@ -1,0 +1,41 @@
+// The symbolize stage: turns a RawProfile's addresses into named frames.
+#pragma once
+
+#include "common/result.h"
+#include "profile/raw_profile.h"
+#include "profile/symbolized_profile.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/process_table.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace flamebpf::symbolize {
+
+class Symbolizer {
+public:
+  // target_names maps a target cgroup id to the target's display name.
+  Symbolizer(KernelSymbols kernel,
+             std::unordered_map<uint64_t, std::string> target_names,
+             std::string proc_root = "/proc");
+
+  // Records a process on its first sample, while it still runs.
+  void on_process_seen(uint32_t pid, const std::string& comm);
+
+  // Names every frame of raw. Stacks come out root first: user frames then kernel frames.
+  [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw);
+
+  // Forgets processes that exited; returns their pids so the sampler can forget them too.
+  std::vector<uint32_t> forget_exited_processes();
+
+private:
+  profile::Frame kernel_frame(uint64_t address) const;
+  profile::Frame user_frame(uint32_t pid, uint64_t address);
+
+  KernelSymbols kernel_;
+  std::unordered_map<uint64_t, std::string> target_names_;
+  ProcessTable processes_;
+};
+
+} // namespace flamebpf::symbolize
