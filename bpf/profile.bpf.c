@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 // CPU sampler: on every cpu-clock tick, decide whether the running task belongs to a target, take
 // its kernel and user stacks and count the (process, target, stacks) tuple in the kernel.
-#include "profile.h"
-
-#include "maps.bpf.h"
 #include "vmlinux.h"
+
+#include "profile.h"
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
+
+#include "maps.bpf.h"
 
 #define EFAULT 14
 #define EEXIST 17

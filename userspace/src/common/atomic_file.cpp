@@ -1,12 +1,12 @@
 #include "common/atomic_file.h"
 
-#include "common/unique_fd.h"
-
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
 #include <sstream>
 #include <unistd.h>
+
+#include "common/unique_fd.h"
 
 namespace flamebpf {
 

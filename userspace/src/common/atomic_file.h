@@ -1,11 +1,11 @@
 // Writes a file so that readers see either the old content or the whole new content, never part.
 #pragma once
 
-#include "common/result.h"
-
 #include <functional>
 #include <ostream>
 #include <string>
+
+#include "common/result.h"
 
 namespace flamebpf {
 

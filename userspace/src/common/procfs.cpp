@@ -1,11 +1,11 @@
 #include "common/procfs.h"
 
-#include "common/unique_fd.h"
-
 #include <cerrno>
 #include <charconv>
 #include <fcntl.h>
 #include <unistd.h>
+
+#include "common/unique_fd.h"
 
 namespace flamebpf::procfs {
 namespace {

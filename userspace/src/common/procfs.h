@@ -2,13 +2,13 @@
 // feed fixtures from tests/data instead of the live system.
 #pragma once
 
-#include "common/result.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/result.h"
 
 namespace flamebpf::procfs {
 

@@ -1,9 +1,9 @@
 #include "drain/drain.h"
 
-#include "common/log.h"
-
 #include <cerrno>
 #include <unordered_map>
+
+#include "common/log.h"
 
 namespace flamebpf::drain {
 

@@ -2,11 +2,11 @@
 // buffer's counts and stack ids into a RawProfile of frame addresses.
 #pragma once
 
+#include <chrono>
+
 #include "common/result.h"
 #include "drain/map_reader.h"
 #include "profile/raw_profile.h"
-
-#include <chrono>
 
 namespace flamebpf::drain {
 

@@ -1,10 +1,10 @@
 // Turns an interval's event counters into the warnings users act on.
 #pragma once
 
-#include "profile/raw_profile.h"
-
 #include <string>
 #include <vector>
+
+#include "profile/raw_profile.h"
 
 namespace flamebpf::drain {
 

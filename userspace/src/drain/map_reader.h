@@ -2,12 +2,12 @@
 // tested against in-memory maps.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "common/result.h"
 #include "profile.h"
 #include "profile/raw_profile.h"
-
-#include <cstdint>
-#include <vector>
 
 namespace flamebpf::drain {
 

@@ -1,10 +1,10 @@
 // The emit stage: writes a SymbolizedProfile in one output format. Emitters never symbolize.
 #pragma once
 
+#include <ostream>
+
 #include "common/result.h"
 #include "profile/symbolized_profile.h"
-
-#include <ostream>
 
 namespace flamebpf::emit {
 

@@ -3,9 +3,9 @@
 // one line per distinct stack, sorted, kernel frames suffixed "_[k]".
 #pragma once
 
-#include "emit/emitter.h"
-
 #include <string>
+
+#include "emit/emitter.h"
 
 namespace flamebpf::emit {
 

@@ -1,5 +1,15 @@
 #include "pipeline/recorder.h"
 
+#include <cerrno>
+#include <ctime>
+#include <fmt/format.h>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unordered_map>
+
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
@@ -10,16 +20,6 @@
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 #include "target/cgroup_resolver.h"
-
-#include <cerrno>
-#include <ctime>
-#include <fmt/format.h>
-#include <iostream>
-#include <optional>
-#include <set>
-#include <signal.h>
-#include <sys/stat.h>
-#include <unordered_map>
 
 namespace flamebpf::pipeline {
 

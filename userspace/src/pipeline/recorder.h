@@ -2,12 +2,12 @@
 // every interval, then write one profile. Wires the stages; holds no stage logic itself.
 #pragma once
 
-#include "cli/options.h"
-#include "common/result.h"
-
 #include <atomic>
 #include <cstdint>
 #include <string>
+
+#include "cli/options.h"
+#include "common/result.h"
 
 namespace flamebpf::pipeline {
 

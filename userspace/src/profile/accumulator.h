@@ -1,10 +1,10 @@
 // Sums symbolized intervals into one profile, merging equal stacks.
 #pragma once
 
-#include "profile/symbolized_profile.h"
-
 #include <string>
 #include <unordered_map>
+
+#include "profile/symbolized_profile.h"
 
 namespace flamebpf::profile {
 

@@ -1,13 +1,13 @@
 // Plain data leaving the drain stage: addresses, not names.
 #pragma once
 
-#include "profile.h"
-
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "profile.h"
 
 namespace flamebpf::profile {
 

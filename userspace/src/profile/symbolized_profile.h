@@ -1,12 +1,12 @@
 // Plain data leaving the symbolize stage: named frames, ready for any emitter.
 #pragma once
 
-#include "profile/raw_profile.h"
-
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "profile/raw_profile.h"
 
 namespace flamebpf::profile {
 

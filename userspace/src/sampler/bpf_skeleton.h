@@ -1,9 +1,9 @@
 // Move-only RAII owner of the generated `profile` skeleton.
 #pragma once
 
-#include "profile.skel.h"
-
 #include <utility>
+
+#include "profile.skel.h"
 
 namespace flamebpf::sampler {
 

@@ -1,12 +1,12 @@
 #include "sampler/perf_events.h"
 
-#include "common/log.h"
-
 #include <cerrno>
 #include <linux/perf_event.h>
 #include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "common/log.h"
 
 namespace flamebpf::sampler {
 

@@ -1,12 +1,12 @@
 // One software cpu-clock perf event per CPU, each running the sampling program.
 #pragma once
 
-#include "common/result.h"
-#include "common/unique_fd.h"
-
 #include <bpf/libbpf.h>
 #include <cstdint>
 #include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace flamebpf::sampler {
 

@@ -1,11 +1,5 @@
 #include "sampler/sampler.h"
 
-#include "common/log.h"
-#include "common/procfs.h"
-#include "sampler/bpf_skeleton.h"
-#include "sampler/features.h"
-#include "sampler/perf_events.h"
-
 #include <algorithm>
 #include <atomic>
 #include <bpf/bpf.h>
@@ -14,6 +8,12 @@
 #include <cstring>
 #include <string>
 #include <thread>
+
+#include "common/log.h"
+#include "common/procfs.h"
+#include "sampler/bpf_skeleton.h"
+#include "sampler/features.h"
+#include "sampler/perf_events.h"
 
 namespace flamebpf::sampler {
 namespace {

@@ -2,15 +2,15 @@
 // perf event per CPU. Owns the kernel side; the drain stage reads it through map_reader().
 #pragma once
 
-#include "common/result.h"
-#include "drain/map_reader.h"
-#include "profile.h"
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
+
+#include "common/result.h"
+#include "drain/map_reader.h"
+#include "profile.h"
 
 namespace flamebpf::sampler {
 

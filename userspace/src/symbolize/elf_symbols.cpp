@@ -94,6 +94,14 @@ std::optional<uint64_t> ElfSymbols::file_offset_to_vaddr(uint64_t file_offset) c
 
 std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offset) const
 {
+  auto match = match_file_offset(file_offset);
+  if (!match)
+    return std::nullopt;
+  return std::move(match->name);
+}
+
+std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t file_offset) const
+{
   auto vaddr = file_offset_to_vaddr(file_offset);
   if (!vaddr)
     return std::nullopt;
@@ -103,7 +111,7 @@ std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offse
                                           &symbol, nullptr, nullptr, nullptr);
   if (!name || !*name)
     return std::nullopt;
-  return demangle(name);
+  return SymbolMatch{demangle(name), symbol_offset};
 }
 
 std::string demangle(const char* name)

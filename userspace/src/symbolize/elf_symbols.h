@@ -2,13 +2,13 @@
 // found by build ID or .gnu_debuglink, and MiniDebugInfo.
 #pragma once
 
-#include "common/result.h"
-#include "common/unique_fd.h"
-
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace flamebpf::symbolize {
 
@@ -24,6 +24,13 @@ public:
   // Symbol tables are read immediately, so the file's process may exit afterwards.
   [[nodiscard]] static Result<std::unique_ptr<ElfSymbols>>
   open(UniqueFd fd, const std::string& path, const std::string& debug_root);
+
+  struct SymbolMatch {
+    std::string name; // demangled
+    uint64_t offset;  // of the looked-up byte from the symbol's start
+  };
+  // The function covering the byte at file_offset, with the byte's offset into it.
+  std::optional<SymbolMatch> match_file_offset(uint64_t file_offset) const;
 
   // The name of the function covering the byte at file_offset in the file, demangled; nullopt if
   // no symbol covers it.

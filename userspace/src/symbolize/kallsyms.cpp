@@ -1,9 +1,9 @@
 #include "symbolize/kallsyms.h"
 
-#include "common/procfs.h"
-
 #include <algorithm>
 #include <charconv>
+
+#include "common/procfs.h"
 
 namespace flamebpf::symbolize {
 

@@ -1,13 +1,13 @@
 // Kernel symbols from /proc/kallsyms.
 #pragma once
 
-#include "common/result.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/result.h"
 
 namespace flamebpf::symbolize {
 

@@ -1,8 +1,5 @@
 #include "symbolize/process_table.h"
 
-#include "common/log.h"
-#include "common/procfs.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
@@ -10,6 +7,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+
+#include "common/log.h"
+#include "common/procfs.h"
 
 namespace flamebpf::symbolize {
 

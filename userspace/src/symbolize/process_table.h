@@ -3,9 +3,6 @@
 // exits before the interval ends can still be symbolized.
 #pragma once
 
-#include "symbolize/elf_symbols.h"
-#include "symbolize/proc_maps.h"
-
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,6 +10,9 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "symbolize/elf_symbols.h"
+#include "symbolize/proc_maps.h"
 
 namespace flamebpf::symbolize {
 

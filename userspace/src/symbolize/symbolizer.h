@@ -1,15 +1,15 @@
 // The symbolize stage: turns a RawProfile's addresses into named frames.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
 #include "common/result.h"
 #include "profile/raw_profile.h"
 #include "profile/symbolized_profile.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/process_table.h"
-
-#include <cstdint>
-#include <string>
-#include <unordered_map>
 
 namespace flamebpf::symbolize {
 

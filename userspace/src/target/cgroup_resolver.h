@@ -1,10 +1,10 @@
 // Turns a --cgroup argument into the cgroup2 directory the kernel filter matches.
 #pragma once
 
-#include "common/result.h"
-
 #include <cstdint>
 #include <string>
+
+#include "common/result.h"
 
 namespace flamebpf::target {
 

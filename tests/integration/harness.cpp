@@ -1,0 +1,234 @@
+#include "harness.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/procfs.h"
+
+namespace flamebpf::testing {
+namespace {
+
+std::atomic<int> g_cgroup_counter{0};
+
+// Kills every process of a cgroup tree and removes its directories, deepest first.
+void remove_cgroup_tree(const std::string& path)
+{
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ignored)) {
+    if (entry.is_directory())
+      remove_cgroup_tree(entry.path());
+  }
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string procs = read_text(path + "/cgroup.procs");
+    std::istringstream in(procs);
+    pid_t pid = 0;
+    bool any = false;
+    while (in >> pid) {
+      ::kill(pid, SIGKILL);
+      any = true;
+    }
+    if (!any && ::rmdir(path.c_str()) == 0)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::rmdir(path.c_str());
+}
+
+} // namespace
+
+std::string cgroup2_mount()
+{
+  auto mount = procfs::cgroup2_mount();
+  if (!mount)
+    throw std::runtime_error(mount.error().message);
+  return *mount;
+}
+
+TempCgroup::TempCgroup(const std::string& parent)
+{
+  std::string base = parent.empty() ? cgroup2_mount() : parent;
+  path_ = base + "/flamebpf-test-" + std::to_string(::getpid()) + "-" +
+          std::to_string(g_cgroup_counter++);
+  if (::mkdir(path_.c_str(), 0755) != 0)
+    throw std::runtime_error("cannot create cgroup " + path_ + ": " + std::strerror(errno));
+}
+
+TempCgroup::~TempCgroup()
+{
+  remove_cgroup_tree(path_);
+}
+
+std::string TempCgroup::relative_path() const
+{
+  return path_.substr(cgroup2_mount().size() + 1);
+}
+
+Child::Child(const std::vector<std::string>& argv,
+             const std::string& cgroup,
+             const std::string& output_file)
+{
+  pid_ = ::fork();
+  if (pid_ < 0)
+    throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    if (!cgroup.empty()) {
+      int fd = ::open((cgroup + "/cgroup.procs").c_str(), O_WRONLY);
+      std::string self = std::to_string(::getpid());
+      if (fd < 0 || ::write(fd, self.data(), self.size()) < 0)
+        ::_exit(126);
+      ::close(fd);
+    }
+    int out = output_file.empty() ? ::open("/dev/null", O_WRONLY)
+                                  : ::open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    std::vector<char*> args;
+    for (const auto& arg : argv)
+      args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+}
+
+Child::~Child()
+{
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+int Child::wait()
+{
+  int status = 0;
+  if (pid_ <= 0 || ::waitpid(pid_, &status, 0) != pid_)
+    return -1;
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void Child::signal(int signal_number)
+{
+  if (pid_ > 0)
+    ::kill(pid_, signal_number);
+}
+
+TempDir::TempDir()
+{
+  char pattern[] = "/tmp/flamebpf-test.XXXXXX";
+  if (!::mkdtemp(pattern))
+    throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir()
+{
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string copy_burner(const std::string& dir, const std::string& name)
+{
+  std::string target = dir + "/" + name;
+  std::filesystem::copy_file(BURNER_BINARY, target,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::permissions(target, std::filesystem::perms::owner_all);
+  return target;
+}
+
+RunResult run_flamebpf(const std::vector<std::string>& args)
+{
+  TempDir dir;
+  std::string log = dir.path() + "/output";
+  std::vector<std::string> argv{FLAMEBPF_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Child child(argv, "", log);
+  RunResult result;
+  result.exit_code = child.wait();
+  result.output = read_text(log);
+  return result;
+}
+
+std::map<std::string, uint64_t> read_folded(const std::string& path)
+{
+  std::map<std::string, uint64_t> folded;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto space = line.rfind(' ');
+    if (space == std::string::npos)
+      continue;
+    folded[line.substr(0, space)] += std::stoull(line.substr(space + 1));
+  }
+  return folded;
+}
+
+uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded, const std::string& prefix)
+{
+  uint64_t sum = 0;
+  for (const auto& [stack, count] : folded)
+    sum += stack.rfind(prefix, 0) == 0 ? count : 0;
+  return sum;
+}
+
+uint64_t count_containing(const std::map<std::string, uint64_t>& folded, const std::string& text)
+{
+  uint64_t sum = 0;
+  for (const auto& [stack, count] : folded)
+    sum += stack.find(text) != std::string::npos ? count : 0;
+  return sum;
+}
+
+uint64_t count_ending_with(const std::map<std::string, uint64_t>& folded, const std::string& suffix)
+{
+  uint64_t sum = 0;
+  for (const auto& [stack, count] : folded)
+    sum += stack.ends_with(suffix) ? count : 0;
+  return sum;
+}
+
+uint64_t total_count(const std::map<std::string, uint64_t>& folded)
+{
+  uint64_t sum = 0;
+  for (const auto& [stack, count] : folded)
+    sum += count;
+  return sum;
+}
+
+double cpu_seconds(pid_t pid)
+{
+  std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  // Fields after the parenthesized comm: state is field 3, utime 14, stime 15.
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int index = 3; index <= 15 && in >> field; ++index) {
+    if (index >= 14)
+      ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+std::string read_text(const std::string& path)
+{
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+} // namespace flamebpf::testing

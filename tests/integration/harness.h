@@ -1,0 +1,94 @@
+// Helpers for the integration tests: real cgroups, real processes, the real flamebpf binary.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace flamebpf::testing {
+
+// A fresh cgroup2 directory, removed (after killing what runs in it) on destruction.
+class TempCgroup {
+public:
+  // A new directory under parent (an absolute cgroup2 path), or under the cgroup2 root if empty.
+  explicit TempCgroup(const std::string& parent = "");
+  ~TempCgroup();
+  TempCgroup(const TempCgroup&) = delete;
+  TempCgroup& operator=(const TempCgroup&) = delete;
+
+  const std::string& path() const { return path_; }
+  // The path relative to the cgroup2 mount, without the leading '/'.
+  std::string relative_path() const;
+
+private:
+  std::string path_;
+};
+
+// The cgroup2 mount point, from /proc/self/mountinfo.
+std::string cgroup2_mount();
+
+// A running child process, killed and reaped on destruction unless waited for.
+class Child {
+public:
+  // Starts argv, first moving the child into cgroup (if not empty). stdout and stderr go to
+  // output_file (if not empty), else /dev/null.
+  Child(const std::vector<std::string>& argv,
+        const std::string& cgroup = "",
+        const std::string& output_file = "");
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // Waits for exit; returns the exit code, or 128 + signal.
+  int wait();
+  void signal(int signal_number);
+
+private:
+  pid_t pid_ = -1;
+};
+
+// A scratch directory, removed on destruction.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+// Copies the burner workload to dir/name, so that its comm (process name) is `name`.
+std::string copy_burner(const std::string& dir, const std::string& name);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output; // stdout and stderr
+};
+
+// Runs flamebpf with args to completion.
+RunResult run_flamebpf(const std::vector<std::string>& args);
+
+// Folded file lines: stack -> count.
+std::map<std::string, uint64_t> read_folded(const std::string& path);
+
+// Sum of counts of lines whose stack starts with prefix.
+uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded,
+                           const std::string& prefix);
+// Sum of counts of lines whose stack contains text.
+uint64_t count_containing(const std::map<std::string, uint64_t>& folded, const std::string& text);
+// Sum of counts of lines whose stack ends with suffix (the leaf frames).
+uint64_t count_ending_with(const std::map<std::string, uint64_t>& folded,
+                           const std::string& suffix);
+uint64_t total_count(const std::map<std::string, uint64_t>& folded);
+
+// User plus system CPU time of a process so far, in seconds.
+double cpu_seconds(pid_t pid);
+
+// The whole file, or "" if unreadable.
+std::string read_text(const std::string& path);
+
+} // namespace flamebpf::testing

@@ -1,0 +1,227 @@
+// flamebpf against the real kernel: real processes in real cgroup2 directories.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <thread>
+#include <unistd.h>
+
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+constexpr const char* kChain = "main;run;a;b;c";
+
+class RecordTest : public ::testing::Test {
+protected:
+  void SetUp() override { ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root"; }
+
+  // Lets a freshly started workload reach its hot loop before sampling starts.
+  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+  TempDir dir_;
+};
+
+TEST_F(RecordTest, CgroupTargetShowsCallChainAndExcludesOtherProcesses)
+{
+  TempCgroup target;
+  auto inside = copy_burner(dir_.path(), "burner_in");
+  auto outside = copy_burner(dir_.path(), "burner_out");
+  Child workload({inside, "15"}, target.path());
+  Child other({outside, "15"});
+  settle();
+
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"--cgroup", target.path(), "-d", "5", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  auto folded = read_folded(out);
+  uint64_t total = total_count(folded);
+  uint64_t in_target = count_with_prefix(folded, "burner_in;");
+  // One busy CPU at 99 Hz for 5 s is about 495 samples; the machine may be shared.
+  EXPECT_GT(in_target, 150u) << run.output;
+  EXPECT_GE(in_target * 100, total * 90) << "less than 90% of samples attributed to the workload";
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, in_target * 80)
+      << "the workload's call chain main;run;a;b;c, root to leaf, is missing";
+  EXPECT_EQ(count_with_prefix(folded, "burner_out"), 0u)
+      << "a process outside the target leaked in";
+  EXPECT_NE(run.output.find("wrote " + out), std::string::npos) << run.output;
+}
+
+TEST_F(RecordTest, DescendantCgroupCountsForItsAncestorTarget)
+{
+  TempCgroup target;
+  TempCgroup child(target.path());
+  TempCgroup grandchild(child.path());
+  auto inside = copy_burner(dir_.path(), "burner_deep");
+  Child workload({inside, "15"}, grandchild.path());
+  settle();
+
+  std::string out = dir_.path() + "/out.folded";
+  // Relative to the cgroup2 mount, as users may write it.
+  auto run = run_flamebpf({"--cgroup", target.relative_path(), "-d", "4", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto folded = read_folded(out);
+  uint64_t samples = count_with_prefix(folded, "burner_deep;");
+  EXPECT_GT(samples, 100u) << run.output;
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+}
+
+TEST_F(RecordTest, OtherCgroupIsNotSampled)
+{
+  TempCgroup target;
+  TempCgroup sibling;
+  auto busy = copy_burner(dir_.path(), "burner_sib");
+  Child workload({busy, "15"}, sibling.path());
+  settle();
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count_with_prefix(read_folded(out), "burner_sib"), 0u);
+}
+
+TEST_F(RecordTest, PidTargetKeepsOnlyThatProcess)
+{
+  auto wanted = copy_burner(dir_.path(), "burner_pid");
+  auto unwanted = copy_burner(dir_.path(), "burner_nopid");
+  Child a({wanted, "15"});
+  Child b({unwanted, "15"});
+  settle();
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"--pid", std::to_string(a.pid()), "-d", "3", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto folded = read_folded(out);
+  EXPECT_GT(count_with_prefix(folded, "burner_pid;"), 80u) << run.output;
+  EXPECT_EQ(count_with_prefix(folded, "burner_nopid"), 0u);
+  EXPECT_EQ(total_count(folded), count_with_prefix(folded, "burner_pid;"));
+}
+
+TEST_F(RecordTest, WholeHostWithoutFilters)
+{
+  auto busy = copy_burner(dir_.path(), "burner_host");
+  Child workload({busy, "15"});
+  settle();
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"-d", "3", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto folded = read_folded(out);
+  uint64_t samples = count_with_prefix(folded, "burner_host;");
+  EXPECT_GT(samples, 80u) << run.output;
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+}
+
+TEST_F(RecordTest, ShortLivedProcessIsSymbolizedAfterItExits)
+{
+  TempCgroup target;
+  auto brief = copy_burner(dir_.path(), "burner_brief");
+  std::string out = dir_.path() + "/out.folded";
+  // The drain comes at 2 s; the workload lives 0.6 s and is gone by then.
+  Child profiler(
+      {FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "3", "--interval", "2", "-o", out}, "",
+      dir_.path() + "/log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  Child workload({brief, "0.6"}, target.path());
+  EXPECT_EQ(workload.wait(), 0);
+  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
+
+  auto folded = read_folded(out);
+  uint64_t samples = count_with_prefix(folded, "burner_brief;");
+  EXPECT_GT(samples, 15u) << read_text(dir_.path() + "/log");
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80)
+      << "frames of the exited process were not symbolized";
+  EXPECT_EQ(count_containing(folded, "burner_brief+0x"), 0u);
+}
+
+TEST_F(RecordTest, ManyIntervalsCountLikeOneInterval)
+{
+  TempCgroup target;
+  auto busy = copy_burner(dir_.path(), "burner_ivl");
+  Child workload({busy, "20"}, target.path());
+  settle();
+  // Both profilers see the same samples: one drains every 0.25 s, the other once at the end. A
+  // sample lost or counted twice at a buffer switch shows up as a difference.
+  std::string many = dir_.path() + "/many.folded";
+  std::string one = dir_.path() + "/one.folded";
+  double cpu_before = cpu_seconds(workload.pid());
+  Child frequent(
+      {FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "6", "--interval", "0.25", "-o", many}, "",
+      dir_.path() + "/many.log");
+  Child single(
+      {FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "6", "--interval", "100", "-o", one}, "",
+      dir_.path() + "/one.log");
+  ASSERT_EQ(frequent.wait(), 0) << read_text(dir_.path() + "/many.log");
+  ASSERT_EQ(single.wait(), 0) << read_text(dir_.path() + "/one.log");
+  double cpu_used = cpu_seconds(workload.pid()) - cpu_before;
+  double many_total = static_cast<double>(total_count(read_folded(many)));
+  double one_total = static_cast<double>(total_count(read_folded(one)));
+  ASSERT_GT(one_total, 150);
+  EXPECT_NEAR(many_total / one_total, 1.0, 0.05) << many_total << " vs " << one_total;
+  // Every CPU second of the workload is 99 samples, whoever drains how often.
+  EXPECT_NEAR(one_total / (99.0 * cpu_used), 1.0, 0.1)
+      << one_total << " samples, " << cpu_used << " CPU seconds";
+}
+
+TEST_F(RecordTest, SigtermStopsEarlyAndStillWrites)
+{
+  TempCgroup target;
+  auto busy = copy_burner(dir_.path(), "burner_term");
+  Child workload({busy, "15"}, target.path());
+  std::string out = dir_.path() + "/out.folded";
+  Child profiler({FLAMEBPF_BINARY, "--cgroup", target.path(), "-o", out}, "", dir_.path() + "/log");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  profiler.signal(SIGTERM);
+  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
+  EXPECT_GT(count_with_prefix(read_folded(out), "burner_term;"), 50u);
+}
+
+TEST_F(RecordTest, DefaultOutputPathIsPrinted)
+{
+  TempDir cwd;
+  std::string previous = std::filesystem::current_path();
+  std::filesystem::current_path(cwd.path());
+  auto run = run_flamebpf({"-d", "1"});
+  std::filesystem::current_path(previous);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto position = run.output.find("wrote ./flamebpf-");
+  ASSERT_NE(position, std::string::npos) << run.output;
+  std::string name = run.output.substr(position + 8, run.output.find(':', position) - position - 8);
+  EXPECT_TRUE(std::filesystem::exists(cwd.path() + "/" + name)) << name;
+  EXPECT_NE(name.find(".folded"), std::string::npos);
+}
+
+TEST_F(RecordTest, UnknownCgroupIsAUsageError)
+{
+  auto run = run_flamebpf({"--cgroup", "no-such-cgroup-here", "-d", "1", "-o", "/dev/null"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.output.find("unknown cgroup no-such-cgroup-here"), std::string::npos) << run.output;
+  EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+}
+
+TEST_F(RecordTest, BadFrequencyIsAUsageError)
+{
+  auto run = run_flamebpf({"-F", "0", "-d", "1"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--frequency"), std::string::npos) << run.output;
+}
+
+TEST_F(RecordTest, UnprivilegedUserGetsOneLineWithTheFix)
+{
+  if (::access("/usr/bin/setpriv", X_OK) != 0)
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  TempDir dir;
+  std::string log = dir.path() + "/log";
+  Child child({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+               "--inh-caps=-all", FLAMEBPF_BINARY, "-d", "1", "-o", "/dev/null"},
+              "", log);
+  EXPECT_EQ(child.wait(), 1);
+  std::string output = read_text(log);
+  EXPECT_NE(output.find("missing CAP_BPF and CAP_PERFMON"), std::string::npos) << output;
+  EXPECT_NE(output.find("sudo"), std::string::npos) << output;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  EXPECT_EQ(output.find("libbpf"), std::string::npos) << output;
+}
+
+} // namespace
+} // namespace flamebpf::testing
