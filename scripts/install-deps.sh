@@ -4,11 +4,11 @@
 set -euo pipefail
 
 build_packages=(
-  build-essential cmake ninja-build pkg-config clang llvm libbpf-dev bpftool libelf-dev libdw-dev
+  build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev libdw-dev
   zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev libprotobuf-dev protobuf-compiler
 )
-# BCC cross-checks the symbolizer; bpftrace and linux-perf are the benchmark's references.
-test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format bpftrace linux-perf)
+# BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged.
+test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

@@ -1,10 +1,10 @@
 // flamebpf: parse the command line, run the pipeline, choose the exit code.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
 #include "cli/options.h"
 #include "common/log.h"
 #include "pipeline/recorder.h"
-
-#include <CLI/CLI.hpp>
-#include <cstdio>
 
 namespace {
 

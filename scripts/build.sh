@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Configures (once) and builds one flavour of flamebpf incrementally; build output goes to stderr
+# so that `scripts/run -o - …` keeps stdout for the profile.
+# Usage: scripts/build.sh run|test|sanitize [targets…]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+flavour=${1:?usage: scripts/build.sh run|test|sanitize [targets…]}
+shift
+case "$flavour" in
+  run) options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLAMEBPF_TESTS=OFF) ;;
+  test) options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLAMEBPF_TESTS=ON) ;;
+  sanitize) options=(-DCMAKE_BUILD_TYPE=Debug -DFLAMEBPF_TESTS=ON -DFLAMEBPF_SANITIZE=ON) ;;
+  *) echo "scripts/build.sh: unknown flavour $flavour (run, test or sanitize)" >&2; exit 2 ;;
+esac
+dir="$root/build/$flavour"
+if [[ ! -f "$dir/build.ninja" ]]; then
+  cmake -S "$root" -B "$dir" -G Ninja "${options[@]}" >&2
+fi
+cmake --build "$dir" ${1:+--target "$@"} >&2
