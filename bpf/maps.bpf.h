@@ -43,10 +43,10 @@ struct {
   __uint(max_entries, 4096);
 } cgroup_targets SEC(".maps");
 
-// Processes already announced through `notices`; userspace forgets those that exited.
+// Process images already announced through `notices`; userspace forgets those that exited.
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __type(key, __u32);
+  __type(key, struct fb_image_key);
   __type(value, __u8);
   __uint(max_entries, 16384);
 } known_procs SEC(".maps");

@@ -70,22 +70,22 @@ static __always_inline void classify_stack_error(long error, int user)
     count_event(FB_COUNTER_KSTACK_ERROR);
 }
 
-static __always_inline void
-notice_new_process(struct task_struct* task, __u32 tgid, __u64 target_cgroup_id)
+static __always_inline void notice_new_image(struct task_struct* task, struct fb_sample_key* key)
 {
+  struct fb_image_key image = {.tgid = key->tgid, .image_id = key->image_id};
   __u8 seen = 1;
-  if (bpf_map_update_elem(&known_procs, &tgid, &seen, BPF_NOEXIST))
+  if (bpf_map_update_elem(&known_procs, &image, &seen, BPF_NOEXIST))
     return; // already known
   struct fb_process_notice* notice = bpf_ringbuf_reserve(&notices, sizeof(*notice), 0);
   if (!notice) {
     // Forget the process so that its next sample tries again.
-    bpf_map_delete_elem(&known_procs, &tgid);
+    bpf_map_delete_elem(&known_procs, &image);
     count_event(FB_COUNTER_NOTICE_LOST);
     return;
   }
-  notice->tgid = tgid;
-  notice->pad = 0;
-  notice->target_cgroup_id = target_cgroup_id;
+  notice->tgid = key->tgid;
+  notice->image_id = key->image_id;
+  notice->target_cgroup_id = key->target_cgroup_id;
   notice->sample_time_ns = bpf_ktime_get_ns();
   BPF_CORE_READ_STR_INTO(&notice->comm, task, group_leader, comm);
   bpf_ringbuf_submit(notice, 0);
@@ -150,7 +150,10 @@ int sample_cpu(struct bpf_perf_event_data* ctx)
 
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   int kernel_thread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
-  notice_new_process(task, tgid, key.target_cgroup_id);
+  // exec gives the process a new mm: samples before and after it name different code.
+  __u64 mm = (__u64)BPF_CORE_READ(task, mm);
+  key.image_id = (__u32)(mm >> 6) ^ (__u32)(mm >> 38);
+  notice_new_image(task, &key);
 
   // Odd while this CPU writes a buffer; userspace waits for it to turn even after a flip, so
   // the buffer it drains has no writer left. The locked add orders it before the index load.

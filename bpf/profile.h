@@ -22,14 +22,20 @@ struct fb_sample_key {
   __u32 tgid;             /* process id as the host (init pid namespace) sees it */
   __s32 kernel_stack_id;  /* id in the stack map of this buffer, or a negative errno */
   __s32 user_stack_id;    /* id in the stack map of this buffer, or a negative errno */
-  __u32 pad;              /* explicit padding; always 0 so equal keys hash equally */
+  __u32 image_id;         /* which memory image of tgid (it changes at exec); 0: kernel thread */
 };
 
-/* Sent through the ring buffer the first time a process is sampled, so userspace can capture its
- * memory map while it still lives. */
+/* A process image: one tgid between two execs. Key of known_procs. */
+struct fb_image_key {
+  __u32 tgid;     /* process id in the init pid namespace */
+  __u32 image_id; /* as in fb_sample_key */
+};
+
+/* Sent through the ring buffer the first time a process image is sampled, so userspace can
+ * capture its memory map while it still lives. */
 struct fb_process_notice {
   __u32 tgid;             /* process id in the init pid namespace */
-  __u32 pad;              /* explicit padding */
+  __u32 image_id;         /* as in fb_sample_key */
   __u64 target_cgroup_id; /* as in fb_sample_key */
   __u64 sample_time_ns;   /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) of the first sample */
   char comm[FB_COMM_LEN]; /* the thread-group leader's comm: the process name */

@@ -26,7 +26,8 @@ Comparison compare_symbolizers(pid_t pid, uint64_t stride)
 {
   Comparison result;
   symbolize::ProcessTable table;
-  const auto& image = table.get(static_cast<uint32_t>(pid));
+  // image_id 0: the live process as it is now.
+  const auto& image = table.get({static_cast<uint32_t>(pid), 0});
   void* bcc_cache = bcc_symcache_new(pid, nullptr);
   EXPECT_NE(bcc_cache, nullptr);
   for (const auto& code : image.code) {

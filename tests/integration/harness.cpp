@@ -223,6 +223,29 @@ double cpu_seconds(pid_t pid)
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+double cpu_seconds_at_exit(Child& child)
+{
+  // A zombie keeps its times in /proc until waited for.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(child.pid()), &info, WEXITED | WNOWAIT) != 0)
+    return -1;
+  double seconds = cpu_seconds(child.pid());
+  child.wait();
+  return seconds;
+}
+
+bool wait_for_text(const std::string& path, const std::string& text, double timeout_seconds)
+{
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_text(path).find(text) != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 std::string read_text(const std::string& path)
 {
   std::ifstream in(path);

@@ -88,6 +88,12 @@ uint64_t total_count(const std::map<std::string, uint64_t>& folded);
 // User plus system CPU time of a process so far, in seconds.
 double cpu_seconds(pid_t pid);
 
+// Waits for the process to exit and returns its CPU time, read before it is reaped.
+double cpu_seconds_at_exit(Child& child);
+
+// Waits up to timeout_seconds for path to contain text.
+bool wait_for_text(const std::string& path, const std::string& text, double timeout_seconds);
+
 // The whole file, or "" if unreadable.
 std::string read_text(const std::string& path);
 

@@ -134,33 +134,65 @@ TEST_F(RecordTest, ShortLivedProcessIsSymbolizedAfterItExits)
   EXPECT_EQ(count_containing(folded, "burner_brief+0x"), 0u);
 }
 
+TEST_F(RecordTest, ProcessIsRecapturedAfterExec)
+{
+  TempCgroup target;
+  auto after = copy_burner(dir_.path(), "burner_exec");
+  std::string out = dir_.path() + "/out.folded";
+  Child profiler({FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "-o", out}, "",
+                 dir_.path() + "/log");
+  ASSERT_TRUE(wait_for_text(dir_.path() + "/log", "sampling ", 30));
+  // The shell is sampled (and captured) first; the same process then becomes the burner.
+  Child workload({"/bin/sh", "-c",
+                  "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec " + after + " 1.5"},
+                 target.path());
+  EXPECT_EQ(workload.wait(), 0);
+  profiler.signal(SIGTERM);
+  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
+
+  auto folded = read_folded(out);
+  uint64_t samples = count_with_prefix(folded, "burner_exec;");
+  EXPECT_GT(samples, 50u) << read_text(dir_.path() + "/log");
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80) << read_text(out);
+  for (const auto& [stack, count] : folded)
+    EXPECT_FALSE(stack.starts_with("sh;") && stack.ends_with(kChain))
+        << "samples after exec were named after the shell: " << stack;
+}
+
 TEST_F(RecordTest, ManyIntervalsCountLikeOneInterval)
 {
   TempCgroup target;
   auto busy = copy_burner(dir_.path(), "burner_ivl");
-  Child workload({busy, "20"}, target.path());
-  settle();
-  // Both profilers see the same samples: one drains every 0.25 s, the other once at the end. A
-  // sample lost or counted twice at a buffer switch shows up as a difference.
+  // Two profilers see the same workload from its start to its end: one drains every 0.2 s, the
+  // other once at the end. A sample lost or counted twice at a buffer switch shows up as a
+  // difference, and both must match the workload's CPU time.
   std::string many = dir_.path() + "/many.folded";
   std::string one = dir_.path() + "/one.folded";
-  double cpu_before = cpu_seconds(workload.pid());
   Child frequent(
-      {FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "6", "--interval", "0.25", "-o", many}, "",
+      {FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "--interval", "0.2", "-o", many}, "",
       dir_.path() + "/many.log");
-  Child single(
-      {FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "6", "--interval", "100", "-o", one}, "",
-      dir_.path() + "/one.log");
+  Child single({FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "--interval", "1000", "-o", one},
+               "", dir_.path() + "/one.log");
+  ASSERT_TRUE(wait_for_text(dir_.path() + "/many.log", "sampling ", 30));
+  ASSERT_TRUE(wait_for_text(dir_.path() + "/one.log", "sampling ", 30));
+
+  Child workload({busy, "4"}, target.path());
+  double cpu_used = cpu_seconds_at_exit(workload);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  frequent.signal(SIGTERM);
+  single.signal(SIGTERM);
   ASSERT_EQ(frequent.wait(), 0) << read_text(dir_.path() + "/many.log");
   ASSERT_EQ(single.wait(), 0) << read_text(dir_.path() + "/one.log");
-  double cpu_used = cpu_seconds(workload.pid()) - cpu_before;
-  double many_total = static_cast<double>(total_count(read_folded(many)));
-  double one_total = static_cast<double>(total_count(read_folded(one)));
-  ASSERT_GT(one_total, 150);
-  EXPECT_NEAR(many_total / one_total, 1.0, 0.05) << many_total << " vs " << one_total;
+
+  double many_total = static_cast<double>(count_with_prefix(read_folded(many), "burner_ivl;"));
+  double one_total = static_cast<double>(count_with_prefix(read_folded(one), "burner_ivl;"));
+  ASSERT_GT(cpu_used, 1.0);
   // Every CPU second of the workload is 99 samples, whoever drains how often.
   EXPECT_NEAR(one_total / (99.0 * cpu_used), 1.0, 0.1)
       << one_total << " samples, " << cpu_used << " CPU seconds";
+  EXPECT_NEAR(many_total / (99.0 * cpu_used), 1.0, 0.1)
+      << many_total << " samples, " << cpu_used << " CPU seconds";
+  EXPECT_NEAR(many_total / one_total, 1.0, 0.05) << many_total << " vs " << one_total;
 }
 
 TEST_F(RecordTest, SigtermStopsEarlyAndStillWrites)

@@ -10,6 +10,7 @@ namespace flamebpf::drain {
 // The layout is shared with the BPF program; a change on either side must show up here.
 static_assert(sizeof(fb_sample_key) == 24);
 static_assert(sizeof(fb_process_notice) == 40);
+static_assert(sizeof(fb_image_key) == 8);
 
 Drainer::Drainer(MapReader& maps) : maps_(maps), interval_start_(std::chrono::system_clock::now())
 {
@@ -54,6 +55,7 @@ Result<profile::RawProfile> Drainer::drain()
   for (const auto& entry : *counts) {
     profile::RawSample sample;
     sample.tgid = entry.key.tgid;
+    sample.image_id = entry.key.image_id;
     sample.target_cgroup_id = entry.key.target_cgroup_id;
     sample.kernel_frames = frames_of(entry.key.kernel_stack_id, sample.kernel_stack_lost);
     sample.user_frames = frames_of(entry.key.user_stack_id, sample.user_stack_lost);

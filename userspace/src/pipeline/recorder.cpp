@@ -124,7 +124,7 @@ Result<RecordSummary> record(const cli::Config& config)
       spdlog::debug("first sample {:.3f} s after start", after.count());
     }
     std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
-    symbolizer->on_process_seen(notice.tgid, comm);
+    symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
   };
   install_stop_handlers();
   auto sampler = sampler::Sampler::start(targets->sampler_options, on_notice);
@@ -154,8 +154,8 @@ Result<RecordSummary> record(const cli::Config& config)
     spdlog::debug("interval: {} samples in {} stacks", symbolized->total_samples(),
                   symbolized->stacks.size());
     accumulator.add(std::move(*symbolized));
-    for (uint32_t pid : symbolizer->forget_exited_processes())
-      sampler->forget_process(pid);
+    for (const auto& image : symbolizer->forget_exited_processes())
+      sampler->forget_image(image.pid, image.image_id);
     return {};
   };
 

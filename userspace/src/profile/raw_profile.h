@@ -27,6 +27,7 @@ struct DropCounters {
 // One distinct stack of one process, as counted in the kernel.
 struct RawSample {
   uint32_t tgid = 0;                   // host pid
+  uint32_t image_id = 0;               // the process image (changes at exec), as BPF saw it
   uint64_t target_cgroup_id = 0;       // cgroup id of the matched --cgroup target, else 0
   std::vector<uint64_t> kernel_frames; // innermost first, as the kernel records them
   std::vector<uint64_t> user_frames;   // innermost first

@@ -271,9 +271,10 @@ Result<> Sampler::poll_notices(std::chrono::milliseconds timeout)
   return {};
 }
 
-void Sampler::forget_process(uint32_t tgid)
+void Sampler::forget_image(uint32_t tgid, uint32_t image_id)
 {
-  bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.known_procs), &tgid);
+  fb_image_key key{tgid, image_id};
+  bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.known_procs), &key);
 }
 
 drain::MapReader& Sampler::map_reader()

@@ -47,8 +47,9 @@ public:
   // (without error) when a signal interrupts the wait.
   [[nodiscard]] Result<> poll_notices(std::chrono::milliseconds timeout);
 
-  // Lets the next sample of tgid announce it again (after it exited, its pid may be reused).
-  void forget_process(uint32_t tgid);
+  // Lets the next sample of this process image announce it again (after it exited, its pid may
+  // be reused).
+  void forget_image(uint32_t tgid, uint32_t image_id);
 
   // The BPF maps, for the drain stage.
   drain::MapReader& map_reader();

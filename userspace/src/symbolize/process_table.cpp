@@ -62,9 +62,10 @@ ProcessTable::ProcessTable(std::string proc_root)
 {
 }
 
-void ProcessTable::capture(uint32_t pid, const std::string& comm)
+void ProcessTable::capture(const ImageKey& key, const std::string& comm)
 {
-  ProcessImage& image = processes_[pid];
+  uint32_t pid = key.pid;
+  ProcessImage& image = processes_[key];
   if (!comm.empty())
     image.comm = comm;
   else if (image.comm.empty())
@@ -90,36 +91,48 @@ void ProcessTable::capture(uint32_t pid, const std::string& comm)
   image.code = std::move(code);
 }
 
-const ProcessImage& ProcessTable::get(uint32_t pid)
+const ProcessImage& ProcessTable::get(const ImageKey& key)
 {
-  auto it = processes_.find(pid);
-  if (it != processes_.end())
-    return it->second;
-  capture(pid, "");
-  return processes_.at(pid);
+  auto it = processes_.find(key);
+  if (it == processes_.end()) {
+    capture(key, "");
+    it = processes_.find(key);
+  }
+  it->second.used_generation = generation_;
+  return it->second;
 }
 
-const ProcessImage& ProcessTable::refresh(uint32_t pid)
+const ProcessImage& ProcessTable::refresh(const ImageKey& key)
 {
-  const ProcessImage& image = get(pid);
+  const ProcessImage& image = get(key);
   if (image.capture_generation == generation_)
     return image;
-  capture(pid, "");
-  return processes_.at(pid);
+  capture(key, "");
+  return processes_.at(key);
 }
 
-std::vector<uint32_t> ProcessTable::end_generation()
+std::vector<ImageKey> ProcessTable::end_generation()
 {
-  ++generation_;
-  std::vector<uint32_t> gone;
+  // The newest capture of each pid is its current image; older ones were replaced by exec.
+  std::unordered_map<uint32_t, uint64_t> newest_capture;
+  for (const auto& [key, image] : processes_) {
+    auto& newest = newest_capture[key.pid];
+    newest = std::max(newest, image.capture_generation);
+  }
+  std::vector<ImageKey> gone;
   for (auto it = processes_.begin(); it != processes_.end();) {
-    if (::kill(static_cast<pid_t>(it->first), 0) != 0 && errno == ESRCH) {
-      gone.push_back(it->first);
+    const auto& [key, image] = *it;
+    bool exited = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
+    bool replaced =
+        image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
+    if (exited || replaced) {
+      gone.push_back(key);
       it = processes_.erase(it);
     } else {
       ++it;
     }
   }
+  ++generation_;
   return gone;
 }
 

@@ -27,6 +27,7 @@ struct ProcessImage {
   std::vector<MappedCode> code; // sorted by start address
   bool maps_read = false;       // false when /proc/<pid>/maps could not be read (process gone)
   uint64_t capture_generation = 0;
+  uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
@@ -52,27 +53,42 @@ private:
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
 };
 
+// One process between two execs.
+struct ImageKey {
+  uint32_t pid = 0;
+  uint32_t image_id = 0;
+  friend bool operator==(const ImageKey&, const ImageKey&) = default;
+};
+
+struct ImageKeyHash {
+  size_t operator()(const ImageKey& key) const
+  {
+    return std::hash<uint64_t>()((uint64_t(key.pid) << 32) | key.image_id);
+  }
+};
+
 class ProcessTable {
 public:
   // proc_root is normally "/proc"; tests may point it elsewhere.
   explicit ProcessTable(std::string proc_root = "/proc");
 
   // Reads the process's maps and opens its code; comm may be empty to read it from /proc.
-  void capture(uint32_t pid, const std::string& comm);
-  // The process, capturing it now if it was never seen.
-  const ProcessImage& get(uint32_t pid);
+  void capture(const ImageKey& key, const std::string& comm);
+  // The process image, capturing it now if it was never seen.
+  const ProcessImage& get(const ImageKey& key);
   // Re-reads the maps of a live process whose address fell outside every known mapping; at
   // most once per generation (interval), so a process with unknown code costs one re-read.
-  const ProcessImage& refresh(uint32_t pid);
-  // Starts a new generation and removes processes that no longer exist, returning their pids.
-  std::vector<uint32_t> end_generation();
+  const ProcessImage& refresh(const ImageKey& key);
+  // Starts a new generation and removes the images of processes that no longer exist, and
+  // images replaced by an exec that no sample used in the generation; returns their keys.
+  std::vector<ImageKey> end_generation();
 
   const std::string& proc_root() const { return proc_root_; }
   size_t size() const { return processes_.size(); }
 
 private:
   std::string proc_root_;
-  std::unordered_map<uint32_t, ProcessImage> processes_;
+  std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
   ElfCache elf_cache_;
   uint64_t generation_ = 1;
 };

@@ -27,9 +27,9 @@ Symbolizer::Symbolizer(KernelSymbols kernel,
 {
 }
 
-void Symbolizer::on_process_seen(uint32_t pid, const std::string& comm)
+void Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
 {
-  processes_.capture(pid, comm);
+  processes_.capture(key, comm);
 }
 
 profile::Frame Symbolizer::kernel_frame(uint64_t address) const
@@ -40,11 +40,11 @@ profile::Frame Symbolizer::kernel_frame(uint64_t address) const
   return {symbol->name, symbol->module, profile::FrameKind::kKernel};
 }
 
-profile::Frame Symbolizer::user_frame(uint32_t pid, uint64_t address)
+profile::Frame Symbolizer::user_frame(const ImageKey& key, uint64_t address)
 {
-  const MappedCode* code = processes_.get(pid).find(address);
+  const MappedCode* code = processes_.get(key).find(address);
   if (!code)
-    code = processes_.refresh(pid).find(address); // code mapped after the process was captured
+    code = processes_.refresh(key).find(address); // code mapped after the process was captured
   if (!code)
     return {"[unknown]", "", profile::FrameKind::kUnknown};
   const Mapping& mapping = code->mapping;
@@ -72,7 +72,8 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     profile::Stack stack;
     stack.pid = sample.tgid;
     stack.count = sample.count;
-    stack.comm = processes_.get(sample.tgid).comm;
+    ImageKey key{sample.tgid, sample.image_id};
+    stack.comm = processes_.get(key).comm;
     if (sample.target_cgroup_id != 0) {
       auto it = target_names_.find(sample.target_cgroup_id);
       if (it != target_names_.end())
@@ -83,7 +84,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     if (sample.user_stack_lost)
       frames.push_back({"[user stack lost]", "", profile::FrameKind::kUnknown});
     for (size_t i = sample.user_frames.size(); i-- > 0;)
-      frames.push_back(user_frame(sample.tgid, call_site(sample.user_frames[i], i == 0)));
+      frames.push_back(user_frame(key, call_site(sample.user_frames[i], i == 0)));
     if (sample.kernel_stack_lost)
       frames.push_back({"[kernel stack lost]", "", profile::FrameKind::kKernel});
     for (size_t i = sample.kernel_frames.size(); i-- > 0;)
@@ -93,7 +94,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
   return out;
 }
 
-std::vector<uint32_t> Symbolizer::forget_exited_processes()
+std::vector<ImageKey> Symbolizer::forget_exited_processes()
 {
   return processes_.end_generation();
 }

@@ -21,17 +21,17 @@ public:
              std::string proc_root = "/proc");
 
   // Records a process on its first sample, while it still runs.
-  void on_process_seen(uint32_t pid, const std::string& comm);
+  void on_process_seen(const ImageKey& key, const std::string& comm);
 
   // Names every frame of raw. Stacks come out root first: user frames then kernel frames.
   [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw);
 
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
-  std::vector<uint32_t> forget_exited_processes();
+  std::vector<ImageKey> forget_exited_processes();
 
 private:
   profile::Frame kernel_frame(uint64_t address) const;
-  profile::Frame user_frame(uint32_t pid, uint64_t address);
+  profile::Frame user_frame(const ImageKey& key, uint64_t address);
 
   KernelSymbols kernel_;
   std::unordered_map<uint64_t, std::string> target_names_;
