@@ -1,5 +1,6 @@
 // flamebpf against the real kernel: real processes in real cgroup2 directories.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -157,6 +158,80 @@ TEST_F(RecordTest, ProcessIsRecapturedAfterExec)
   for (const auto& [stack, count] : folded)
     EXPECT_FALSE(stack.starts_with("sh;") && stack.ends_with(kChain))
         << "samples after exec were named after the shell: " << stack;
+}
+
+TEST_F(RecordTest, BinaryOnlyInsideItsMountNamespaceResolves)
+{
+  TempCgroup target;
+  // The program lives on a tmpfs mounted in a private mount namespace: the host has no such path,
+  // as with a container's own files.
+  std::string script = "mount -t tmpfs flamebpf-test /mnt && cp " + std::string(BURNER_BINARY) +
+                       " /mnt/burner_mntns && exec /mnt/burner_mntns 15";
+  Child workload(
+      {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script},
+      target.path());
+  settle();
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_FALSE(std::filesystem::exists("/mnt/burner_mntns"));
+  auto folded = read_folded(out);
+  uint64_t samples = count_with_prefix(folded, "burner_mntns;");
+  EXPECT_GT(samples, 50u) << run.output;
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+}
+
+TEST_F(RecordTest, DeletedBinaryStillResolves)
+{
+  TempCgroup target;
+  auto doomed = copy_burner(dir_.path(), "burner_del");
+  Child workload({doomed, "15"}, target.path());
+  settle();
+  std::filesystem::remove(doomed);
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto folded = read_folded(out);
+  uint64_t samples = count_with_prefix(folded, "burner_del;");
+  EXPECT_GT(samples, 50u) << run.output;
+  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+}
+
+// Spins until stop is set; its name is what the profile must show.
+__attribute__((noinline)) void burn_in_thread_for_pid_test(const std::atomic<bool>& stop)
+{
+  volatile uint64_t sink = 0;
+  while (!stop.load(std::memory_order_relaxed))
+    sink = sink * 31 + 7;
+}
+
+TEST_F(RecordTest, ThreadIdStandsForItsProcess)
+{
+  std::atomic<bool> stop{false};
+  std::atomic<pid_t> tid{0};
+  std::thread burner([&] {
+    tid = static_cast<pid_t>(::gettid());
+    burn_in_thread_for_pid_test(stop);
+  });
+  while (tid.load() == 0)
+    std::this_thread::yield();
+  ASSERT_NE(tid.load(), ::getpid());
+  std::string out = dir_.path() + "/out.folded";
+  auto run = run_flamebpf({"--pid", std::to_string(tid.load()), "-d", "2", "-o", out});
+  stop = true;
+  burner.join();
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("is a thread of process " + std::to_string(::getpid())),
+            std::string::npos)
+      << run.output;
+  EXPECT_GT(count_containing(read_folded(out), "burn_in_thread_for_pid_test"), 50u) << run.output;
+}
+
+TEST_F(RecordTest, UnknownPidIsAUsageError)
+{
+  auto run = run_flamebpf({"--pid", "999999999", "-d", "1", "-o", "/dev/null"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.output.find("no process with pid 999999999"), std::string::npos) << run.output;
 }
 
 TEST_F(RecordTest, ManyIntervalsCountLikeOneInterval)

@@ -171,4 +171,23 @@ std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root)
   return *text;
 }
 
+std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root)
+{
+  auto text = read_file(proc_root + "/" + std::to_string(tid) + "/status", 1 << 16);
+  if (!text)
+    return std::nullopt;
+  auto position = text->find("\nTgid:");
+  if (position == std::string::npos)
+    return std::nullopt;
+  std::string_view rest(*text);
+  rest.remove_prefix(position + 6);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
+    rest.remove_prefix(1);
+  uint32_t tgid = 0;
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tgid);
+  if (ec != std::errc() || tgid == 0)
+    return std::nullopt;
+  return tgid;
+}
+
 } // namespace flamebpf::procfs

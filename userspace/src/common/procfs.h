@@ -43,4 +43,8 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes = 64 << 
 // Process name (comm) of pid from <proc_root>/<pid>/comm, without the trailing newline.
 std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root = "/proc");
 
+// The process (thread-group) id of a task id, from <proc_root>/<tid>/status; nullopt if the task
+// does not exist.
+std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root = "/proc");
+
 } // namespace flamebpf::procfs

@@ -7,7 +7,6 @@
 #include <optional>
 #include <set>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unordered_map>
 
 #include "common/atomic_file.h"
@@ -43,10 +42,13 @@ Result<ResolvedTargets> resolve_targets(const cli::Config& config)
   options.count_storage = config.count_storage;
   options.filter = !config.pids.empty() || !config.cgroups.empty();
   for (uint32_t pid : config.pids) {
-    struct stat status {};
-    if (stat(("/proc/" + std::to_string(pid)).c_str(), &status) != 0)
+    // The kernel filter matches processes (tgids); a thread id stands for its process.
+    auto tgid = procfs::read_tgid(pid);
+    if (!tgid)
       return fail(usage_error(fmt::format("no process with pid {}", pid)));
-    options.pids.push_back(pid);
+    if (*tgid != pid)
+      spdlog::info("pid {} is a thread of process {}; profiling the process", pid, *tgid);
+    options.pids.push_back(*tgid);
   }
   if (!config.cgroups.empty()) {
     auto mount = procfs::cgroup2_mount();
