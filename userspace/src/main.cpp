@@ -1,6 +1,7 @@
 // flamebpf: parse the command line, run the pipeline, choose the exit code.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/options.h"
 #include "common/log.h"
@@ -26,6 +27,9 @@ int main(int argc, char** argv)
     return code == 0 ? 0 : kExitUsage;
   }
   flamebpf::log::init(config.verbose);
+  // libdw would fetch missing debug files from debuginfod servers; a profiler on a production host
+  // makes no network requests of its own.
+  unsetenv("DEBUGINFOD_URLS");
 
   auto summary = flamebpf::pipeline::record(config);
   if (!summary) {

@@ -34,10 +34,10 @@ void Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
 
 profile::Frame Symbolizer::kernel_frame(uint64_t address) const
 {
-  const KernelSymbol* symbol = kernel_.lookup(address);
+  auto symbol = kernel_.lookup(address);
   if (!symbol)
     return {"[unknown]", "", profile::FrameKind::kUnknown};
-  return {symbol->name, symbol->module, profile::FrameKind::kKernel};
+  return {std::string(symbol->name), std::string(symbol->module), profile::FrameKind::kKernel};
 }
 
 profile::Frame Symbolizer::user_frame(const ImageKey& key, uint64_t address)
