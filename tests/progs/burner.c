@@ -1,9 +1,12 @@
 // A CPU-bound workload with a distinctive call chain (main;run;a;b;c) for the integration tests
-// and the benchmark. Usage: burner SECONDS [spin|exit]
-//   burner 5        burns CPU for 5 seconds in c(), called through run, a and b
-//   burner 0.5      a short-lived process
+// and the benchmark.
+//   burner 5              burns CPU for 5 seconds in c(), called through run, a and b
+//   burner 0.5            a short-lived process
+//   burner --rounds N     does N rounds of fixed work and prints the seconds they took, so that
+//                         elapsed time grows with whatever a profiler takes from it
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile unsigned long sink;
@@ -33,24 +36,31 @@ __attribute__((noinline)) void a(void)
   __asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) unsigned long run(double seconds)
+// Stops after `seconds`, or after `rounds` rounds when rounds > 0.
+__attribute__((noinline)) unsigned long run(double seconds, unsigned long rounds)
 {
   double end = now_seconds() + seconds;
-  unsigned long rounds = 0;
-  while (now_seconds() < end) {
+  unsigned long done = 0;
+  while (rounds > 0 ? done < rounds : now_seconds() < end) {
     a();
-    rounds++;
+    done++;
   }
-  return rounds;
+  return done;
 }
 
 int main(int argc, char** argv)
 {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s SECONDS\n", argv[0]);
+  if (argc == 3 && strcmp(argv[1], "--rounds") == 0) {
+    double start = now_seconds();
+    run(0, strtoul(argv[2], NULL, 10));
+    printf("%.6f\n", now_seconds() - start);
+    return 0;
+  }
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SECONDS | --rounds N\n", argv[0]);
     return 2;
   }
-  unsigned long rounds = run(atof(argv[1]));
+  unsigned long rounds = run(atof(argv[1]), 0);
   printf("%lu\n", rounds);
   return 0;
 }

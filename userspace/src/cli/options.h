@@ -11,9 +11,9 @@ namespace flamebpf::cli {
 
 struct Config {
   uint32_t frequency_hz = 99;
-  double duration_seconds = 0;  // 0: until SIGINT/SIGTERM
-  double interval_seconds = 10; // how often the kernel maps are drained
-  std::string output;           // empty: ./flamebpf-<UTC time>.folded; "-": stdout
+  double duration_seconds = 0; // 0: until SIGINT/SIGTERM
+  double interval_seconds = 2; // how often the kernel maps are drained
+  std::string output;          // empty: ./flamebpf-<UTC time>.folded; "-": stdout
   std::vector<uint32_t> pids;
   std::vector<std::string> cgroups;
   uint32_t stack_storage = 8192;

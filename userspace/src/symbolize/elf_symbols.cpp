@@ -1,5 +1,6 @@
 #include "symbolize/elf_symbols.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
@@ -15,7 +16,6 @@ struct ElfSymbols::Session {
   Dwfl_Callbacks callbacks{};
   Dwfl* dwfl = nullptr;
   Dwfl_Module* module = nullptr;
-  UniqueFd fd;
   struct Segment {
     uint64_t offset;
     uint64_t file_size;
@@ -47,10 +47,11 @@ ElfSymbols::open(UniqueFd fd, const std::string& path, const std::string& debug_
   session->dwfl = dwfl_begin(&session->callbacks);
   if (!session->dwfl)
     return fail(error("cannot start libdwfl: " + std::string(dwfl_errmsg(-1))));
-  session->fd = std::move(fd);
-  // libdwfl reads through the descriptor but does not close one it was given.
-  session->module =
-      dwfl_report_offline(session->dwfl, path.c_str(), path.c_str(), session->fd.get());
+  // On success libdwfl owns the descriptor (it may read the file and close it at once); on
+  // failure it is still ours.
+  session->module = dwfl_report_offline(session->dwfl, path.c_str(), path.c_str(), fd.get());
+  if (session->module)
+    fd.release();
   if (!session->module || dwfl_report_end(session->dwfl, nullptr, nullptr) != 0)
     return fail(error("cannot read ELF " + path + ": " + dwfl_errmsg(-1)));
 
@@ -67,9 +68,29 @@ ElfSymbols::open(UniqueFd fd, const std::string& path, const std::string& debug_
     if (gelf_getphdr(elf, static_cast<int>(i), &header) && header.p_type == PT_LOAD)
       session->segments.push_back({header.p_offset, header.p_filesz, header.p_vaddr});
   }
+
   // Reading the symbol table now finds debug files while the process (and its root) exists.
-  if (dwfl_module_getsymtab(session->module) < 0)
-    session->segments.clear(); // no symbols at all: every lookup reports "unknown"
+  int symbol_count = dwfl_module_getsymtab(session->module);
+  for (int i = 1; i < symbol_count; ++i) {
+    GElf_Sym symbol;
+    GElf_Addr address = 0;
+    GElf_Word section = 0;
+    const char* name =
+        dwfl_module_getsym_info(session->module, i, &symbol, &address, &section, nullptr, nullptr);
+    if (!name || !*name || section == SHN_UNDEF || section == SHN_ABS || address == 0)
+      continue;
+    int type = GELF_ST_TYPE(symbol.st_info);
+    if (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_NOTYPE)
+      symbols->symbols_.push_back({address, symbol.st_size, name});
+  }
+  // By address; among aliases at one address, sized symbols last, so lookups meet them first.
+  std::stable_sort(symbols->symbols_.begin(), symbols->symbols_.end(),
+                   [](const Symbol& a, const Symbol& b) {
+                     if (a.address != b.address)
+                       return a.address < b.address;
+                     return (a.size != 0) < (b.size != 0);
+                   });
+  symbols->symbols_.shrink_to_fit();
 
   const unsigned char* id_bits = nullptr;
   GElf_Addr id_vaddr = 0;
@@ -92,12 +113,23 @@ std::optional<uint64_t> ElfSymbols::file_offset_to_vaddr(uint64_t file_offset) c
   return std::nullopt;
 }
 
-std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offset) const
+const ElfSymbols::Symbol* ElfSymbols::find_symbol(uint64_t address) const
 {
-  auto match = match_file_offset(file_offset);
-  if (!match)
-    return std::nullopt;
-  return std::move(match->name);
+  auto after = std::upper_bound(symbols_.begin(), symbols_.end(), address,
+                                [](uint64_t value, const Symbol& s) { return value < s.address; });
+  if (after == symbols_.begin())
+    return nullptr;
+  const Symbol& nearest = *std::prev(after);
+  if (nearest.size == 0 || address < nearest.address + nearest.size)
+    return &nearest;
+  // Past the nearest symbol's end: a larger symbol starting a little earlier may enclose it.
+  auto first = after - std::min<ptrdiff_t>(after - symbols_.begin(), 16);
+  for (auto it = std::prev(after); it != first;) {
+    --it;
+    if (it->size != 0 && address < it->address + it->size)
+      return &*it;
+  }
+  return nullptr;
 }
 
 std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t file_offset) const
@@ -105,13 +137,22 @@ std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t fi
   auto vaddr = file_offset_to_vaddr(file_offset);
   if (!vaddr)
     return std::nullopt;
-  GElf_Off symbol_offset = 0;
-  GElf_Sym symbol;
-  const char* name = dwfl_module_addrinfo(session_->module, *vaddr + session_->bias, &symbol_offset,
-                                          &symbol, nullptr, nullptr, nullptr);
-  if (!name || !*name)
+  uint64_t address = *vaddr + session_->bias;
+  const Symbol* symbol = find_symbol(address);
+  if (!symbol)
     return std::nullopt;
-  return SymbolMatch{demangle(name), symbol_offset};
+  auto [it, inserted] = demangled_.try_emplace(symbol->name);
+  if (inserted)
+    it->second = demangle(symbol->name);
+  return SymbolMatch{it->second, address - symbol->address};
+}
+
+std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offset) const
+{
+  auto match = match_file_offset(file_offset);
+  if (!match)
+    return std::nullopt;
+  return std::move(match->name);
 }
 
 std::string demangle(const char* name)

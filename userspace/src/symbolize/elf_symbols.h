@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -44,8 +46,19 @@ private:
   // Link-time virtual address of file_offset, from the PT_LOAD program headers.
   std::optional<uint64_t> file_offset_to_vaddr(uint64_t file_offset) const;
 
+  // Function symbols sorted by address: libdwfl's own address lookup scans the whole table, too
+  // slow for a profile's millions of frames.
+  struct Symbol {
+    uint64_t address; // in libdwfl's address space (link-time address + bias)
+    uint64_t size;    // 0: unknown, the symbol extends to the next one
+    const char* name; // in the ELF string table, alive as long as the session
+  };
+  const Symbol* find_symbol(uint64_t address) const;
+
   struct Session;
   std::unique_ptr<Session> session_;
+  std::vector<Symbol> symbols_;
+  mutable std::unordered_map<const char*, std::string> demangled_;
   std::string build_id_;
 };
 

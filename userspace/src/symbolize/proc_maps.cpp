@@ -48,7 +48,8 @@ std::vector<Mapping> parse_proc_maps(std::string_view text)
     std::string_view inode_text = line.substr(0, inode_end);
     auto [ptr, ec] =
         std::from_chars(inode_text.data(), inode_text.data() + inode_text.size(), mapping.inode);
-    if (ec != std::errc() || mapping.end <= mapping.start)
+    if (ec != std::errc() || ptr != inode_text.data() + inode_text.size() ||
+        mapping.end <= mapping.start)
       continue;
     if (inode_end != std::string_view::npos) {
       std::string_view path = line.substr(inode_end);

@@ -48,7 +48,10 @@ std::string relative_to_mount(const std::string& path, const std::string& mount)
   std::string prefix = normal_mount == "/" ? "/" : normal_mount + "/";
   if (normal_path.rfind(prefix, 0) != 0)
     return "";
-  return "/" + normal_path.substr(prefix.size());
+  // Built with append: gcc 12 at -O3 warns falsely (-Wrestrict) about "/" + std::string.
+  std::string below(1, '/');
+  below.append(normal_path, prefix.size());
+  return below;
 }
 
 Result<CgroupTarget> resolve_cgroup(const std::string& argument, const std::string& cgroup2_mount)

@@ -1,0 +1,281 @@
+#include <cctype>
+#include <fcntl.h>
+#include <gelf.h>
+#include <gtest/gtest.h>
+#include <libelf.h>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include "symbolize/elf_symbols.h"
+#include "test_support.h"
+
+namespace flamebpf::symbolize {
+namespace {
+
+// An independent reader of the fixture files (plain libelf), for the facts the tests check
+// ElfSymbols against: symbol values, program headers and the build ID note.
+class FixtureElf {
+public:
+  explicit FixtureElf(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
+  {
+    elf_version(EV_CURRENT);
+    if (fd_.valid())
+      elf_ = elf_begin(fd_.get(), ELF_C_READ, nullptr);
+  }
+  ~FixtureElf()
+  {
+    if (elf_)
+      elf_end(elf_);
+  }
+  FixtureElf(const FixtureElf&) = delete;
+  FixtureElf& operator=(const FixtureElf&) = delete;
+
+  bool valid() const { return elf_ != nullptr; }
+
+  // The .symtab entry named name.
+  std::optional<GElf_Sym> symbol(const std::string& name) const
+  {
+    Elf_Scn* section = nullptr;
+    while ((section = elf_nextscn(elf_, section)) != nullptr) {
+      GElf_Shdr header;
+      if (!gelf_getshdr(section, &header) || header.sh_type != SHT_SYMTAB)
+        continue;
+      Elf_Data* data = elf_getdata(section, nullptr);
+      size_t count = header.sh_entsize ? header.sh_size / header.sh_entsize : 0;
+      for (size_t i = 0; data && i < count; ++i) {
+        GElf_Sym symbol;
+        if (!gelf_getsym(data, static_cast<int>(i), &symbol))
+          continue;
+        const char* symbol_name = elf_strptr(elf_, header.sh_link, symbol.st_name);
+        if (symbol_name && name == symbol_name)
+          return symbol;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::vector<GElf_Phdr> loads() const
+  {
+    std::vector<GElf_Phdr> result;
+    size_t count = 0;
+    if (elf_getphdrnum(elf_, &count) != 0)
+      return result;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Phdr header;
+      if (gelf_getphdr(elf_, static_cast<int>(i), &header) && header.p_type == PT_LOAD)
+        result.push_back(header);
+    }
+    return result;
+  }
+
+  // The PT_LOAD holding vaddr in the file.
+  std::optional<GElf_Phdr> load_of(uint64_t vaddr) const
+  {
+    for (const auto& header : loads()) {
+      if (vaddr >= header.p_vaddr && vaddr < header.p_vaddr + header.p_filesz)
+        return header;
+    }
+    return std::nullopt;
+  }
+
+  // The file offset holding the byte at link-time address vaddr.
+  std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const
+  {
+    auto header = load_of(vaddr);
+    if (!header)
+      return std::nullopt;
+    return vaddr - header->p_vaddr + header->p_offset;
+  }
+
+  // Whether any PT_LOAD maps the byte at file offset.
+  bool offset_loaded(uint64_t offset) const
+  {
+    for (const auto& header : loads()) {
+      if (offset >= header.p_offset && offset < header.p_offset + header.p_filesz)
+        return true;
+    }
+    return false;
+  }
+
+  // The NT_GNU_BUILD_ID note as lowercase hex.
+  std::string build_id() const
+  {
+    Elf_Scn* section = nullptr;
+    while ((section = elf_nextscn(elf_, section)) != nullptr) {
+      GElf_Shdr header;
+      if (!gelf_getshdr(section, &header) || header.sh_type != SHT_NOTE)
+        continue;
+      Elf_Data* data = elf_getdata(section, nullptr);
+      GElf_Nhdr note;
+      size_t name_offset = 0;
+      size_t desc_offset = 0;
+      for (size_t offset = 0;
+           data && (offset = gelf_getnote(data, offset, &note, &name_offset, &desc_offset)) > 0;) {
+        if (note.n_type != NT_GNU_BUILD_ID || note.n_namesz != 4)
+          continue;
+        const auto* bytes = static_cast<const unsigned char*>(data->d_buf) + desc_offset;
+        std::string hex;
+        for (size_t i = 0; i < note.n_descsz; ++i) {
+          static const char kHex[] = "0123456789abcdef";
+          hex.push_back(kHex[bytes[i] >> 4]);
+          hex.push_back(kHex[bytes[i] & 0xf]);
+        }
+        return hex;
+      }
+    }
+    return "";
+  }
+
+private:
+  UniqueFd fd_;
+  Elf* elf_ = nullptr;
+};
+
+std::unique_ptr<ElfSymbols> open_symbols(const std::string& path)
+{
+  auto symbols = ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, "/");
+  EXPECT_TRUE(symbols.has_value()) << symbols.error().message;
+  return symbols ? std::move(*symbols) : nullptr;
+}
+
+// Checks that every byte position worth testing in function `symbol` of the fixture at path
+// symbolizes to `expected`, with the right offset into the function.
+void expect_function(const FixtureElf& file,
+                     const ElfSymbols& symbols,
+                     const std::string& symbol,
+                     const std::string& expected)
+{
+  SCOPED_TRACE(symbol);
+  auto entry = file.symbol(symbol);
+  ASSERT_TRUE(entry.has_value()) << "fixture lacks " << symbol;
+  ASSERT_EQ(GELF_ST_TYPE(entry->st_info), STT_FUNC);
+  ASSERT_GE(entry->st_size, 8u) << "fixture function too small to probe inside";
+  auto offset = file.vaddr_to_offset(entry->st_value);
+  ASSERT_TRUE(offset.has_value());
+  for (uint64_t k : {uint64_t{0}, uint64_t{1}, entry->st_size / 2, entry->st_size - 1}) {
+    auto name = symbols.symbolize_file_offset(*offset + k);
+    EXPECT_EQ(name, expected) << "at offset 0x" << std::hex << *offset + k;
+    auto match = symbols.match_file_offset(*offset + k);
+    ASSERT_TRUE(match.has_value());
+    EXPECT_EQ(match->offset, k);
+  }
+}
+
+TEST(ElfSymbols, PlainLibraryFunctions)
+{
+  const std::string path = FLAMEBPF_ELF_FIXTURE_PLAIN;
+  FixtureElf file(path);
+  ASSERT_TRUE(file.valid()) << path;
+  auto symbols = open_symbols(path);
+  ASSERT_NE(symbols, nullptr);
+  expect_function(file, *symbols, "fb_fixture_alpha", "fb_fixture_alpha");
+  expect_function(file, *symbols, "fb_fixture_beta", "fb_fixture_beta");
+}
+
+TEST(ElfSymbols, SegmentWhoseVaddrDiffersFromItsOffset)
+{
+  const std::string path = FLAMEBPF_ELF_FIXTURE_SHIFTED;
+  FixtureElf file(path);
+  ASSERT_TRUE(file.valid()) << path;
+  // The fixture must really exercise the translation: its code segment has p_vaddr != p_offset.
+  auto compute = file.symbol("_ZN10fb_fixture7shifted7computeEi");
+  ASSERT_TRUE(compute.has_value());
+  auto code = file.load_of(compute->st_value);
+  ASSERT_TRUE(code.has_value());
+  ASSERT_TRUE(code->p_flags & PF_X);
+  ASSERT_NE(code->p_vaddr, code->p_offset);
+  const GElf_Phdr first = file.loads().front();
+  ASSERT_NE(code->p_vaddr - code->p_offset, first.p_vaddr - first.p_offset);
+
+  auto symbols = open_symbols(path);
+  ASSERT_NE(symbols, nullptr);
+  expect_function(file, *symbols, "_ZN10fb_fixture7shifted7computeEi",
+                  "fb_fixture::shifted::compute(int)");
+  expect_function(file, *symbols, "fb_fixture_gamma", "fb_fixture_gamma");
+}
+
+TEST(ElfSymbols, OffsetsOutsideEveryLoadSegment)
+{
+  for (const std::string path : {FLAMEBPF_ELF_FIXTURE_PLAIN, FLAMEBPF_ELF_FIXTURE_SHIFTED}) {
+    SCOPED_TRACE(path);
+    FixtureElf file(path);
+    ASSERT_TRUE(file.valid());
+    struct stat status {};
+    ASSERT_EQ(::stat(path.c_str(), &status), 0);
+    auto file_size = static_cast<uint64_t>(status.st_size);
+    auto symbols = open_symbols(path);
+    ASSERT_NE(symbols, nullptr);
+
+    EXPECT_EQ(symbols->symbolize_file_offset(file_size + 0x1000), std::nullopt);
+    EXPECT_EQ(symbols->symbolize_file_offset(~uint64_t{0}), std::nullopt);
+    // The section header table ends the file and is never loaded.
+    ASSERT_FALSE(file.offset_loaded(file_size - 1));
+    EXPECT_EQ(symbols->symbolize_file_offset(file_size - 1), std::nullopt);
+    EXPECT_EQ(symbols->match_file_offset(file_size - 1), std::nullopt);
+  }
+}
+
+TEST(ElfSymbols, BuildIdIsTheNoteInHex)
+{
+  for (const std::string path : {FLAMEBPF_ELF_FIXTURE_PLAIN, FLAMEBPF_ELF_FIXTURE_SHIFTED}) {
+    SCOPED_TRACE(path);
+    auto symbols = open_symbols(path);
+    ASSERT_NE(symbols, nullptr);
+    const std::string& id = symbols->build_id();
+    ASSERT_FALSE(id.empty());
+    EXPECT_EQ(id.size() % 2, 0u);
+    for (char c : id)
+      EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(c)) << id;
+    EXPECT_EQ(id, FixtureElf(path).build_id());
+  }
+  EXPECT_NE(open_symbols(FLAMEBPF_ELF_FIXTURE_PLAIN)->build_id(),
+            open_symbols(FLAMEBPF_ELF_FIXTURE_SHIFTED)->build_id());
+}
+
+TEST(ElfSymbols, NotAnElfFileIsAnError)
+{
+  std::string path = flamebpf::testing::data_path("kallsyms/sample.txt");
+  auto symbols = ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, "/");
+  ASSERT_FALSE(symbols.has_value());
+  EXPECT_NE(symbols.error().message.find(path), std::string::npos) << symbols.error().message;
+}
+
+// libdwfl reads a reported file into memory and closes the descriptor it was given. ElfSymbols
+// must not close that number again: by then it may belong to another file of the process.
+TEST(ElfSymbols, DoesNotCloseADescriptorItNoLongerOwns)
+{
+  const std::string path = FLAMEBPF_ELF_FIXTURE_PLAIN;
+  auto symbols = open_symbols(path);
+  ASSERT_NE(symbols, nullptr);
+  // Takes the lowest free number: the one given to open() above if it was closed meanwhile.
+  UniqueFd bystander(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(bystander.valid());
+  symbols.reset();
+  EXPECT_NE(::fcntl(bystander.get(), F_GETFD), -1)
+      << "destroying ElfSymbols closed descriptor " << bystander.get() << " it did not own";
+}
+
+TEST(Demangle, ItaniumNames)
+{
+  EXPECT_EQ(demangle("_ZN10fb_fixture7shifted7computeEi"), "fb_fixture::shifted::compute(int)");
+  EXPECT_EQ(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)");
+  EXPECT_EQ(demangle("_Z1fv"), "f()");
+}
+
+TEST(Demangle, OtherNamesUnchanged)
+{
+  EXPECT_EQ(demangle("main"), "main");
+  EXPECT_EQ(demangle("fb_fixture_alpha"), "fb_fixture_alpha");
+  EXPECT_EQ(demangle(""), "");
+  EXPECT_EQ(demangle("_"), "_");
+  EXPECT_EQ(demangle("_Z"), "_Z");
+  EXPECT_EQ(demangle("_Zinvalid@@"), "_Zinvalid@@");
+  EXPECT_EQ(demangle("_RNvCs1234_4core3foo"), "_RNvCs1234_4core3foo"); // Rust v0: not Itanium
+}
+
+} // namespace
+} // namespace flamebpf::symbolize

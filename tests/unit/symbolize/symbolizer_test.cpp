@@ -1,0 +1,231 @@
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <optional>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <unordered_map>
+
+#include "symbolize/symbolizer.h"
+
+namespace flamebpf::symbolize {
+
+// Functions of the test binary itself whose addresses stand in for sampled frames. Not inlined,
+// so each keeps its own symbol; the asm statement keeps the bodies from being merged.
+[[gnu::noinline]] int symbolizer_test_leaf(int n)
+{
+  int acc = 0;
+  for (int i = 0; i < n; ++i) {
+    acc += i * i;
+    asm volatile("" : "+r"(acc));
+  }
+  return acc;
+}
+
+[[gnu::noinline]] int symbolizer_test_caller(int n)
+{
+  int result = symbolizer_test_leaf(n) + 1;
+  asm volatile("" : "+r"(result));
+  return result;
+}
+
+namespace {
+
+using profile::Frame;
+using profile::FrameKind;
+
+constexpr const char* kKernelSymbols = "ffffffff81000000 T _stext\n"
+                                       "ffffffff81100000 T entry_SYSCALL_64\n"
+                                       "ffffffff81200000 T do_syscall_64\n"
+                                       "ffffffffc0a01000 t nft_do_chain\t[nf_tables]\n";
+
+// The image id BPF would have given this process; any value serves, as long as it is consistent.
+constexpr uint32_t kImageId = 1;
+
+uint64_t address_of(int (*function)(int))
+{
+  return reinterpret_cast<uint64_t>(function);
+}
+
+std::string own_comm()
+{
+  std::ifstream in("/proc/self/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
+
+class SymbolizerSelf : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    auto kernel = KernelSymbols::parse(kKernelSymbols);
+    ASSERT_TRUE(kernel.has_value()) << kernel.error().message;
+    symbolizer_.emplace(std::move(*kernel),
+                        std::unordered_map<uint64_t, std::string>{{77, "docker/abc"}}, "/proc");
+  }
+
+  // A RawProfile of one sample of this process.
+  static profile::RawProfile one_sample(std::vector<uint64_t> user, std::vector<uint64_t> kernel)
+  {
+    profile::RawProfile raw;
+    profile::RawSample sample;
+    sample.tgid = static_cast<uint32_t>(::getpid());
+    sample.image_id = kImageId;
+    sample.user_frames = std::move(user);
+    sample.kernel_frames = std::move(kernel);
+    sample.count = 3;
+    raw.samples.push_back(std::move(sample));
+    return raw;
+  }
+
+  // The frames of raw's only stack.
+  std::vector<Frame> frames_of(const profile::RawProfile& raw)
+  {
+    auto symbolized = symbolizer_->symbolize(raw);
+    EXPECT_TRUE(symbolized.has_value()) << symbolized.error().message;
+    if (!symbolized || symbolized->stacks.size() != 1)
+      return {};
+    return symbolized->stacks[0].frames;
+  }
+
+  std::optional<Symbolizer> symbolizer_;
+};
+
+TEST_F(SymbolizerSelf, UserRootFirstThenKernel)
+{
+  // Innermost first, as the kernel records them: the interrupted instruction, then return
+  // addresses, each looked up one byte earlier (at the call). The outermost kernel return address
+  // is do_syscall_64's first byte, so the call was in entry_SYSCALL_64.
+  auto raw =
+      one_sample({address_of(&symbolizer_test_leaf) + 4, address_of(&symbolizer_test_caller) + 1},
+                 {0xffffffffc0a01010, 0xffffffff81200010, 0xffffffff81200000});
+  raw.start = std::chrono::system_clock::time_point(std::chrono::seconds(1));
+  raw.end = std::chrono::system_clock::time_point(std::chrono::seconds(2));
+  raw.counters.counts[FB_COUNTER_SAMPLES] = 3;
+  auto symbolized = symbolizer_->symbolize(raw);
+  ASSERT_TRUE(symbolized.has_value()) << symbolized.error().message;
+  EXPECT_EQ(symbolized->start, raw.start);
+  EXPECT_EQ(symbolized->end, raw.end);
+  EXPECT_EQ(symbolized->counters[FB_COUNTER_SAMPLES], 3u);
+  ASSERT_EQ(symbolized->stacks.size(), 1u);
+  const auto& stack = symbolized->stacks[0];
+  EXPECT_EQ(stack.pid, static_cast<uint32_t>(::getpid()));
+  EXPECT_EQ(stack.comm, own_comm());
+  EXPECT_EQ(stack.target, "");
+  EXPECT_EQ(stack.count, 3u);
+
+  ASSERT_EQ(stack.frames.size(), 5u);
+  EXPECT_EQ(stack.frames[0].name, "flamebpf::symbolize::symbolizer_test_caller(int)");
+  EXPECT_EQ(stack.frames[0].kind, FrameKind::kNative);
+  EXPECT_EQ(stack.frames[1].name, "flamebpf::symbolize::symbolizer_test_leaf(int)");
+  EXPECT_EQ(stack.frames[1].kind, FrameKind::kNative);
+  EXPECT_EQ(stack.frames[2], (Frame{"entry_SYSCALL_64", "", FrameKind::kKernel}));
+  EXPECT_EQ(stack.frames[3], (Frame{"do_syscall_64", "", FrameKind::kKernel}));
+  EXPECT_EQ(stack.frames[4], (Frame{"nft_do_chain", "nf_tables", FrameKind::kKernel}));
+}
+
+TEST_F(SymbolizerSelf, NativeFramesNameTheirFile)
+{
+  auto frames = frames_of(one_sample({address_of(&symbolizer_test_leaf)}, {}));
+  ASSERT_EQ(frames.size(), 1u);
+  char exe[4096] = {};
+  ASSERT_GT(::readlink("/proc/self/exe", exe, sizeof exe - 1), 0);
+  EXPECT_EQ(frames[0],
+            (Frame{"flamebpf::symbolize::symbolizer_test_leaf(int)", exe, FrameKind::kNative}));
+}
+
+TEST_F(SymbolizerSelf, ReturnAddressesAreLookedUpAtTheCall)
+{
+  // A return address just past the end of one function belongs to the call in it: an outer
+  // frame at the next function's first byte is symbolized one byte earlier.
+  auto raw = one_sample({address_of(&symbolizer_test_leaf), address_of(&symbolizer_test_leaf)}, {});
+  auto frames = frames_of(raw);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_NE(frames[0].name, "flamebpf::symbolize::symbolizer_test_leaf(int)");
+  EXPECT_EQ(frames[1].name, "flamebpf::symbolize::symbolizer_test_leaf(int)");
+}
+
+TEST_F(SymbolizerSelf, SharedLibraryWithShiftedSegment)
+{
+  void* library = ::dlopen(FLAMEBPF_ELF_FIXTURE_SHIFTED, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << ::dlerror();
+  auto* gamma = reinterpret_cast<int (*)(int)>(::dlsym(library, "fb_fixture_gamma"));
+  auto* compute =
+      reinterpret_cast<int (*)(int)>(::dlsym(library, "_ZN10fb_fixture7shifted7computeEi"));
+  ASSERT_NE(gamma, nullptr);
+  ASSERT_NE(compute, nullptr);
+
+  auto frames = frames_of(one_sample({address_of(compute) + 2, address_of(gamma) + 3}, {}));
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].name, "fb_fixture_gamma");
+  EXPECT_EQ(frames[0].kind, FrameKind::kNative);
+  EXPECT_NE(frames[0].module.find("elf_fixture_shifted"), std::string::npos) << frames[0].module;
+  EXPECT_EQ(frames[1].name, "fb_fixture::shifted::compute(int)");
+  ::dlclose(library);
+}
+
+TEST_F(SymbolizerSelf, AddressesInNoMappingAreUnknown)
+{
+  auto frames = frames_of(one_sample({0x10, address_of(&symbolizer_test_caller) + 1}, {0x1000}));
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].name, "flamebpf::symbolize::symbolizer_test_caller(int)");
+  EXPECT_EQ(frames[1], (Frame{"[unknown]", "", FrameKind::kUnknown}));
+  // Below the first kernel symbol.
+  EXPECT_EQ(frames[2], (Frame{"[unknown]", "", FrameKind::kUnknown}));
+}
+
+TEST_F(SymbolizerSelf, AnonymousExecutableMemoryIsUnknown)
+{
+  long page = ::sysconf(_SC_PAGESIZE);
+  void* code = ::mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_EXEC,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(code, MAP_FAILED) << std::strerror(errno);
+  auto frames = frames_of(one_sample({reinterpret_cast<uint64_t>(code) + 16}, {}));
+  ::munmap(code, static_cast<size_t>(page));
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0], (Frame{"[unknown]", "", FrameKind::kUnknown}));
+}
+
+TEST_F(SymbolizerSelf, LostStacksAreMarked)
+{
+  auto raw = one_sample({address_of(&symbolizer_test_leaf)}, {});
+  raw.samples[0].user_stack_lost = true;
+  raw.samples[0].kernel_stack_lost = true;
+  auto frames = frames_of(raw);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].name, "[user stack lost]");
+  EXPECT_EQ(frames[1].name, "flamebpf::symbolize::symbolizer_test_leaf(int)");
+  EXPECT_EQ(frames[2], (Frame{"[kernel stack lost]", "", FrameKind::kKernel}));
+}
+
+TEST_F(SymbolizerSelf, TargetNamesComeFromCgroupIds)
+{
+  auto raw = one_sample({}, {0xffffffff81200000});
+  raw.samples[0].target_cgroup_id = 77;
+  raw.samples.push_back(raw.samples[0]);
+  raw.samples[1].target_cgroup_id = 78; // not a known target
+  auto symbolized = symbolizer_->symbolize(raw);
+  ASSERT_TRUE(symbolized.has_value());
+  ASSERT_EQ(symbolized->stacks.size(), 2u);
+  EXPECT_EQ(symbolized->stacks[0].target, "docker/abc");
+  EXPECT_EQ(symbolized->stacks[1].target, "");
+  // The innermost kernel frame is not adjusted: the exact symbol address is its first byte.
+  ASSERT_EQ(symbolized->stacks[0].frames.size(), 1u);
+  EXPECT_EQ(symbolized->stacks[0].frames[0].name, "do_syscall_64");
+}
+
+TEST_F(SymbolizerSelf, CommFromTheFirstSighting)
+{
+  symbolizer_->on_process_seen(ImageKey{static_cast<uint32_t>(::getpid()), kImageId}, "renamed");
+  auto symbolized = symbolizer_->symbolize(one_sample({}, {}));
+  ASSERT_TRUE(symbolized.has_value());
+  ASSERT_EQ(symbolized->stacks.size(), 1u);
+  EXPECT_EQ(symbolized->stacks[0].comm, "renamed");
+  EXPECT_TRUE(symbolized->stacks[0].frames.empty());
+}
+
+} // namespace
+} // namespace flamebpf::symbolize
