@@ -7,6 +7,17 @@ int fb_fixture_beta(int n);
 
 static volatile int fb_fixture_sink;
 
+// Not exported: only .symtab (or a separate debug file) names it, never .dynsym.
+__attribute__((noinline)) static int fb_fixture_hidden(int n)
+{
+  int acc = 7;
+  for (int i = 0; i < n; ++i) {
+    acc = acc * 5 + i;
+    fb_fixture_sink = acc;
+  }
+  return acc;
+}
+
 int fb_fixture_alpha(int n)
 {
   int acc = 0;
@@ -24,5 +35,5 @@ int fb_fixture_beta(int n)
     acc ^= i << 2;
     fb_fixture_sink = acc;
   }
-  return acc + fb_fixture_alpha(n);
+  return acc + fb_fixture_alpha(n) + fb_fixture_hidden(n);
 }

@@ -235,6 +235,51 @@ TEST(ElfSymbols, BuildIdIsTheNoteInHex)
             open_symbols(FLAMEBPF_ELF_FIXTURE_SHIFTED)->build_id());
 }
 
+// Symbols of a stripped copy of the plain fixture, whose debug file is found as debug_root says.
+std::unique_ptr<ElfSymbols> open_stripped(const std::string& variant, const std::string& debug_root)
+{
+  std::string path = std::string(FLAMEBPF_ELF_DEBUG_FIXTURES) + "/" + variant + "/libfixture.so";
+  auto symbols =
+      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, debug_root);
+  EXPECT_TRUE(symbols.has_value()) << symbols.error().message;
+  return symbols ? std::move(*symbols) : nullptr;
+}
+
+TEST(ElfSymbols, StrippedFileUsesTheDebugFileNamedByGnuDebuglink)
+{
+  FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  ASSERT_TRUE(unstripped.valid());
+  auto symbols = open_stripped("debuglink", "/nonexistent");
+  ASSERT_NE(symbols, nullptr);
+  // Stripping keeps the code where it was, so the unstripped file's offsets hold.
+  expect_function(unstripped, *symbols, "fb_fixture_hidden", "fb_fixture_hidden");
+  expect_function(unstripped, *symbols, "fb_fixture_alpha", "fb_fixture_alpha");
+}
+
+TEST(ElfSymbols, StrippedFileUsesTheDebugFileFoundByBuildId)
+{
+  FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  ASSERT_TRUE(unstripped.valid());
+  auto symbols = open_stripped("buildid", std::string(FLAMEBPF_ELF_DEBUG_FIXTURES) + "/buildid");
+  ASSERT_NE(symbols, nullptr);
+  expect_function(unstripped, *symbols, "fb_fixture_hidden", "fb_fixture_hidden");
+}
+
+TEST(ElfSymbols, StrippedFileWithoutDebugFileKeepsOnlyExportedNames)
+{
+  FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  ASSERT_TRUE(unstripped.valid());
+  auto symbols = open_stripped("stripped", "/nonexistent");
+  ASSERT_NE(symbols, nullptr);
+  expect_function(unstripped, *symbols, "fb_fixture_alpha", "fb_fixture_alpha");
+  auto hidden = unstripped.symbol("fb_fixture_hidden");
+  ASSERT_TRUE(hidden.has_value());
+  auto offset = unstripped.vaddr_to_offset(hidden->st_value);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_NE(symbols->symbolize_file_offset(*offset + 1), "fb_fixture_hidden")
+      << "the hidden function's name can only come from a debug file";
+}
+
 TEST(ElfSymbols, NotAnElfFileIsAnError)
 {
   std::string path = flamebpf::testing::data_path("kallsyms/sample.txt");
