@@ -73,9 +73,12 @@ static __always_inline void classify_stack_error(long error, int user)
 static __always_inline void notice_new_image(struct task_struct* task, struct fb_sample_key* key)
 {
   struct fb_image_key image = {.tgid = key->tgid, .image_id = key->image_id};
+  // Look up first: an LRU update takes a free node before it finds the key exists.
+  if (bpf_map_lookup_elem(&known_procs, &image))
+    return;
   __u8 seen = 1;
   if (bpf_map_update_elem(&known_procs, &image, &seen, BPF_NOEXIST))
-    return; // already known
+    return; // another CPU announced it first
   struct fb_process_notice* notice = bpf_ringbuf_reserve(&notices, sizeof(*notice), 0);
   if (!notice) {
     // Forget the process so that its next sample tries again.
