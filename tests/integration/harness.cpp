@@ -193,14 +193,6 @@ uint64_t count_containing(const std::map<std::string, uint64_t>& folded, const s
   return sum;
 }
 
-uint64_t count_ending_with(const std::map<std::string, uint64_t>& folded, const std::string& suffix)
-{
-  uint64_t sum = 0;
-  for (const auto& [stack, count] : folded)
-    sum += stack.ends_with(suffix) ? count : 0;
-  return sum;
-}
-
 uint64_t total_count(const std::map<std::string, uint64_t>& folded)
 {
   uint64_t sum = 0;

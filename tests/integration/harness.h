@@ -80,9 +80,6 @@ uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded,
                            const std::string& prefix);
 // Sum of counts of lines whose stack contains text.
 uint64_t count_containing(const std::map<std::string, uint64_t>& folded, const std::string& text);
-// Sum of counts of lines whose stack ends with suffix (the leaf frames).
-uint64_t count_ending_with(const std::map<std::string, uint64_t>& folded,
-                           const std::string& suffix);
 uint64_t total_count(const std::map<std::string, uint64_t>& folded);
 
 // User plus system CPU time of a process so far, in seconds.

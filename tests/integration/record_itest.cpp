@@ -15,6 +15,28 @@ namespace {
 
 constexpr const char* kChain = "main;run;a;b;c";
 
+// Expects more than min_samples samples of process comm, at least 80% of them ending in the
+// workload's call chain main;run;a;b;c (root to leaf, fully symbolized). Returns the samples.
+uint64_t expect_workload_chain(const std::map<std::string, uint64_t>& folded,
+                               const std::string& comm,
+                               uint64_t min_samples,
+                               const std::string& context)
+{
+  uint64_t samples = 0;
+  uint64_t with_chain = 0;
+  for (const auto& [stack, count] : folded) {
+    if (!stack.starts_with(comm + ";"))
+      continue;
+    samples += count;
+    with_chain += stack.ends_with(kChain) ? count : 0;
+  }
+  EXPECT_GT(samples, min_samples) << context;
+  EXPECT_GE(with_chain * 100, samples * 80)
+      << "the call chain " << kChain << " of " << comm << " is missing or unnamed\n"
+      << context;
+  return samples;
+}
+
 class RecordTest : public ::testing::Test {
 protected:
   void SetUp() override { ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root"; }
@@ -40,12 +62,9 @@ TEST_F(RecordTest, CgroupTargetShowsCallChainAndExcludesOtherProcesses)
 
   auto folded = read_folded(out);
   uint64_t total = total_count(folded);
-  uint64_t in_target = count_with_prefix(folded, "burner_in;");
   // One busy CPU at 99 Hz for 5 s is about 495 samples; the machine may be shared.
-  EXPECT_GT(in_target, 150u) << run.output;
+  uint64_t in_target = expect_workload_chain(folded, "burner_in", 150, run.output);
   EXPECT_GE(in_target * 100, total * 90) << "less than 90% of samples attributed to the workload";
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, in_target * 80)
-      << "the workload's call chain main;run;a;b;c, root to leaf, is missing";
   EXPECT_EQ(count_with_prefix(folded, "burner_out"), 0u)
       << "a process outside the target leaked in";
   EXPECT_NE(run.output.find("wrote " + out), std::string::npos) << run.output;
@@ -65,9 +84,7 @@ TEST_F(RecordTest, DescendantCgroupCountsForItsAncestorTarget)
   auto run = run_flamebpf({"--cgroup", target.relative_path(), "-d", "4", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
-  uint64_t samples = count_with_prefix(folded, "burner_deep;");
-  EXPECT_GT(samples, 100u) << run.output;
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+  expect_workload_chain(folded, "burner_deep", 100, run.output);
 }
 
 TEST_F(RecordTest, OtherCgroupIsNotSampled)
@@ -108,9 +125,7 @@ TEST_F(RecordTest, WholeHostWithoutFilters)
   auto run = run_flamebpf({"-d", "3", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
-  uint64_t samples = count_with_prefix(folded, "burner_host;");
-  EXPECT_GT(samples, 80u) << run.output;
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+  expect_workload_chain(folded, "burner_host", 80, run.output);
 }
 
 TEST_F(RecordTest, ShortLivedProcessIsSymbolizedAfterItExits)
@@ -128,10 +143,8 @@ TEST_F(RecordTest, ShortLivedProcessIsSymbolizedAfterItExits)
   ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
 
   auto folded = read_folded(out);
-  uint64_t samples = count_with_prefix(folded, "burner_brief;");
-  EXPECT_GT(samples, 15u) << read_text(dir_.path() + "/log");
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80)
-      << "frames of the exited process were not symbolized";
+  // Named although the process had exited when the interval was symbolized.
+  expect_workload_chain(folded, "burner_brief", 15, read_text(dir_.path() + "/log"));
   EXPECT_EQ(count_containing(folded, "burner_brief+0x"), 0u);
 }
 
@@ -152,9 +165,7 @@ TEST_F(RecordTest, ProcessIsRecapturedAfterExec)
   ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
 
   auto folded = read_folded(out);
-  uint64_t samples = count_with_prefix(folded, "burner_exec;");
-  EXPECT_GT(samples, 50u) << read_text(dir_.path() + "/log");
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80) << read_text(out);
+  expect_workload_chain(folded, "burner_exec", 50, read_text(out));
   for (const auto& [stack, count] : folded)
     EXPECT_FALSE(stack.starts_with("sh;") && stack.ends_with(kChain))
         << "samples after exec were named after the shell: " << stack;
@@ -176,9 +187,7 @@ TEST_F(RecordTest, BinaryOnlyInsideItsMountNamespaceResolves)
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_FALSE(std::filesystem::exists("/mnt/burner_mntns"));
   auto folded = read_folded(out);
-  uint64_t samples = count_with_prefix(folded, "burner_mntns;");
-  EXPECT_GT(samples, 50u) << run.output;
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+  expect_workload_chain(folded, "burner_mntns", 50, run.output);
 }
 
 TEST_F(RecordTest, DeletedBinaryStillResolves)
@@ -192,9 +201,7 @@ TEST_F(RecordTest, DeletedBinaryStillResolves)
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
-  uint64_t samples = count_with_prefix(folded, "burner_del;");
-  EXPECT_GT(samples, 50u) << run.output;
-  EXPECT_GE(count_ending_with(folded, kChain) * 100, samples * 80);
+  expect_workload_chain(folded, "burner_del", 50, run.output);
 }
 
 // Spins until stop is set; its name is what the profile must show.
