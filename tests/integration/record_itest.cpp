@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -303,6 +304,15 @@ TEST_F(RecordTest, DefaultOutputPathIsPrinted)
   std::string name = run.output.substr(position + 8, run.output.find(':', position) - position - 8);
   EXPECT_TRUE(std::filesystem::exists(cwd.path() + "/" + name)) << name;
   EXPECT_NE(name.find(".folded"), std::string::npos);
+}
+
+TEST_F(RecordTest, DevNullStaysADevice)
+{
+  auto run = run_flamebpf({"-d", "0.5", "-o", "/dev/null"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  struct stat status {};
+  ASSERT_EQ(::stat("/dev/null", &status), 0);
+  EXPECT_TRUE(S_ISCHR(status.st_mode)) << "writing the output replaced /dev/null";
 }
 
 TEST_F(RecordTest, UnknownCgroupIsAUsageError)

@@ -11,6 +11,7 @@ namespace flamebpf {
 
 // Calls write_content on a stream to a temporary file beside path, flushes it to disk, and
 // renames it over path. On any failure the temporary file is removed and path is untouched.
+// A path that exists and is not a regular file (/dev/null, a FIFO) is written in place.
 [[nodiscard]] Result<>
 write_file_atomically(const std::string& path,
                       const std::function<Result<>(std::ostream&)>& write_content);
