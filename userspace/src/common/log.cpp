@@ -17,9 +17,16 @@ int libbpf_print(libbpf_print_level level, const char* format, va_list args)
   // one-line errors instead.
   if (!g_verbose)
     return 0;
-  char buffer[1024];
-  int length = std::vsnprintf(buffer, sizeof buffer, format, args);
-  std::string line(buffer, length > 0 ? std::min<size_t>(length, sizeof buffer - 1) : 0);
+  // Sized from a first pass: a verifier log arrives as one message of many kilobytes.
+  va_list measure;
+  va_copy(measure, args);
+  int length = std::vsnprintf(nullptr, 0, format, measure);
+  va_end(measure);
+  if (length <= 0)
+    return 0;
+  std::string line(static_cast<size_t>(length) + 1, '\0');
+  std::vsnprintf(line.data(), line.size(), format, args);
+  line.resize(static_cast<size_t>(length));
   while (!line.empty() && line.back() == '\n')
     line.pop_back();
   if (level == LIBBPF_WARN)
