@@ -19,9 +19,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 // Set by userspace between intervals. active_buffer selects the count and stack maps written now.
 volatile __u32 active_buffer = 0;
-// Nonzero: only samples of a --pid or --cgroup target are kept. Zero: the whole host is profiled.
-volatile __u32 filter_enabled = 0;
-// Bit N set: some --cgroup target sits at cgroup2 level N, so ancestors at that level are checked.
+// Zero: samples of no target are dropped. Nonzero: they are kept, attributed to no target (the
+// whole host, or the host outside every container).
+volatile __u32 keep_unmatched = 1;
+// Nonzero when pid_targets holds entries, so that other runs skip the lookup.
+volatile __u32 pid_targets_present = 0;
+// Bit N set: some cgroup target sits at cgroup2 level N, so ancestors at that level are checked.
 volatile __u64 cgroup_level_mask = 0;
 
 static __always_inline void count_event(__u32 counter)
@@ -35,9 +38,7 @@ static __always_inline void count_event(__u32 counter)
 static __always_inline int match_target(__u32 tgid, __u64* target_cgroup_id)
 {
   *target_cgroup_id = 0;
-  if (!filter_enabled)
-    return 1;
-  if (bpf_map_lookup_elem(&pid_targets, &tgid))
+  if (pid_targets_present && bpf_map_lookup_elem(&pid_targets, &tgid))
     return 1;
 
   __u64 mask = cgroup_level_mask;
@@ -146,7 +147,7 @@ int sample_cpu(struct bpf_perf_event_data* ctx)
     return 0;
   }
   struct fb_sample_key key = {.tgid = tgid};
-  if (!match_target(tgid, &key.target_cgroup_id)) {
+  if (!match_target(tgid, &key.target_cgroup_id) && !keep_unmatched) {
     count_event(FB_COUNTER_FILTERED);
     return 0;
   }

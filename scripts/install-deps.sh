@@ -5,10 +5,13 @@ set -euo pipefail
 
 build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev libdw-dev
-  zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev libprotobuf-dev protobuf-compiler
+  zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev
+  protobuf-compiler
 )
-# BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged.
-test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux)
+# BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
+# runs the real containers of the container tests (each test starts its own private dockerd).
+test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
+  docker.io)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

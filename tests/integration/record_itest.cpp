@@ -319,7 +319,8 @@ TEST_F(RecordTest, UnknownCgroupIsAUsageError)
 {
   auto run = run_flamebpf({"--cgroup", "no-such-cgroup-here", "-d", "1", "-o", "/dev/null"});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.output.find("unknown cgroup no-such-cgroup-here"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("unknown cgroup or container no-such-cgroup-here"), std::string::npos)
+      << run.output;
   EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
 }
 

@@ -36,8 +36,15 @@ int main(int argc, char** argv)
     spdlog::error("{}", summary.error().message);
     return summary.error().usage ? kExitUsage : kExitRuntimeFailure;
   }
-  spdlog::info("wrote {}: {} samples from {} processes, {} targets, {} drops in {:.1f} s",
-               summary->output_path, summary->samples, summary->processes, summary->targets,
-               summary->drops, summary->seconds);
+  std::string written = summary->outputs.front().path;
+  if (summary->outputs.size() > 1) {
+    for (const auto& file : summary->outputs)
+      spdlog::info("wrote {}: {} samples from {} processes", file.path, file.samples,
+                   file.processes);
+    written = std::to_string(summary->outputs.size()) + " profiles";
+  }
+  spdlog::info("wrote {}: {} samples from {} processes, {} targets, {} drops in {:.1f} s", written,
+               summary->samples, summary->processes, summary->targets, summary->drops,
+               summary->seconds);
   return 0;
 }

@@ -115,5 +115,27 @@ TEST(FoldedStack, CommThenFramesRootFirst)
   EXPECT_EQ(folded_stack(stack), "[unknown]");
 }
 
+TEST(FoldedStack, TargetFrameComesBeforeTheProcess)
+{
+  Stack stack{1, "burner", "web", {native("main"), native("run")}, 3};
+  EXPECT_EQ(folded_stack(stack, true), "web;burner;main;run");
+  stack.target = "evil;name\n";
+  EXPECT_EQ(folded_stack(stack, true), "evil:name ;burner;main;run");
+}
+
+TEST(FoldedEmitter, TargetFrameSeparatesTargetsOfTheSameStack)
+{
+  SymbolizedProfile profile;
+  profile.stacks = {{1, "burner", "web", {native("main")}, 3},
+                    {2, "burner", "db", {native("main")}, 4},
+                    {3, "burner", "web", {native("main")}, 1}};
+  std::ostringstream merged;
+  ASSERT_TRUE(FoldedEmitter().write(profile, merged).has_value());
+  EXPECT_EQ(merged.str(), "burner;main 8\n");
+  std::ostringstream separated;
+  ASSERT_TRUE(FoldedEmitter(true).write(profile, separated).has_value());
+  EXPECT_EQ(separated.str(), "db;burner;main 4\nweb;burner;main 4\n");
+}
+
 } // namespace
 } // namespace flamebpf::emit

@@ -63,8 +63,9 @@ protected:
   {
     auto kernel = KernelSymbols::parse(kKernelSymbols);
     ASSERT_TRUE(kernel.has_value()) << kernel.error().message;
-    symbolizer_.emplace(std::move(*kernel),
-                        std::unordered_map<uint64_t, std::string>{{77, "docker/abc"}}, "/proc");
+    symbolizer_.emplace(std::move(*kernel), "/proc");
+    targets_.by_cgroup[77] = "docker/abc";
+    targets_.by_pid[4242] = "java-4242";
   }
 
   // A RawProfile of one sample of this process.
@@ -84,7 +85,7 @@ protected:
   // The frames of raw's only stack.
   std::vector<Frame> frames_of(const profile::RawProfile& raw)
   {
-    auto symbolized = symbolizer_->symbolize(raw);
+    auto symbolized = symbolizer_->symbolize(raw, targets_);
     EXPECT_TRUE(symbolized.has_value()) << symbolized.error().message;
     if (!symbolized || symbolized->stacks.size() != 1)
       return {};
@@ -92,6 +93,7 @@ protected:
   }
 
   std::optional<Symbolizer> symbolizer_;
+  profile::TargetNames targets_;
 };
 
 TEST_F(SymbolizerSelf, UserRootFirstThenKernel)
@@ -105,7 +107,7 @@ TEST_F(SymbolizerSelf, UserRootFirstThenKernel)
   raw.start = std::chrono::system_clock::time_point(std::chrono::seconds(1));
   raw.end = std::chrono::system_clock::time_point(std::chrono::seconds(2));
   raw.counters.counts[FB_COUNTER_SAMPLES] = 3;
-  auto symbolized = symbolizer_->symbolize(raw);
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
   ASSERT_TRUE(symbolized.has_value()) << symbolized.error().message;
   EXPECT_EQ(symbolized->start, raw.start);
   EXPECT_EQ(symbolized->end, raw.end);
@@ -114,7 +116,7 @@ TEST_F(SymbolizerSelf, UserRootFirstThenKernel)
   const auto& stack = symbolized->stacks[0];
   EXPECT_EQ(stack.pid, static_cast<uint32_t>(::getpid()));
   EXPECT_EQ(stack.comm, own_comm());
-  EXPECT_EQ(stack.target, "");
+  EXPECT_EQ(stack.target, "host");
   EXPECT_EQ(stack.count, 3u);
 
   ASSERT_EQ(stack.frames.size(), 5u);
@@ -201,17 +203,24 @@ TEST_F(SymbolizerSelf, LostStacksAreMarked)
   EXPECT_EQ(frames[2], (Frame{"[kernel stack lost]", "", FrameKind::kKernel}));
 }
 
-TEST_F(SymbolizerSelf, TargetNamesComeFromCgroupIds)
+TEST_F(SymbolizerSelf, TargetNamesComeFromCgroupIdsAndPids)
 {
   auto raw = one_sample({}, {0xffffffff81200000});
   raw.samples[0].target_cgroup_id = 77;
   raw.samples.push_back(raw.samples[0]);
   raw.samples[1].target_cgroup_id = 78; // not a known target
-  auto symbolized = symbolizer_->symbolize(raw);
+  raw.samples.push_back(raw.samples[0]);
+  raw.samples[2].target_cgroup_id = 0;
+  raw.samples[2].tgid = 4242; // a --pid target
+  raw.samples.push_back(raw.samples[2]);
+  raw.samples[3].tgid = 4243; // no target at all
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
   ASSERT_TRUE(symbolized.has_value());
-  ASSERT_EQ(symbolized->stacks.size(), 2u);
+  ASSERT_EQ(symbolized->stacks.size(), 4u);
   EXPECT_EQ(symbolized->stacks[0].target, "docker/abc");
-  EXPECT_EQ(symbolized->stacks[1].target, "");
+  EXPECT_EQ(symbolized->stacks[1].target, "host");
+  EXPECT_EQ(symbolized->stacks[2].target, "java-4242");
+  EXPECT_EQ(symbolized->stacks[3].target, "host");
   // The innermost kernel frame is not adjusted: the exact symbol address is its first byte.
   ASSERT_EQ(symbolized->stacks[0].frames.size(), 1u);
   EXPECT_EQ(symbolized->stacks[0].frames[0].name, "do_syscall_64");
@@ -220,7 +229,7 @@ TEST_F(SymbolizerSelf, TargetNamesComeFromCgroupIds)
 TEST_F(SymbolizerSelf, CommFromTheFirstSighting)
 {
   symbolizer_->on_process_seen(ImageKey{static_cast<uint32_t>(::getpid()), kImageId}, "renamed");
-  auto symbolized = symbolizer_->symbolize(one_sample({}, {}));
+  auto symbolized = symbolizer_->symbolize(one_sample({}, {}), targets_);
   ASSERT_TRUE(symbolized.has_value());
   ASSERT_EQ(symbolized->stacks.size(), 1u);
   EXPECT_EQ(symbolized->stacks[0].comm, "renamed");

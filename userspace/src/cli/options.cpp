@@ -16,12 +16,22 @@ void add_options(CLI::App& app, Config& config)
       ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
   app.add_option("-o,--output", config.output,
-                 "Output file (.folded), or - for stdout (default: ./flamebpf-<UTC time>.folded)");
+                 "Output file (.folded), or - for stdout (default: ./flamebpf-<UTC time>.folded); "
+                 "with several targets, one file per target: FILE.<target>.folded");
   app.add_option("-p,--pid", config.pids, "Profile only this process (repeatable)")
       ->check(CLI::PositiveNumber);
   app.add_option("-c,--cgroup", config.cgroups,
-                 "Profile only this cgroup2 directory and its descendants: absolute, or "
+                 "Profile only this container or cgroup, with every cgroup below it: a container "
+                 "ID (or unique prefix) or name, a pod UID, or a cgroup2 directory, absolute or "
                  "relative to the cgroup2 mount (repeatable)");
+  auto* all = app.add_flag("--all-containers", config.all_containers,
+                           "Profile every container, including those that start later; samples "
+                           "outside containers go to the target \"host\"");
+  app.add_flag("--containers-only", config.containers_only,
+               "With --all-containers: leave out samples outside containers")
+      ->needs(all);
+  app.add_flag("--target-frame", config.target_frame,
+               "Start every stack with its target's name, so one file separates targets");
   app.add_option("--stack-storage", config.stack_storage,
                  "Distinct stacks kept in the kernel per interval")
       ->check(CLI::Range(64u, 1u << 22))

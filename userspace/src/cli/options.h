@@ -15,7 +15,10 @@ struct Config {
   double interval_seconds = 2; // how often the kernel maps are drained
   std::string output;          // empty: ./flamebpf-<UTC time>.folded; "-": stdout
   std::vector<uint32_t> pids;
-  std::vector<std::string> cgroups;
+  std::vector<std::string> cgroups; // cgroup paths, container IDs or names, pod UIDs
+  bool all_containers = false;
+  bool containers_only = false;
+  bool target_frame = false;
   uint32_t stack_storage = 8192;
   uint32_t count_storage = 16384;
   bool verbose = false;

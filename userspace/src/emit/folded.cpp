@@ -32,9 +32,13 @@ std::string folded_frame(const profile::Frame& frame)
   return text;
 }
 
-std::string folded_stack(const profile::Stack& stack)
+std::string folded_stack(const profile::Stack& stack, bool target_frame)
 {
   std::string line;
+  if (target_frame) {
+    append_sanitized(line, stack.target);
+    line.push_back(';');
+  }
   append_sanitized(line, stack.comm);
   for (const auto& frame : stack.frames) {
     line.push_back(';');
@@ -48,7 +52,7 @@ Result<> FoldedEmitter::write(const profile::SymbolizedProfile& profile, std::os
   // Stacks of different processes with the same names fold into one line.
   std::map<std::string, uint64_t> lines;
   for (const auto& stack : profile.stacks)
-    lines[folded_stack(stack)] += stack.count;
+    lines[folded_stack(stack, target_frame_)] += stack.count;
   for (const auto& [line, count] : lines)
     out << line << ' ' << count << '\n';
   out.flush();

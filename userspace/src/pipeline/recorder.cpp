@@ -1,13 +1,10 @@
 #include "pipeline/recorder.h"
 
-#include <cerrno>
-#include <ctime>
 #include <fmt/format.h>
 #include <iostream>
 #include <optional>
 #include <set>
 #include <signal.h>
-#include <unordered_map>
 
 #include "common/atomic_file.h"
 #include "common/log.h"
@@ -15,10 +12,13 @@
 #include "drain/drain.h"
 #include "drain/drop_report.h"
 #include "emit/folded.h"
+#include "pipeline/output_paths.h"
 #include "profile/accumulator.h"
+#include "profile/by_target.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
-#include "target/cgroup_resolver.h"
+#include "target/cgroup_watcher.h"
+#include "target/target_set.h"
 
 namespace flamebpf::pipeline {
 
@@ -28,44 +28,45 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct ResolvedTargets {
-  sampler::SamplerOptions sampler_options;
-  std::unordered_map<uint64_t, std::string> names; // cgroup id -> display name
-};
+// Refreshes triggered by cgroup directories coming and going are at most this frequent.
+constexpr auto kMinRefreshGap = std::chrono::milliseconds(100);
 
-Result<ResolvedTargets> resolve_targets(const cli::Config& config)
+Result<target::TargetSet> resolve_targets(const cli::Config& config)
 {
-  ResolvedTargets resolved;
-  auto& options = resolved.sampler_options;
+  target::TargetOptions options;
+  options.cgroups = config.cgroups;
+  options.pids = config.pids;
+  options.all_containers = config.all_containers;
+  options.containers_only = config.containers_only;
+  std::string mount;
+  if (!config.cgroups.empty() || config.all_containers) {
+    auto found = procfs::cgroup2_mount();
+    if (!found)
+      return fail(found.error());
+    mount = *found;
+  }
+  return target::TargetSet::create(options, target::ContainerDirectory(mount));
+}
+
+sampler::CgroupFilter filter_of(const target::Target& target)
+{
+  return {target.cgroup_id, target.level, 0};
+}
+
+sampler::SamplerOptions sampler_options(const cli::Config& config, const target::TargetSet& targets)
+{
+  sampler::SamplerOptions options;
   options.frequency_hz = config.frequency_hz;
   options.stack_storage = config.stack_storage;
   options.count_storage = config.count_storage;
-  options.filter = !config.pids.empty() || !config.cgroups.empty();
-  for (uint32_t pid : config.pids) {
-    // The kernel filter matches processes (tgids); a thread id stands for its process.
-    auto tgid = procfs::read_tgid(pid);
-    if (!tgid)
-      return fail(usage_error(fmt::format("no process with pid {}", pid)));
-    if (*tgid != pid)
-      spdlog::info("pid {} is a thread of process {}; profiling the process", pid, *tgid);
-    options.pids.push_back(*tgid);
+  options.keep_unmatched = targets.keeps_unmatched();
+  for (const auto& target : targets.live()) {
+    if (target.pid != 0)
+      options.pids.push_back(target.pid);
+    else
+      options.cgroups.push_back(filter_of(target));
   }
-  if (!config.cgroups.empty()) {
-    auto mount = procfs::cgroup2_mount();
-    if (!mount)
-      return fail(mount.error());
-    uint32_t index = 0;
-    for (const auto& argument : config.cgroups) {
-      auto target = target::resolve_cgroup(argument, *mount);
-      if (!target)
-        return fail(usage_error(target.error().message));
-      spdlog::debug("target {}: cgroup id {}, level {}", target->path, target->cgroup_id,
-                    target->level);
-      options.cgroups.push_back({target->cgroup_id, target->level, index++});
-      resolved.names[target->cgroup_id] = target->name;
-    }
-  }
-  return resolved;
+  return options;
 }
 
 void install_stop_handlers()
@@ -78,33 +79,56 @@ void install_stop_handlers()
   sigaction(SIGTERM, &action, nullptr);
 }
 
-Result<> write_output(const std::string& path, const profile::SymbolizedProfile& profile)
+Result<>
+write_folded(const std::string& path, const profile::SymbolizedProfile& profile, bool target_frame)
 {
-  emit::FoldedEmitter emitter;
+  emit::FoldedEmitter emitter(target_frame);
   if (path == "-") {
-    auto written = emitter.write(profile, std::cout);
-    if (!written)
+    if (!emitter.write(profile, std::cout))
       return fail(error("cannot write to stdout"));
     return {};
   }
-  auto written =
-      write_file_atomically(path, [&](std::ostream& out) { return emitter.write(profile, out); });
-  if (!written)
-    return fail(written.error());
-  return {};
+  return write_file_atomically(path,
+                               [&](std::ostream& out) { return emitter.write(profile, out); });
+}
+
+uint64_t process_count(const profile::SymbolizedProfile& profile)
+{
+  std::set<uint32_t> pids;
+  for (const auto& stack : profile.stacks)
+    pids.insert(stack.pid);
+  return pids.size();
+}
+
+// One file per target (named after it), or one file for all.
+Result<std::vector<OutputFile>> write_outputs(const cli::Config& config,
+                                              const std::string& output,
+                                              const target::TargetSet& targets,
+                                              const std::set<std::string>& target_names,
+                                              const profile::SymbolizedProfile& total)
+{
+  if (!targets.per_target_output() || output == "-") {
+    // Several targets in one stream stay apart only with their names as root frames.
+    bool target_frame = config.target_frame || targets.per_target_output();
+    if (auto written = write_folded(output, total, target_frame); !written)
+      return fail(written.error());
+    return std::vector<OutputFile>{{output, total.total_samples(), process_count(total)}};
+  }
+  auto parts = profile::split_by_target(total);
+  // A requested target without samples still gets its (empty) file: "no CPU used" is an answer.
+  for (const auto& name : target_names)
+    parts.try_emplace(name);
+  std::vector<OutputFile> files;
+  for (const auto& [name, part] : parts) {
+    std::string path = output_path_for_target(output, name);
+    if (auto written = write_folded(path, part, config.target_frame); !written)
+      return fail(written.error());
+    files.push_back({path, part.total_samples(), process_count(part)});
+  }
+  return files;
 }
 
 } // namespace
-
-std::string default_output_path()
-{
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return std::string("./flamebpf-") + stamp + ".folded";
-}
 
 Result<RecordSummary> record(const cli::Config& config)
 {
@@ -112,6 +136,13 @@ Result<RecordSummary> record(const cli::Config& config)
   if (!targets)
     return fail(targets.error());
   std::string output = config.output.empty() ? default_output_path() : config.output;
+  // Every target requested or seen, for per-target outputs and the summary.
+  std::set<std::string> target_names;
+  auto remember_targets = [&] {
+    for (const auto& target : targets->live())
+      target_names.insert(target.name);
+  };
+  remember_targets();
 
   // Sampling starts before the symbols load, so that start-up costs no samples; notices wait
   // in the ring buffer until the symbolizer exists.
@@ -129,14 +160,37 @@ Result<RecordSummary> record(const cli::Config& config)
     symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
   };
   install_stop_handlers();
-  auto sampler = sampler::Sampler::start(targets->sampler_options, on_notice);
+  auto sampler = sampler::Sampler::start(sampler_options(config, *targets), on_notice);
   if (!sampler)
     return fail(sampler.error());
   spdlog::debug("sampling {} CPUs at {} Hz", sampler->cpus().size(), config.frequency_hz);
   auto kernel_symbols = symbolize::KernelSymbols::load();
   if (!kernel_symbols)
     return fail(kernel_symbols.error());
-  symbolizer.emplace(std::move(*kernel_symbols), targets->names);
+  symbolizer.emplace(std::move(*kernel_symbols));
+
+  target::CgroupWatcher watcher;
+  auto last_refresh = Clock::now();
+  auto refresh_targets = [&]() -> Result<> {
+    last_refresh = Clock::now();
+    auto changes = targets->refresh();
+    for (const auto& removed : changes.removed) {
+      if (removed.pid != 0)
+        sampler->remove_pid_target(removed.pid);
+      else
+        sampler->remove_cgroup_target(removed.cgroup_id);
+    }
+    for (const auto& added : changes.added) {
+      if (auto ok = sampler->add_cgroup_target(filter_of(added)); !ok)
+        return fail(ok.error());
+    }
+    remember_targets();
+    watcher.watch(targets->follows_changes() ? targets->watched_directories()
+                                             : std::vector<std::string>{});
+    return {};
+  };
+  watcher.watch(targets->follows_changes() ? targets->watched_directories()
+                                           : std::vector<std::string>{});
 
   drain::Drainer drainer(sampler->map_reader());
   profile::Accumulator accumulator;
@@ -149,9 +203,11 @@ Result<RecordSummary> record(const cli::Config& config)
       return fail(raw.error());
     for (const auto& line : drain::describe_drops(raw->counters))
       spdlog::warn("{}", line);
-    auto symbolized = symbolizer->symbolize(*raw);
+    auto symbolized = symbolizer->symbolize(*raw, targets->names());
     if (!symbolized)
       return fail(symbolized.error());
+    // Targets dropped before this drain have no samples left in the kernel.
+    targets->forget_dropped();
     symbolized->frequency_hz = config.frequency_hz;
     spdlog::debug("interval: {} samples in {} stacks", symbolized->total_samples(),
                   symbolized->stacks.size());
@@ -168,6 +224,7 @@ Result<RecordSummary> record(const cli::Config& config)
   bool bounded = config.duration_seconds > 0;
   auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(config.duration_seconds));
+  bool refresh_pending = false;
   while (!g_stop_requested.load()) {
     auto now = Clock::now();
     if (bounded && now >= deadline)
@@ -175,11 +232,22 @@ Result<RecordSummary> record(const cli::Config& config)
     if (now >= next_drain) {
       if (auto drained = drain_once(); !drained)
         return fail(drained.error());
+      if (auto refreshed = refresh_targets(); !refreshed)
+        return fail(refreshed.error());
+      refresh_pending = false;
       next_drain += interval;
       continue;
     }
+    refresh_pending |= watcher.changed();
+    if (refresh_pending && now - last_refresh >= kMinRefreshGap) {
+      refresh_pending = false;
+      if (auto refreshed = refresh_targets(); !refreshed)
+        return fail(refreshed.error());
+    }
     auto wake = bounded ? std::min(next_drain, deadline) : next_drain;
     auto wait = std::min<Clock::duration>(wake - now, std::chrono::milliseconds(200));
+    if (refresh_pending)
+      wait = std::min<Clock::duration>(wait, kMinRefreshGap);
     auto polled = sampler->poll_notices(
         std::chrono::duration_cast<std::chrono::milliseconds>(wait) + std::chrono::milliseconds(1));
     if (!polled)
@@ -190,17 +258,15 @@ Result<RecordSummary> record(const cli::Config& config)
   std::chrono::duration<double> sampled = Clock::now() - started;
 
   const auto& total = accumulator.total();
-  if (auto written = write_output(output, total); !written)
-    return fail(written.error());
+  auto outputs = write_outputs(config, output, *targets, target_names, total);
+  if (!outputs)
+    return fail(outputs.error());
 
   RecordSummary summary;
-  summary.output_path = output;
+  summary.outputs = std::move(*outputs);
   summary.samples = total.total_samples();
-  std::set<uint32_t> pids;
-  for (const auto& stack : total.stacks)
-    pids.insert(stack.pid);
-  summary.processes = pids.size();
-  summary.targets = config.pids.size() + config.cgroups.size();
+  summary.processes = process_count(total);
+  summary.targets = target_names.size();
   summary.drops = drain::total_drops(total.counters);
   summary.seconds = sampled.count();
   return summary;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "common/log.h"
 #include "common/procfs.h"
@@ -175,26 +176,12 @@ int handle_notice(void* context, void* data, size_t size)
   return 0;
 }
 
-Result<> install_filter(::profile* skeleton, const SamplerOptions& options)
+Result<> add_pid(::profile* skeleton, uint32_t pid)
 {
-  for (uint32_t pid : options.pids) {
-    fb_pid_target target{};
-    if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.pid_targets), &pid, &target, BPF_ANY) != 0)
-      return fail(system_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter"));
-  }
-  uint64_t level_mask = 0;
-  for (const auto& cgroup : options.cgroups) {
-    if (cgroup.level > FB_MAX_CGROUP_LEVEL)
-      return fail(error("cgroup " + std::to_string(cgroup.cgroup_id) + " is nested deeper than " +
-                        std::to_string(FB_MAX_CGROUP_LEVEL) + " levels"));
-    if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup.cgroup_id,
-                            &cgroup.target_index, BPF_ANY) != 0)
-      return fail(system_error(errno, "cannot add cgroup " + std::to_string(cgroup.cgroup_id) +
-                                          " to the filter"));
-    level_mask |= 1ULL << cgroup.level;
-  }
-  skeleton->bss->cgroup_level_mask = level_mask;
-  skeleton->bss->filter_enabled = options.filter ? 1 : 0;
+  fb_pid_target target{};
+  if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.pid_targets), &pid, &target, BPF_ANY) != 0)
+    return fail(system_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter"));
+  skeleton->bss->pid_targets_present = 1;
   return {};
 }
 
@@ -202,6 +189,7 @@ Result<> install_filter(::profile* skeleton, const SamplerOptions& options)
 
 struct Sampler::State {
   BpfSkeleton skeleton;
+  std::unordered_map<uint64_t, uint32_t> cgroup_levels; // cgroup targets in the filter -> level
   NoticeHandler on_notice;
   ring_buffer* notices = nullptr;
   PerfEvents events;
@@ -243,24 +231,65 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
     return fail(failure);
   }
-  if (auto ok = install_filter(state->skeleton.get(), options); !ok)
-    return fail(ok.error());
+  state->skeleton->data->keep_unmatched = options.keep_unmatched ? 1 : 0;
+  for (uint32_t pid : options.pids) {
+    if (auto added = add_pid(state->skeleton.get(), pid); !added)
+      return fail(added.error());
+  }
+  Sampler sampler(std::move(state));
+  for (const auto& cgroup : options.cgroups) {
+    if (auto added = sampler.add_cgroup_target(cgroup); !added)
+      return fail(added.error());
+  }
+  auto& started = *sampler.state_;
 
-  state->notices =
-      ring_buffer__new(bpf_map__fd(maps.notices), handle_notice, &state->on_notice, nullptr);
-  if (!state->notices)
+  started.notices =
+      ring_buffer__new(bpf_map__fd(maps.notices), handle_notice, &started.on_notice, nullptr);
+  if (!started.notices)
     return fail(system_error(errno, "cannot open the new-process ring buffer"));
-  state->reader = std::make_unique<BpfMapReader>(state->skeleton.get());
+  started.reader = std::make_unique<BpfMapReader>(started.skeleton.get());
 
   auto cpus = procfs::online_cpus();
   if (!cpus)
     return fail(cpus.error());
   auto events =
-      PerfEvents::open_and_attach(state->skeleton->progs.sample_cpu, *cpus, options.frequency_hz);
+      PerfEvents::open_and_attach(started.skeleton->progs.sample_cpu, *cpus, options.frequency_hz);
   if (!events)
     return fail(events.error());
-  state->events = std::move(*events);
-  return Sampler(std::move(state));
+  started.events = std::move(*events);
+  return sampler;
+}
+
+Result<> Sampler::add_cgroup_target(const CgroupFilter& cgroup)
+{
+  auto& skeleton = state_->skeleton;
+  if (cgroup.level > FB_MAX_CGROUP_LEVEL)
+    return fail(error("cgroup " + std::to_string(cgroup.cgroup_id) + " is nested deeper than " +
+                      std::to_string(FB_MAX_CGROUP_LEVEL) + " levels"));
+  if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup.cgroup_id,
+                          &cgroup.target_index, BPF_ANY) != 0)
+    return fail(system_error(errno, "cannot add cgroup " + std::to_string(cgroup.cgroup_id) +
+                                        " to the filter"));
+  state_->cgroup_levels[cgroup.cgroup_id] = cgroup.level;
+  // The entry exists before its level is searched, so the first sample there already matches.
+  __atomic_or_fetch(&skeleton->bss->cgroup_level_mask, 1ULL << cgroup.level, __ATOMIC_SEQ_CST);
+  return {};
+}
+
+void Sampler::remove_cgroup_target(uint64_t cgroup_id)
+{
+  auto& skeleton = state_->skeleton;
+  bpf_map_delete_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup_id);
+  state_->cgroup_levels.erase(cgroup_id);
+  uint64_t mask = 0;
+  for (const auto& [id, level] : state_->cgroup_levels)
+    mask |= 1ULL << level;
+  __atomic_store_n(&skeleton->bss->cgroup_level_mask, mask, __ATOMIC_SEQ_CST);
+}
+
+void Sampler::remove_pid_target(uint32_t pid)
+{
+  bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.pid_targets), &pid);
 }
 
 Result<> Sampler::poll_notices(std::chrono::milliseconds timeout)

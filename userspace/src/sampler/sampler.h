@@ -25,7 +25,7 @@ struct SamplerOptions {
   uint32_t frequency_hz = 99;
   uint32_t stack_storage = 8192;  // stack map entries per buffer
   uint32_t count_storage = 16384; // count map entries per buffer
-  bool filter = false;            // false: the whole host
+  bool keep_unmatched = true;     // keep samples of no target (the whole host, or "host")
   std::vector<uint32_t> pids;     // --pid targets (host pids)
   std::vector<CgroupFilter> cgroups;
 };
@@ -46,6 +46,14 @@ public:
   // Delivers pending new-process notices; waits up to timeout for the first one. Returns early
   // (without error) when a signal interrupts the wait.
   [[nodiscard]] Result<> poll_notices(std::chrono::milliseconds timeout);
+
+  // Adds a cgroup target to the kernel filter (a container that started).
+  [[nodiscard]] Result<> add_cgroup_target(const CgroupFilter& cgroup);
+  // Removes a cgroup target from the kernel filter (a container that stopped).
+  void remove_cgroup_target(uint64_t cgroup_id);
+  // Removes a --pid target (a process that exited), so that a process reusing its pid is not
+  // profiled in its place.
+  void remove_pid_target(uint32_t pid);
 
   // Lets the next sample of this process image announce it again (after it exited, its pid may
   // be reused).

@@ -17,13 +17,21 @@ uint64_t call_site(uint64_t address, bool innermost)
   return innermost || address == 0 ? address : address - 1;
 }
 
+std::string target_name(const profile::TargetNames& targets, const profile::RawSample& sample)
+{
+  if (sample.target_cgroup_id != 0) {
+    if (auto it = targets.by_cgroup.find(sample.target_cgroup_id); it != targets.by_cgroup.end())
+      return it->second;
+  } else if (auto it = targets.by_pid.find(sample.tgid); it != targets.by_pid.end()) {
+    return it->second;
+  }
+  return targets.unmatched;
+}
+
 } // namespace
 
-Symbolizer::Symbolizer(KernelSymbols kernel,
-                       std::unordered_map<uint64_t, std::string> target_names,
-                       std::string proc_root)
-    : kernel_(std::move(kernel)), target_names_(std::move(target_names)),
-      processes_(std::move(proc_root))
+Symbolizer::Symbolizer(KernelSymbols kernel, std::string proc_root)
+    : kernel_(std::move(kernel)), processes_(std::move(proc_root))
 {
 }
 
@@ -61,7 +69,8 @@ profile::Frame Symbolizer::user_frame(const ImageKey& key, uint64_t address)
           profile::FrameKind::kUnknown};
 }
 
-Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw)
+Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw,
+                                                         const profile::TargetNames& targets)
 {
   profile::SymbolizedProfile out;
   out.start = raw.start;
@@ -74,11 +83,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.count = sample.count;
     ImageKey key{sample.tgid, sample.image_id};
     stack.comm = processes_.get(key).comm;
-    if (sample.target_cgroup_id != 0) {
-      auto it = target_names_.find(sample.target_cgroup_id);
-      if (it != target_names_.end())
-        stack.target = it->second;
-    }
+    stack.target = target_name(targets, sample);
     auto& frames = stack.frames;
     frames.reserve(sample.user_frames.size() + sample.kernel_frames.size() + 2);
     if (sample.user_stack_lost)

@@ -3,11 +3,11 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 
 #include "common/result.h"
 #include "profile/raw_profile.h"
 #include "profile/symbolized_profile.h"
+#include "profile/target_names.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/process_table.h"
 
@@ -15,16 +15,15 @@ namespace flamebpf::symbolize {
 
 class Symbolizer {
 public:
-  // target_names maps a target cgroup id to the target's display name.
-  Symbolizer(KernelSymbols kernel,
-             std::unordered_map<uint64_t, std::string> target_names,
-             std::string proc_root = "/proc");
+  explicit Symbolizer(KernelSymbols kernel, std::string proc_root = "/proc");
 
   // Records a process on its first sample, while it still runs.
   void on_process_seen(const ImageKey& key, const std::string& comm);
 
-  // Names every frame of raw. Stacks come out root first: user frames then kernel frames.
-  [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw);
+  // Names every frame of raw, and each stack's target from targets. Stacks come out root first:
+  // user frames then kernel frames.
+  [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw,
+                                                             const profile::TargetNames& targets);
 
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
   std::vector<ImageKey> forget_exited_processes();
@@ -34,7 +33,6 @@ private:
   profile::Frame user_frame(const ImageKey& key, uint64_t address);
 
   KernelSymbols kernel_;
-  std::unordered_map<uint64_t, std::string> target_names_;
   ProcessTable processes_;
 };
 

@@ -9,8 +9,6 @@
 #include <sys/vfs.h>
 
 namespace flamebpf::target {
-namespace {
-
 // The cgroup id is what name_to_handle_at returns for a cgroup2 directory (as bpftrace's
 // cgroupid() does); on 64-bit kernels it equals the inode number, the fallback.
 Result<uint64_t> cgroup_id_of(const std::string& path)
@@ -32,8 +30,6 @@ Result<uint64_t> cgroup_id_of(const std::string& path)
     return fail(system_error(errno, "cannot stat cgroup " + path));
   return static_cast<uint64_t>(status.st_ino);
 }
-
-} // namespace
 
 std::string relative_to_mount(const std::string& path, const std::string& mount)
 {

@@ -15,6 +15,10 @@ struct CgroupTarget {
   uint32_t level = 0;     // depth below the cgroup2 root; the root itself is 0
 };
 
+// The kernel's id of the cgroup2 directory at path: what bpf_get_current_cgroup_id() returns for
+// tasks in it.
+[[nodiscard]] Result<uint64_t> cgroup_id_of(const std::string& path);
+
 // The path of `relative` below mount (both normalized), or nullopt-like empty string if path does
 // not lie under mount.
 std::string relative_to_mount(const std::string& path, const std::string& mount);

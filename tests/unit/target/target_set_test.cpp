@@ -1,0 +1,188 @@
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "target/target_set.h"
+#include "test_support.h"
+
+namespace flamebpf::target {
+namespace {
+
+using flamebpf::testing::read_data;
+using flamebpf::testing::TempDir;
+using flamebpf::testing::write_file;
+
+constexpr const char* kWeb = "474d492e3c1f0a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7bbeec";
+
+// A plain directory tree standing in for the cgroup2 hierarchy, and a /proc with one dockerd.
+class TargetSetTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    write_file(proc() + "/self/ns/pid", "ours");
+    std::string dockerd = proc() + "/100";
+    write_file(dockerd + "/comm", "dockerd\n");
+    write_file(dockerd + "/cmdline", std::string("dockerd\0", 8));
+    std::filesystem::create_directories(dockerd + "/ns");
+    std::filesystem::create_hard_link(proc() + "/self/ns/pid", dockerd + "/ns/pid");
+    std::filesystem::create_directories(mount() + "/docker");
+  }
+
+  std::string proc() const { return dir_.path().string() + "/proc"; }
+  std::string mount() const { return dir_.path().string() + "/cgroup"; }
+
+  // Starts a container as Docker would: its state, then its cgroup.
+  void start(const std::string& id, const std::string& name)
+  {
+    std::string config = read_data("docker/config.v2.json");
+    for (size_t at = config.find(kWeb); at != std::string::npos; at = config.find(kWeb, at + 64))
+      config.replace(at, 64, id);
+    config.replace(config.find("\"Name\":\"/web\""), 13, "\"Name\":\"/" + name + "\"");
+    write_file(proc() + "/100/root/var/lib/docker/containers/" + id + "/config.v2.json", config);
+    std::filesystem::create_directories(mount() + "/docker/" + id);
+  }
+  void stop(const std::string& id) { std::filesystem::remove(mount() + "/docker/" + id); }
+
+  Result<TargetSet> create(TargetOptions options)
+  {
+    return TargetSet::create(options, ContainerDirectory(mount(), proc()), proc());
+  }
+
+  static std::vector<std::string> names_of(const std::vector<Target>& targets)
+  {
+    std::vector<std::string> names;
+    for (const auto& target : targets)
+      names.push_back(target.name);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(TargetSetTest, AllContainersFollowsStartsAndStops)
+{
+  std::string db(64, 'd');
+  start(kWeb, "web");
+  TargetOptions options;
+  options.all_containers = true;
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  EXPECT_EQ(names_of(set->live()), std::vector<std::string>{"web"});
+  EXPECT_TRUE(set->keeps_unmatched());
+  EXPECT_TRUE(set->per_target_output());
+  EXPECT_TRUE(set->follows_changes());
+
+  start(db, "db");
+  auto changes = set->refresh();
+  EXPECT_EQ(names_of(changes.added), std::vector<std::string>{"db"});
+  EXPECT_TRUE(changes.removed.empty());
+  EXPECT_EQ(names_of(set->live()), (std::vector<std::string>{"db", "web"}));
+
+  uint64_t web_id = 0;
+  for (const auto& target : set->live())
+    web_id = target.name == "web" ? target.cgroup_id : web_id;
+  stop(kWeb);
+  changes = set->refresh();
+  EXPECT_EQ(names_of(changes.removed), std::vector<std::string>{"web"});
+  EXPECT_EQ(names_of(set->live()), std::vector<std::string>{"db"});
+  // Its samples still in the kernel's buffers are named until the next drain.
+  EXPECT_EQ(set->names().by_cgroup.at(web_id), "web");
+  set->forget_dropped();
+  EXPECT_FALSE(set->names().by_cgroup.contains(web_id));
+  EXPECT_TRUE(set->refresh().empty());
+}
+
+TEST_F(TargetSetTest, ContainersOnlyDropsTheHost)
+{
+  TargetOptions options;
+  options.all_containers = true;
+  options.containers_only = true;
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value());
+  EXPECT_TRUE(set->live().empty());
+  EXPECT_FALSE(set->keeps_unmatched());
+}
+
+TEST_F(TargetSetTest, NamedContainerIsFollowedAcrossARestartWithANewId)
+{
+  std::string second(64, '7');
+  start(kWeb, "web");
+  TargetOptions options;
+  options.cgroups = {"web"};
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  EXPECT_FALSE(set->per_target_output());
+  EXPECT_FALSE(set->keeps_unmatched());
+  EXPECT_FALSE(set->follows_changes());
+
+  // docker rm -f web; docker run --name web …: the state of the old one is gone.
+  stop(kWeb);
+  std::filesystem::remove_all(proc() + "/100/root/var/lib/docker/containers/" + kWeb);
+  auto changes = set->refresh();
+  ASSERT_EQ(changes.removed.size(), 1u);
+  EXPECT_TRUE(set->live().empty());
+  EXPECT_TRUE(set->follows_changes());
+  EXPECT_TRUE(set->refresh().empty()); // still stopped
+
+  start(second, "web");
+  changes = set->refresh();
+  ASSERT_EQ(changes.added.size(), 1u);
+  EXPECT_EQ(changes.added[0].name, "web");
+  EXPECT_EQ(changes.added[0].container_id, second);
+  EXPECT_FALSE(set->follows_changes());
+}
+
+TEST_F(TargetSetTest, UnknownTargetIsAUsageError)
+{
+  TargetOptions options;
+  options.cgroups = {"nope"};
+  auto set = create(options);
+  ASSERT_FALSE(set.has_value());
+  EXPECT_TRUE(set.error().usage);
+}
+
+TEST_F(TargetSetTest, SameContainerTwiceIsOneTarget)
+{
+  start(kWeb, "web");
+  TargetOptions options;
+  options.cgroups = {"web", "474d492e3c1f"};
+  options.all_containers = true;
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value());
+  EXPECT_EQ(set->live().size(), 1u);
+}
+
+TEST_F(TargetSetTest, NamesNeverCollide)
+{
+  // A container named "host" would merge with the samples outside containers.
+  start(kWeb, "host");
+  TargetOptions options;
+  options.all_containers = true;
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value());
+  ASSERT_EQ(set->live().size(), 1u);
+  EXPECT_EQ(set->live()[0].name, "host-474d492e3c1f");
+}
+
+TEST_F(TargetSetTest, ProcessTargetIsDroppedWhenItExits)
+{
+  std::string pid = "4242";
+  write_file(proc() + "/" + pid + "/status", "Name:\tburner\nTgid:\t4242\nPid:\t4242\n");
+  write_file(proc() + "/" + pid + "/comm", "burner\n");
+  TargetOptions options;
+  options.pids = {4242};
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  ASSERT_EQ(set->live().size(), 1u);
+  EXPECT_EQ(set->live()[0].name, "burner-4242");
+  EXPECT_EQ(set->names().by_pid.at(4242), "burner-4242");
+  std::filesystem::remove_all(proc() + "/" + pid);
+  auto changes = set->refresh();
+  ASSERT_EQ(changes.removed.size(), 1u);
+  EXPECT_EQ(changes.removed[0].pid, 4242u);
+  EXPECT_TRUE(set->live().empty());
+}
+
+} // namespace
+} // namespace flamebpf::target

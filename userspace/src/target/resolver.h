@@ -1,0 +1,62 @@
+// Turns what the user calls a container into the cgroup2 directory the kernel filter matches.
+// A --cgroup argument is tried, in this order, as: an absolute cgroup2 path; a path relative to
+// the cgroup2 mount; a full or unique-prefix container ID (at least 4 hex digits) or pod UID; a
+// container name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "target/container_inventory.h"
+#include "target/container_names.h"
+
+namespace flamebpf::target {
+
+// What is being profiled: a cgroup2 directory (a container's, a pod's or any other) or a process.
+struct Target {
+  std::string argument;     // the --cgroup or --pid argument; empty for a discovered container
+  std::string name;         // in outputs and messages: container name, else short ID, else path
+  std::string container_id; // full ID when the target is a container
+  std::string cgroup_path;  // absolute cgroup2 directory; empty for a process target
+  uint64_t cgroup_id = 0;   // the kernel's id of cgroup_path
+  uint32_t level = 0;       // depth of cgroup_path below the cgroup2 root
+  uint32_t pid = 0;         // for a process target: its host pid
+};
+
+// Every container and pod cgroup on the host with the containers' names, read together.
+class ContainerDirectory {
+public:
+  // proc_root is normally "/proc"; tests point both at fixture trees.
+  ContainerDirectory(std::string cgroup2_mount, std::string proc_root = "/proc");
+
+  // Rescans the cgroup tree; with names, also rereads the runtimes' names.
+  void refresh(bool names = true);
+
+  const std::string& cgroup2_mount() const { return cgroup2_mount_; }
+  const CgroupInventory& inventory() const { return inventory_; }
+  ContainerNames& names() { return names_; }
+
+  // The container's name, else its ID's first 12 digits (as `docker ps` shows it).
+  std::string display_name(const std::string& container_id);
+
+  // A Target for a container found in the inventory.
+  Target container_target(const ContainerCgroup& container);
+
+private:
+  std::string cgroup2_mount_;
+  CgroupInventory inventory_;
+  ContainerNames names_;
+};
+
+// Resolves one --cgroup argument against directory (refreshed by the caller). Fails with a usage
+// error of one line: an unknown argument lists the closest running containers, an ambiguous ID
+// prefix or name lists what it matches.
+[[nodiscard]] Result<Target> resolve_target(const std::string& argument,
+                                            ContainerDirectory& directory);
+
+// Edit distance between a and b (Levenshtein), for suggesting close names.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+} // namespace flamebpf::target

@@ -1,0 +1,236 @@
+#include "target/target_set.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <fmt/format.h>
+#include <unordered_set>
+
+#include "common/log.h"
+#include "common/procfs.h"
+#include "target/cgroup_resolver.h"
+
+namespace flamebpf::target {
+namespace {
+
+bool same_target(const Target& a, const Target& b)
+{
+  return a.pid != 0 ? a.pid == b.pid : a.cgroup_id == b.cgroup_id && b.pid == 0;
+}
+
+std::string describe(const Target& target)
+{
+  if (target.pid != 0)
+    return fmt::format("process {}", target.pid);
+  if (!target.container_id.empty())
+    return fmt::format("container {}", target.container_id.substr(0, 12));
+  return fmt::format("cgroup {}", target.cgroup_path);
+}
+
+} // namespace
+
+TargetSet::TargetSet(TargetOptions options, ContainerDirectory directory, std::string proc_root)
+    : options_(std::move(options)), directory_(std::move(directory)),
+      proc_root_(std::move(proc_root))
+{
+}
+
+Result<TargetSet> TargetSet::create(const TargetOptions& options,
+                                    ContainerDirectory directory,
+                                    const std::string& proc_root)
+{
+  TargetSet set(options, std::move(directory), proc_root);
+  auto add = [&](Target target) {
+    for (const auto& existing : set.live_) {
+      if (same_target(existing, target)) {
+        if (!target.argument.empty())
+          spdlog::info("{} is the same target as {}; profiled once", target.argument,
+                       existing.name);
+        return;
+      }
+    }
+    set.make_names_unique(target);
+    spdlog::debug("target {}: {}", target.name, describe(target));
+    set.live_.push_back(std::move(target));
+  };
+
+  for (uint32_t pid : options.pids) {
+    // The kernel filter matches processes (tgids); a thread id stands for its process.
+    auto tgid = procfs::read_tgid(pid, proc_root);
+    if (!tgid)
+      return fail(usage_error(fmt::format("no process with pid {}", pid)));
+    if (*tgid != pid)
+      spdlog::info("pid {} is a thread of process {}; profiling the process", pid, *tgid);
+    Target target;
+    target.argument = std::to_string(pid);
+    target.pid = *tgid;
+    target.name = procfs::read_comm(*tgid, proc_root).value_or("pid") + "-" + std::to_string(*tgid);
+    add(std::move(target));
+  }
+  if (!options.cgroups.empty() || options.all_containers)
+    set.directory_.refresh();
+  for (const auto& argument : options.cgroups) {
+    auto target = resolve_target(argument, set.directory_);
+    if (!target)
+      return fail(target.error());
+    add(std::move(*target));
+  }
+  if (options.all_containers) {
+    for (const auto& container : set.directory_.inventory().containers)
+      add(set.directory_.container_target(container));
+    spdlog::info("profiling {} containers{}", set.directory_.inventory().containers.size(),
+                 options.containers_only ? "" : " and the host");
+    if (set.directory_.inventory().truncated)
+      spdlog::warn("the cgroup tree has more directories than flamebpf scans; some containers "
+                   "may be missed");
+  }
+  for (const auto& below : set.directory_.inventory().directories)
+    set.watched_.push_back(set.directory_.cgroup2_mount() + below);
+  return set;
+}
+
+bool TargetSet::keeps_unmatched() const
+{
+  if (options_.all_containers)
+    return !options_.containers_only;
+  return requested() == 0;
+}
+
+bool TargetSet::per_target_output() const
+{
+  return options_.all_containers || requested() > 1;
+}
+
+bool TargetSet::follows_changes() const
+{
+  return options_.all_containers || !waiting_.empty();
+}
+
+const std::vector<std::string>& TargetSet::watched_directories() const
+{
+  return watched_;
+}
+
+bool TargetSet::is_live(const Target& target) const
+{
+  if (target.pid != 0) {
+    return procfs::read_tgid(target.pid, proc_root_).has_value();
+  }
+  auto id = cgroup_id_of(target.cgroup_path);
+  return id && *id == target.cgroup_id;
+}
+
+void TargetSet::make_names_unique(Target& target) const
+{
+  auto taken = [&](const std::string& name) {
+    if (keeps_unmatched() && name == "host")
+      return true;
+    return std::any_of(live_.begin(), live_.end(), [&](const Target& other) {
+      return other.name == name && !same_target(other, target);
+    });
+  };
+  if (!taken(target.name))
+    return;
+  std::string suffix = !target.container_id.empty() ? target.container_id.substr(0, 12)
+                       : target.pid != 0            ? std::to_string(target.pid)
+                                                    : std::to_string(target.cgroup_id);
+  target.name += "-" + suffix;
+}
+
+void TargetSet::retire(Target target)
+{
+  retired_.push_back(std::move(target));
+}
+
+void TargetSet::forget_dropped()
+{
+  retired_.clear();
+}
+
+TargetChanges TargetSet::refresh()
+{
+  TargetChanges changes;
+  for (auto it = live_.begin(); it != live_.end();) {
+    if (is_live(*it)) {
+      ++it;
+      continue;
+    }
+    Target gone = std::move(*it);
+    it = live_.erase(it);
+    bool follow = !gone.argument.empty() && gone.pid == 0;
+    if (gone.pid != 0)
+      spdlog::info("target {}: process {} exited; dropped", gone.name, gone.pid);
+    else if (follow)
+      spdlog::info("target {}: {} stopped; waiting for it to start again", gone.name,
+                   describe(gone));
+    else
+      spdlog::info("target {}: {} stopped; dropped", gone.name, describe(gone));
+    changes.removed.push_back(gone);
+    if (follow)
+      waiting_.push_back(gone);
+    retire(std::move(gone));
+  }
+  if (!follows_changes())
+    return changes;
+
+  directory_.refresh(false);
+  const auto& inventory = directory_.inventory();
+  std::unordered_set<uint64_t> live_ids;
+  for (const auto& target : live_)
+    live_ids.insert(target.cgroup_id);
+  bool unknown_names = !waiting_.empty();
+  for (const auto& container : inventory.containers) {
+    if (options_.all_containers && !live_ids.contains(container.cgroup_id) &&
+        !directory_.names().name_of(container.id))
+      unknown_names = true;
+  }
+  if (unknown_names)
+    directory_.names().refresh();
+
+  auto add = [&](Target target) {
+    make_names_unique(target);
+    live_ids.insert(target.cgroup_id);
+    changes.added.push_back(target);
+    live_.push_back(std::move(target));
+  };
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto found = resolve_target(it->argument, directory_);
+    if (!found || live_ids.contains(found->cgroup_id)) {
+      ++it;
+      continue;
+    }
+    found->name = it->name; // the same target to the user, whatever its new ID
+    spdlog::info("target {}: started again as {}", found->name, describe(*found));
+    add(std::move(*found));
+    it = waiting_.erase(it);
+  }
+  if (options_.all_containers) {
+    for (const auto& container : inventory.containers) {
+      if (live_ids.contains(container.cgroup_id))
+        continue;
+      Target target = directory_.container_target(container);
+      spdlog::info("target {}: {} started", target.name, describe(target));
+      add(std::move(target));
+    }
+  }
+  watched_.clear();
+  for (const auto& directory : inventory.directories)
+    watched_.push_back(directory_.cgroup2_mount() + directory);
+  return changes;
+}
+
+profile::TargetNames TargetSet::names() const
+{
+  profile::TargetNames names;
+  for (const auto* list : {&retired_, &live_}) {
+    for (const auto& target : *list) {
+      if (target.pid != 0)
+        names.by_pid[target.pid] = target.name;
+      else
+        names.by_cgroup[target.cgroup_id] = target.name;
+    }
+  }
+  return names;
+}
+
+} // namespace flamebpf::target
