@@ -9,9 +9,10 @@ build_packages=(
   protobuf-compiler
 )
 # BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
-# runs the real containers of the container tests (each test starts its own private dockerd).
+# and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
+# container tests, each test with a private daemon or storage of its own.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io)
+  docker.io podman runc)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

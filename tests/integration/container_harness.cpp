@@ -1,0 +1,1062 @@
+#include "container_harness.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <poll.h>
+#include <set>
+#include <spawn.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/procfs.h"
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kReadyTimeout = 20s;
+constexpr auto kClientTimeout = 60s;
+constexpr auto kExitTimeout = 15s;
+// A work directory without an owner file may be one that another test process is creating.
+constexpr auto kOwnerlessGrace = 60s;
+constexpr const char* kBurnerImageTag = "flamebpf-burner:latest";
+constexpr const char* kImagePath =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// Directories dockerd and containerd create outside their roots: plugin discovery and shim
+// sockets. Parents come first.
+constexpr std::array<const char*, 4> kHostRuntimeDirs{"/run/docker", "/run/docker/plugins",
+                                                      "/run/containerd", "/run/containerd/s"};
+
+void warn(const std::string& message)
+{
+  std::fprintf(stderr, "container harness: %s\n", message.c_str());
+}
+
+std::string trim(std::string_view text)
+{
+  auto begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos)
+    return "";
+  auto end = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(begin, end - begin + 1));
+}
+
+std::vector<std::string> split_words(const std::string& text)
+{
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;)
+    words.push_back(word);
+  return words;
+}
+
+std::string join(const std::vector<std::string>& words)
+{
+  std::string joined;
+  for (const auto& word : words)
+    joined += (joined.empty() ? "" : " ") + word;
+  return joined;
+}
+
+std::string tail(const std::string& text, size_t bytes)
+{
+  return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
+}
+
+std::string system_message(const std::string& what)
+{
+  return what + ": " + std::strerror(errno);
+}
+
+// A file descriptor closed on destruction.
+class Fd {
+public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset()
+  {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = -1;
+  }
+
+private:
+  int fd_;
+};
+
+struct Pipe {
+  Fd read_end;
+  Fd write_end;
+};
+
+// Close-on-exec on both ends: a child gets only the end it is given as a standard stream.
+Pipe make_pipe()
+{
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(system_message("pipe2"));
+  return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
+Fd open_output_file(const std::string& path)
+{
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(system_message("cannot open " + path));
+  return Fd(fd);
+}
+
+void write_file(const std::string& path, const std::string& text)
+{
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out.flush())
+    throw std::runtime_error("cannot write " + path);
+}
+
+// The caller's environment for a child, minus DOCKER_* (DOCKER_HOST, DOCKER_CONTEXT... would
+// redirect the client or the daemon), with the distribution's directories first on PATH (dockerd
+// finds containerd, the shim and runc there), plus extra.
+std::vector<std::string> child_environment(const std::vector<std::string>& extra)
+{
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view variable(*entry);
+    if (!variable.starts_with("DOCKER_") && !variable.starts_with("PATH="))
+      environment.emplace_back(variable);
+  }
+  const char* path = std::getenv("PATH");
+  environment.push_back(std::string("PATH=/usr/sbin:/usr/bin:/sbin:/bin") +
+                        (path != nullptr ? std::string(":") + path : ""));
+  environment.insert(environment.end(), extra.begin(), extra.end());
+  return environment;
+}
+
+// preferred if it is executable, else name found on PATH (or the standard directories).
+std::string find_executable(const std::string& preferred, const std::string& name)
+{
+  if (::access(preferred.c_str(), X_OK) == 0)
+    return preferred;
+  const char* path = std::getenv("PATH");
+  std::string directories =
+      std::string(path != nullptr ? path : "") + ":/usr/sbin:/usr/bin:/sbin:/bin";
+  std::istringstream in(directories);
+  for (std::string directory; std::getline(in, directory, ':');) {
+    std::string candidate = directory + "/" + name;
+    if (!directory.empty() && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  throw std::runtime_error(name + " not found (is docker.io installed?)");
+}
+
+int decode_status(int status)
+{
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Starts argv with the given standard streams (-1: /dev/null), in a new session if asked.
+pid_t spawn(const std::vector<std::string>& argv,
+            const std::vector<std::string>& environment,
+            int input,
+            int output,
+            int error_output,
+            bool new_session)
+{
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawnattr_init(&attributes);
+  // Ignored signals stay ignored across exec; children start with the defaults whatever the test
+  // framework set.
+  sigset_t defaults;
+  sigset_t empty;
+  sigemptyset(&defaults);
+  sigemptyset(&empty);
+  for (int signal_number : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD})
+    sigaddset(&defaults, signal_number);
+  ::posix_spawnattr_setsigdefault(&attributes, &defaults);
+  ::posix_spawnattr_setsigmask(&attributes, &empty);
+  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+  if (new_session)
+    flags |= POSIX_SPAWN_SETSID;
+  ::posix_spawnattr_setflags(&attributes, flags);
+  const std::array<int, 3> sources{input, output, error_output};
+  for (int target = 0; target < 3; ++target) {
+    if (sources[target] >= 0)
+      ::posix_spawn_file_actions_adddup2(&actions, sources[target], target);
+    else
+      ::posix_spawn_file_actions_addopen(&actions, target, "/dev/null",
+                                         target == 0 ? O_RDONLY : O_WRONLY, 0);
+  }
+  std::vector<char*> args;
+  for (const auto& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envs;
+  for (const auto& variable : environment)
+    envs.push_back(const_cast<char*>(variable.c_str()));
+  envs.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), envs.data());
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
+  if (rc != 0)
+    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+// Waits up to timeout for a child of ours; its exit code (128 + signal if killed), -1 if it is not
+// our child, or nullopt if it still runs.
+std::optional<int> wait_child(pid_t pid, Clock::duration timeout)
+{
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid)
+      return decode_status(status);
+    if (done < 0 && errno != EINTR)
+      return -1;
+    if (Clock::now() >= deadline)
+      return std::nullopt;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+struct ProcessOutput {
+  int status = -1; // exit code, 128 + signal, or -1 if it timed out
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion, collecting stdout and stderr apart; kills it after timeout.
+ProcessOutput run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& environment,
+                          int input,
+                          Clock::duration timeout)
+{
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+  pid_t pid = spawn(argv, environment, input, out.write_end.get(), err.write_end.get(), false);
+  out.write_end.reset(); // so that reads end when the child exits
+  err.write_end.reset();
+
+  ProcessOutput result;
+  std::array<pollfd, 2> fds{{{out.read_end.get(), POLLIN, 0}, {err.read_end.get(), POLLIN, 0}}};
+  std::array<std::string*, 2> sinks{&result.out, &result.err};
+  auto deadline = Clock::now() + timeout;
+  bool timed_out = false;
+  for (int open_streams = 2; open_streams > 0;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    int ready =
+        ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno != EINTR)
+      break;
+    for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0)
+        continue;
+      char buffer[4096];
+      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        fds[i].fd = -1; // poll skips negative descriptors
+        --open_streams;
+      }
+    }
+  }
+  if (timed_out)
+    ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = timed_out ? -1 : decode_status(status);
+  return result;
+}
+
+// --- processes ---
+
+// The fields of /proc/<pid>/stat after the command name: [0] is the state (field 3 of proc(5)).
+std::vector<std::string> stat_fields(pid_t pid)
+{
+  std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  auto name_end = stat.rfind(')');
+  if (name_end == std::string::npos)
+    return {};
+  return split_words(stat.substr(name_end + 1));
+}
+
+// Start time in clock ticks after boot (field 22), which tells a pid's reuse from its first owner.
+std::string start_time(pid_t pid)
+{
+  auto fields = stat_fields(pid);
+  return fields.size() > 19 ? fields[19] : "";
+}
+
+std::vector<pid_t> all_pids()
+{
+  std::vector<pid_t> pids;
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator("/proc", ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() &&
+        std::ranges::all_of(name, [](unsigned char c) { return std::isdigit(c) != 0; }))
+      pids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return pids;
+}
+
+// True if text names path itself or something below it (not merely a longer name).
+bool mentions(std::string_view text, std::string_view path)
+{
+  for (auto at = text.find(path); at != std::string_view::npos; at = text.find(path, at + 1)) {
+    auto end = at + path.size();
+    if (end == text.size() || text[end] == '/' || text[end] == '\0')
+      return true;
+  }
+  return false;
+}
+
+bool alive_and_mentions(pid_t pid, const std::string& path)
+{
+  return process_alive(pid) &&
+         mentions(read_text("/proc/" + std::to_string(pid) + "/cmdline"), path);
+}
+
+// Waits up to timeout until none of pids runs, reaping those that are children of ours.
+bool wait_gone(const std::vector<pid_t>& pids, Clock::duration timeout)
+{
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    bool any = false;
+    for (pid_t pid : pids) {
+      ::waitpid(pid, nullptr, WNOHANG);
+      any = any || process_alive(pid);
+    }
+    if (!any)
+      return true;
+    if (Clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// roots and every process descending from them.
+std::vector<pid_t> with_descendants(const std::vector<pid_t>& roots)
+{
+  std::multimap<pid_t, pid_t> children;
+  for (pid_t pid : all_pids()) {
+    auto fields = stat_fields(pid);
+    if (fields.size() > 1)
+      children.emplace(static_cast<pid_t>(std::stol(fields[1])), pid);
+  }
+  std::set<pid_t> seen(roots.begin(), roots.end());
+  std::vector<pid_t> pending(roots.begin(), roots.end());
+  while (!pending.empty()) {
+    pid_t parent = pending.back();
+    pending.pop_back();
+    auto [begin, end] = children.equal_range(parent);
+    for (auto it = begin; it != end; ++it) {
+      if (seen.insert(it->second).second)
+        pending.push_back(it->second);
+    }
+  }
+  return {seen.begin(), seen.end()};
+}
+
+// --- mounts and cgroups ---
+
+std::vector<procfs::MountEntry> current_mounts()
+{
+  return procfs::parse_mountinfo(read_text("/proc/self/mountinfo"));
+}
+
+// Mount points at or below dir, deepest first.
+std::vector<std::string> mounts_below(const std::string& dir)
+{
+  std::vector<std::string> below;
+  for (const auto& mount : current_mounts()) {
+    if (mount.mount_point == dir || mount.mount_point.starts_with(dir + "/"))
+      below.push_back(mount.mount_point);
+  }
+  std::ranges::sort(below,
+                    [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return below;
+}
+
+void unmount_below(const std::string& dir)
+{
+  // Stacked mounts need one pass each; lazy unmounts succeed even while something still uses them.
+  for (int pass = 0; pass < 10; ++pass) {
+    auto below = mounts_below(dir);
+    if (below.empty())
+      return;
+    for (const auto& mount_point : below)
+      ::umount2(mount_point.c_str(), MNT_DETACH);
+  }
+}
+
+std::vector<procfs::MountEntry> cgroup_mounts()
+{
+  std::vector<procfs::MountEntry> mounts;
+  for (auto& mount : current_mounts()) {
+    if (mount.fs_type == "cgroup" || mount.fs_type == "cgroup2")
+      mounts.push_back(std::move(mount));
+  }
+  return mounts;
+}
+
+// The directory of a cgroup path (as /proc/<pid>/cgroup shows it) in one mounted hierarchy, or ""
+// if that mount does not show it.
+std::string cgroup_dir(const procfs::MountEntry& mount, const std::string& path)
+{
+  if (path.empty() || path == "/")
+    return "";
+  if (mount.root == "/")
+    return mount.mount_point + path;
+  if (path.starts_with(mount.root + "/"))
+    return mount.mount_point + path.substr(mount.root.size());
+  return "";
+}
+
+std::vector<pid_t> cgroup_members(const std::string& dir)
+{
+  std::vector<pid_t> pids;
+  for (const auto& word : split_words(read_text(dir + "/cgroup.procs")))
+    pids.push_back(static_cast<pid_t>(std::stol(word)));
+  return pids;
+}
+
+// Removes a cgroup directory and its children, deepest first, killing what still runs in them.
+void remove_cgroup_tree(const std::string& dir)
+{
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(dir, ignored)) {
+    if (entry.is_directory(ignored) && !entry.is_symlink(ignored))
+      remove_cgroup_tree(entry.path().string());
+  }
+  // A cgroup stays busy for a moment after its last process died.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    for (pid_t pid : cgroup_members(dir))
+      ::kill(pid, SIGKILL);
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT)
+      return;
+    if (errno != EBUSY)
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  warn(system_message("cannot remove cgroup " + dir));
+}
+
+size_t depth(const std::string& path)
+{
+  return static_cast<size_t>(std::ranges::count(path, '/'));
+}
+
+// What a work directory's record says may need cleaning up.
+struct CleanupRecord {
+  std::set<std::string> parents;    // cgroup parents (relative cgroup paths)
+  std::set<std::string> containers; // container cgroups (relative cgroup paths)
+  std::set<std::string> host_dirs;  // host directories that did not exist before dockerd
+  std::set<std::string> ids;        // container ids
+};
+
+CleanupRecord read_record(const std::string& dir)
+{
+  CleanupRecord record;
+  std::istringstream in(read_text(dir + "/cleanup"));
+  for (std::string kind, value; in >> kind >> value;) {
+    if (kind == "parent")
+      record.parents.insert(value);
+    else if (kind == "container") {
+      record.containers.insert(value);
+      record.ids.insert(fs::path(value).filename().string());
+    } else if (kind == "hostdir")
+      record.host_dirs.insert(value);
+  }
+  // Containers whose cgroup was never recorded (a crash right after docker run) are still listed
+  // in the data root.
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(dir + "/data/containers", ignored))
+    record.ids.insert(entry.path().filename().string());
+  for (const auto& id : record.ids) {
+    for (const auto& parent : record.parents)
+      record.containers.insert((parent == "/" ? "" : parent) + "/" + id);
+  }
+  return record;
+}
+
+std::string sha256_hex(const std::string& text)
+{
+  // Small enough to fit the pipe's buffer, so it can be written before sha256sum starts.
+  Pipe input = make_pipe();
+  if (::write(input.write_end.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw std::runtime_error(system_message("cannot write to a pipe"));
+  input.write_end.reset();
+  auto result = run_process({find_executable("/usr/bin/sha256sum", "sha256sum")},
+                            child_environment({}), input.read_end.get(), 10s);
+  auto words = split_words(result.out);
+  if (result.status != 0 || words.empty())
+    throw std::runtime_error("sha256sum failed: " + trim(result.err));
+  return words[0];
+}
+
+// The sockets of killed shims stay behind in containerd's fixed socket directory. A shim's
+// socket is named after sha256(<containerd address>/<namespace>/<container id>) (containerd 1.6
+// runtime/v2/shim SocketAddress); dockerd's namespace is "moby".
+void remove_shim_sockets(const std::string& dir, const std::set<std::string>& ids)
+{
+  for (const auto& id : ids) {
+    std::string socket = std::string("/run/containerd/s/") +
+                         sha256_hex(dir + "/exec/containerd/containerd.sock/moby/" + id);
+    if (fs::is_socket(fs::symlink_status(socket)))
+      ::unlink(socket.c_str());
+  }
+}
+
+// Removes everything a daemon with this work directory may have left on the host: its processes
+// (dockerd, containerd, shims, containers), mounts, cgroup directories and the directory itself.
+// Works from the directory alone, so that it serves a crashed run as well as a clean shutdown.
+void purge_work_dir(const std::string& dir) noexcept
+{
+  try {
+    CleanupRecord record = read_record(dir);
+    auto hierarchies = cgroup_mounts();
+
+    // The daemons and shims name the work directory in their command lines; the containers'
+    // processes descend from the shims, or failing that still sit in the containers' cgroups.
+    for (int round = 0; round < 3; ++round) {
+      std::vector<pid_t> victims = with_descendants(processes_mentioning(dir));
+      for (const auto& container : record.containers) {
+        for (const auto& mount : hierarchies) {
+          std::string cgroup = cgroup_dir(mount, container);
+          if (!cgroup.empty()) {
+            auto members = cgroup_members(cgroup);
+            victims.insert(victims.end(), members.begin(), members.end());
+          }
+        }
+      }
+      std::erase(victims, ::getpid());
+      if (victims.empty())
+        break;
+      for (pid_t pid : victims)
+        ::kill(pid, SIGKILL);
+      if (!wait_gone(victims, 10s))
+        warn("processes of " + dir + " survive SIGKILL");
+    }
+
+    unmount_below(dir);
+    remove_shim_sockets(dir, record.ids);
+
+    for (const auto& container : record.containers) {
+      for (const auto& mount : hierarchies) {
+        std::string cgroup = cgroup_dir(mount, container);
+        if (!cgroup.empty() && fs::exists(cgroup))
+          remove_cgroup_tree(cgroup);
+      }
+    }
+    // Parents (the default /docker, or --cgroup-parent chains) go only if empty: another daemon
+    // may have containers there too.
+    std::set<std::string> ancestors;
+    for (const auto* group : {&record.parents, &record.containers}) {
+      for (const auto& path : *group) {
+        for (fs::path up(path); up.has_relative_path(); up = up.parent_path())
+          ancestors.insert(up.string());
+      }
+    }
+    std::vector<std::string> ordered(ancestors.begin(), ancestors.end());
+    std::ranges::sort(
+        ordered, [](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
+    for (const auto& path : ordered) {
+      for (const auto& mount : hierarchies) {
+        std::string cgroup = cgroup_dir(mount, path);
+        if (!cgroup.empty())
+          ::rmdir(cgroup.c_str());
+      }
+    }
+
+    std::vector<std::string> host_dirs(record.host_dirs.begin(), record.host_dirs.end());
+    std::ranges::sort(
+        host_dirs, [](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
+    for (const auto& host_dir : host_dirs)
+      ::rmdir(host_dir.c_str()); // only if empty: another containerd may use it by now
+
+    // remove_all would descend into anything still mounted below and delete its files.
+    if (auto left = mounts_below(dir); !left.empty()) {
+      warn("not removing " + dir + ": " + left.front() + " is still mounted");
+      return;
+    }
+    std::error_code error;
+    fs::remove_all(dir, error);
+    if (error)
+      warn("cannot remove " + dir + ": " + error.message());
+  } catch (const std::exception& e) {
+    warn("cleaning up " + dir + " failed: " + e.what());
+  } catch (...) {
+    warn("cleaning up " + dir + " failed");
+  }
+}
+
+std::string boot_id()
+{
+  return trim(read_text("/proc/sys/kernel/random/boot_id"));
+}
+
+// The owner line of a work directory: the test process's pid, start time and boot.
+std::string owner_line(pid_t pid)
+{
+  return std::to_string(pid) + " " + start_time(pid) + " " + boot_id() + "\n";
+}
+
+// True if the test process that made dir still runs (this one included).
+bool owner_alive(const std::string& dir)
+{
+  auto words = split_words(read_text(dir + "/owner"));
+  if (words.size() != 3) {
+    std::error_code error;
+    auto modified = fs::last_write_time(dir, error);
+    return !error && fs::file_time_type::clock::now() - modified < kOwnerlessGrace;
+  }
+  pid_t pid = static_cast<pid_t>(std::stol(words[0]));
+  return process_alive(pid) && owner_line(pid) == words[0] + " " + words[1] + " " + words[2] + "\n";
+}
+
+// Cleans up after earlier test runs that could not: their owner process is gone.
+void purge_stale_work_dirs()
+{
+  fs::path prefix(kDockerWorkDirPrefix);
+  std::string name_prefix = prefix.filename().string();
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ignored)) {
+    if (!entry.path().filename().string().starts_with(name_prefix) || entry.is_symlink(ignored) ||
+        !entry.is_directory(ignored))
+      continue;
+    std::string dir = entry.path().string();
+    try {
+      if (owner_alive(dir))
+        continue;
+    } catch (const std::exception&) {
+      // An unreadable owner file is as good as none.
+    }
+    warn("cleaning up " + dir + ", left behind by an earlier test run");
+    purge_work_dir(dir);
+  }
+}
+
+// Copies the host file at path into rootfs at the same path. Each symlink met on the way, in a
+// directory or the file itself, is recreated as it is and then followed on the host side, so the
+// copy lands on a resolved path and writing never follows a link out of rootfs.
+void install_host_file(const fs::path& rootfs, const fs::path& path)
+{
+  fs::path resolved = "/";
+  std::vector<fs::path> pending; // components still to walk, the next one last
+  for (const auto& component : path.relative_path())
+    pending.insert(pending.begin(), component);
+  for (int links = 0; !pending.empty();) {
+    fs::path component = pending.back();
+    pending.pop_back();
+    if (component == "." || component.empty())
+      continue;
+    if (component == "..") {
+      resolved = resolved.parent_path();
+      continue;
+    }
+    fs::path host = resolved / component;
+    fs::path inside = rootfs / host.relative_path();
+    if (fs::is_symlink(fs::symlink_status(host))) {
+      if (++links > 40)
+        throw std::runtime_error("too many symlinks resolving " + path.string());
+      fs::path link = fs::read_symlink(host);
+      if (!fs::exists(fs::symlink_status(inside)))
+        fs::create_symlink(link, inside);
+      if (link.is_absolute())
+        resolved = "/";
+      fs::path rest = link.relative_path();
+      std::vector<fs::path> components(rest.begin(), rest.end());
+      pending.insert(pending.end(), components.rbegin(), components.rend());
+    } else if (pending.empty()) {
+      if (!fs::exists(fs::symlink_status(inside)))
+        fs::copy_file(host, inside);
+    } else {
+      fs::create_directory(inside);
+      resolved = host;
+    }
+  }
+}
+
+// The shared libraries (and the dynamic loader) program needs, from ldd.
+std::vector<std::string> shared_libraries(const std::string& program)
+{
+  auto result = run_process({find_executable("/usr/bin/ldd", "ldd"), program},
+                            child_environment({}), -1, 30s);
+  if (result.status != 0) {
+    if ((result.out + result.err).find("not a dynamic executable") != std::string::npos)
+      return {};
+    throw std::runtime_error("ldd " + program + " failed: " + trim(result.err));
+  }
+  std::vector<std::string> libraries;
+  std::istringstream in(result.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("not found") != std::string::npos)
+      throw std::runtime_error("ldd " + program + ": " + trim(line));
+    for (const auto& word : split_words(line)) {
+      if (word.starts_with("/")) {
+        libraries.push_back(word);
+        break;
+      }
+    }
+  }
+  return libraries;
+}
+
+} // namespace
+
+std::vector<std::string> cgroup_mount_points()
+{
+  std::vector<std::string> points;
+  for (const auto& mount : cgroup_mounts())
+    points.push_back(mount.mount_point);
+  return points;
+}
+
+bool process_alive(pid_t pid)
+{
+  if (pid <= 0)
+    return false;
+  auto fields = stat_fields(pid);
+  return !fields.empty() && fields[0] != "Z" && fields[0] != "X";
+}
+
+std::vector<pid_t> processes_mentioning(const std::string& path)
+{
+  std::vector<pid_t> pids;
+  for (pid_t pid : all_pids()) {
+    if (pid != ::getpid() && mentions(read_text("/proc/" + std::to_string(pid) + "/cmdline"), path))
+      pids.push_back(pid);
+  }
+  return pids;
+}
+
+DockerDaemon::DockerDaemon()
+{
+  purge_stale_work_dirs();
+
+  // Canonical, so that it compares equal to the mount points in mountinfo.
+  fs::path prefix(kDockerWorkDirPrefix);
+  std::string pattern =
+      (fs::canonical(prefix.parent_path()) / prefix.filename()).string() + "XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error(system_message("cannot create " + pattern));
+  work_dir_ = pattern;
+  try {
+    // First of all, so that a concurrent purge_stale_work_dirs() knows the directory is in use.
+    write_file(work_dir_ + "/owner", owner_line(::getpid()));
+    data_root_ = work_dir_ + "/data";
+    exec_root_ = work_dir_ + "/exec";
+    socket_ = work_dir_ + "/docker.sock";
+    client_ = find_executable("/usr/bin/docker", "docker");
+    // The client's own config (contexts, credential helpers) stays out of ~/.docker.
+    client_environment_ = child_environment({"DOCKER_CONFIG=" + work_dir_ + "/client"});
+    for (const char* host_dir : kHostRuntimeDirs) {
+      if (!fs::exists(host_dir))
+        record("hostdir", host_dir);
+    }
+    // dockerd 20.10 would otherwise create /etc/docker/key.json on the host.
+    write_file(work_dir_ + "/daemon.json",
+               "{\"deprecated-key-path\": \"" + work_dir_ + "/key.json\"}\n");
+
+    std::vector<std::string> argv{find_executable("/usr/sbin/dockerd", "dockerd"),
+                                  "--data-root=" + data_root_,
+                                  "--exec-root=" + exec_root_,
+                                  "--pidfile=" + work_dir_ + "/dockerd.pid",
+                                  "--host=unix://" + socket_,
+                                  "--config-file=" + work_dir_ + "/daemon.json"};
+    // Docker's own cgroup paths (/docker/<id>), even on systemd hosts.
+    argv.emplace_back("--exec-opt=native.cgroupdriver=cgroupfs");
+    // Off the host's network: no docker0 bridge, no NAT rules.
+    for (const char* flag :
+         {"--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false"})
+      argv.emplace_back(flag);
+    std::string log_path = work_dir_ + "/dockerd.log";
+    {
+      Fd log = open_output_file(log_path);
+      // Its own session: a terminal's signals to the test do not reach it, and it outlives a
+      // killed test (the next run cleans up).
+      dockerd_pid_ = spawn(argv, child_environment({}), -1, log.get(), log.get(), true);
+    }
+
+    auto deadline = Clock::now() + kReadyTimeout;
+    for (;;) {
+      if (!process_alive(dockerd_pid_))
+        throw std::runtime_error("dockerd exited during startup: " +
+                                 tail(read_text(log_path), 3000));
+      std::vector<std::string> version{client_,   "-H",       "unix://" + socket_,
+                                       "version", "--format", "{{.Server.Version}}"};
+      auto result = run_process(version, client_environment_, -1, 5s);
+      if (result.status == 0)
+        break;
+      if (Clock::now() >= deadline)
+        throw std::runtime_error("dockerd did not answer within 20 s (" + trim(result.err) +
+                                 "): " + tail(read_text(log_path), 3000));
+      std::this_thread::sleep_for(50ms);
+    }
+
+    auto containerd = split_words(read_text(exec_root_ + "/containerd/containerd.pid"));
+    if (!containerd.empty() && alive_and_mentions(std::stoi(containerd[0]), work_dir_))
+      containerd_pid_ = std::stoi(containerd[0]);
+    else
+      warn("cannot find the containerd of dockerd " + std::to_string(dockerd_pid_));
+  } catch (...) {
+    shut_down();
+    throw;
+  }
+}
+
+DockerDaemon::~DockerDaemon()
+{
+  shut_down();
+}
+
+void DockerDaemon::shut_down() noexcept
+{
+  try {
+    if (process_alive(dockerd_pid_)) {
+      // Through dockerd first, so that dockerd and runc undo their own mounts, network namespaces
+      // and cgroups; purge_work_dir() below only mops up.
+      try {
+        auto containers = split_words(docker({"ps", "-aq"}));
+        if (!containers.empty()) {
+          std::vector<std::string> args{"rm", "-f", "-v"};
+          args.insert(args.end(), containers.begin(), containers.end());
+          docker(args);
+        }
+        auto images = split_words(docker({"images", "-aq"}));
+        std::ranges::sort(images);
+        images.erase(std::unique(images.begin(), images.end()), images.end());
+        if (!images.empty()) {
+          std::vector<std::string> args{"rmi", "-f"};
+          args.insert(args.end(), images.begin(), images.end());
+          docker(args);
+        }
+      } catch (const std::exception& e) {
+        warn(std::string("removing containers and images failed: ") + e.what());
+      }
+      ::kill(dockerd_pid_, SIGTERM);
+    }
+    if (dockerd_pid_ > 0 && !wait_child(dockerd_pid_, kExitTimeout)) {
+      warn("dockerd " + std::to_string(dockerd_pid_) + " ignores SIGTERM; killing it");
+      ::kill(dockerd_pid_, SIGKILL);
+      wait_child(dockerd_pid_, 5s);
+    }
+    // dockerd stops its containerd on the way out.
+    auto deadline = Clock::now() + kExitTimeout;
+    while (alive_and_mentions(containerd_pid_, work_dir_) && Clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+  } catch (const std::exception& e) {
+    warn(std::string("stopping dockerd failed: ") + e.what());
+  } catch (...) {
+    warn("stopping dockerd failed");
+  }
+  if (!work_dir_.empty())
+    purge_work_dir(work_dir_);
+}
+
+void DockerDaemon::record(const std::string& kind, const std::string& value)
+{
+  std::ofstream out(work_dir_ + "/cleanup", std::ios::app);
+  out << kind << ' ' << value << '\n';
+  if (!out.flush())
+    throw std::runtime_error("cannot write " + work_dir_ + "/cleanup");
+}
+
+std::string DockerDaemon::run_client(const std::vector<std::string>& args, int input)
+{
+  std::vector<std::string> argv{client_, "-H", "unix://" + socket_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto result = run_process(argv, client_environment_, input, kClientTimeout);
+  if (result.status != 0) {
+    std::string how =
+        result.status < 0 ? "timed out" : "exit code " + std::to_string(result.status);
+    throw std::runtime_error("docker " + join(args) + " failed (" + how + "): " + trim(result.err));
+  }
+  return trim(result.out);
+}
+
+std::string DockerDaemon::docker(const std::vector<std::string>& args)
+{
+  return run_client(args, -1);
+}
+
+std::string DockerDaemon::burner_image()
+{
+  if (!burner_image_.empty())
+    return burner_image_;
+  fs::path rootfs = work_dir_ + "/rootfs";
+  fs::create_directories(rootfs / "usr/bin");
+  for (const char* dir : {"etc", "tmp", "proc", "sys", "dev", "root"})
+    fs::create_directories(rootfs / dir);
+  fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  for (auto name : kBurnerNames)
+    copy_burner((rootfs / "usr/bin").string(), std::string(name));
+  std::string sleep = fs::exists("/bin/sleep") ? "/bin/sleep" : "/usr/bin/sleep";
+  std::set<std::string> files{"/bin/sh", sleep};
+  for (const std::string& program : {std::string(BURNER_BINARY), std::string("/bin/sh"), sleep}) {
+    for (auto& library : shared_libraries(fs::canonical(program).string()))
+      files.insert(std::move(library));
+  }
+  for (const auto& file : files)
+    install_host_file(rootfs, file);
+  write_file((rootfs / "etc/passwd").string(), "root:x:0:0:root:/root:/bin/sh\n");
+  write_file((rootfs / "etc/group").string(), "root:x:0:\n");
+
+  // tar -C rootfs -c . | docker import -
+  Pipe archive = make_pipe();
+  std::string tar_log = work_dir_ + "/tar.log";
+  pid_t tar = -1;
+  {
+    Fd log = open_output_file(tar_log);
+    tar = spawn({find_executable("/usr/bin/tar", "tar"), "-C", rootfs.string(), "-c", "."},
+                child_environment({}), -1, archive.write_end.get(), log.get(), false);
+  }
+  archive.write_end.reset(); // docker sees the end of the archive when tar exits
+  try {
+    run_client({"import", "--change", std::string("ENV ") + kImagePath, "-", kBurnerImageTag},
+               archive.read_end.get());
+  } catch (...) {
+    ::kill(tar, SIGKILL);
+    wait_child(tar, 5s);
+    throw;
+  }
+  archive.read_end.reset();
+  if (auto status = wait_child(tar, 60s); status != 0) {
+    ::kill(tar, SIGKILL);
+    wait_child(tar, 5s);
+    throw std::runtime_error("tar of " + rootfs.string() + " failed: " + read_text(tar_log));
+  }
+  fs::remove_all(rootfs);
+  burner_image_ = kBurnerImageTag;
+  return burner_image_;
+}
+
+DockerDaemon::Container DockerDaemon::run(const std::string& name,
+                                          const std::vector<std::string>& options,
+                                          const std::string& image,
+                                          const std::vector<std::string>& command)
+{
+  // Recorded before the run, so that a crash right after it still finds the cgroups.
+  std::string parent = "/docker";
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (options[i].starts_with("--cgroup-parent="))
+      parent = options[i].substr(std::strlen("--cgroup-parent="));
+    else if (options[i] == "--cgroup-parent" && i + 1 < options.size())
+      parent = options[i + 1];
+  }
+  record("parent", parent.starts_with("/") ? parent : "/" + parent);
+
+  // --pull=never: a mistyped image must fail here, not be looked up on Docker Hub.
+  std::vector<std::string> args{"run", "-d", "--pull=never", "--name", name, "--network=none"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back(image);
+  args.insert(args.end(), command.begin(), command.end());
+  std::string output = docker(args);
+  Container container{name, output.substr(output.find_last_of('\n') + 1), 0, ""};
+
+  auto deadline = Clock::now() + 20s;
+  for (;;) {
+    auto state = split_words(docker({"inspect", "--type", "container", "-f",
+                                     "{{.State.Pid}} {{.State.Status}}", container.id}));
+    pid_t pid = state.empty() ? 0 : static_cast<pid_t>(std::stol(state[0]));
+    if (pid > 0 && process_alive(pid)) {
+      container.pid = pid;
+      break;
+    }
+    std::string status = state.size() > 1 ? state[1] : "?";
+    if (status == "exited" || status == "dead" || Clock::now() >= deadline) {
+      std::string logs;
+      try {
+        logs = docker({"logs", container.id});
+      } catch (const std::exception& e) {
+        logs = e.what();
+      }
+      throw std::runtime_error("container " + name + " does not run (" + status + "): " + logs);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  container_pids_.emplace_back(name, container.pid);
+
+  // Lines are "hierarchy-id:controllers:path"; cgroup2's is "0::path".
+  std::istringstream lines(read_text("/proc/" + std::to_string(container.pid) + "/cgroup"));
+  std::set<std::string> paths;
+  for (std::string line; std::getline(lines, line);) {
+    auto first = line.find(':');
+    auto second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos)
+      continue;
+    std::string path = line.substr(second + 1);
+    paths.insert(path);
+    if (line.starts_with("0::"))
+      container.cgroup2_path = cgroup2_mount() + path;
+  }
+  for (const auto& path : paths) {
+    record("container", path);
+    record("parent", fs::path(path).parent_path().string());
+  }
+  if (container.cgroup2_path.empty())
+    throw std::runtime_error("container " + name + " (pid " + std::to_string(container.pid) +
+                             ") has no cgroup2 path");
+  return container;
+}
+
+void DockerDaemon::remove(const std::string& name)
+{
+  pid_t pid = 0;
+  for (const auto& [known, known_pid] : container_pids_) {
+    if (known == name)
+      pid = known_pid;
+  }
+  docker({"rm", "-f", "-v", name});
+  auto deadline = Clock::now() + 20s;
+  for (;;) {
+    bool listed = true;
+    try {
+      docker({"inspect", "--type", "container", name});
+    } catch (const std::runtime_error&) {
+      listed = false;
+    }
+    if (!listed && !process_alive(pid))
+      break;
+    if (Clock::now() >= deadline)
+      throw std::runtime_error("container " + name + " is still there 20 s after docker rm -f");
+    std::this_thread::sleep_for(20ms);
+  }
+  std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
+}
+
+} // namespace flamebpf::testing

@@ -1,0 +1,116 @@
+// Real Docker containers for the integration tests: a private dockerd (Debian's docker.io) per
+// test process, an image holding the burner workload built locally (no registry), and cleanup that
+// leaves nothing behind on the host, even after an earlier test run was killed.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+namespace flamebpf::testing {
+
+// The names under which burner_image() installs the burner workload (/usr/bin/<name>), so that
+// each container's process has a comm of its own.
+inline constexpr std::array<std::string_view, 8> kBurnerNames{
+    "burner_a",   "burner_b",   "burner_c",  "burner_d",
+    "burner_k8s", "burner_sub", "burner_r1", "burner_r2"};
+
+// Every daemon's work directory is this prefix plus a mkdtemp suffix.
+inline constexpr std::string_view kDockerWorkDirPrefix = "/var/tmp/flamebpf-dockerd.";
+
+// A private dockerd for one test process. It has its own data root, exec root, socket, pidfile and
+// key file in a fresh work directory, and touches neither the host's network (no bridge, no
+// iptables rules) nor any other dockerd.
+//
+// Cleanup: the constructor first removes what killed test runs left behind (their dockerd,
+// containerd, shims and containers, mounts, cgroup directories and work directories); the
+// destructor removes what this daemon made. Leftovers are found from the work directory alone
+// (its owner file, its record of cgroups and host directories, and every process whose command
+// line names it), so a crash at any point can be cleaned up by the next run. Several daemons may
+// run at once, in one test process or in several; each leaves the others' directories alone.
+class DockerDaemon {
+public:
+  // A running container.
+  struct Container {
+    std::string name;         // the --name it was run with
+    std::string id;           // the 64-hex container id
+    pid_t pid = 0;            // host pid of the container's main process
+    std::string cgroup2_path; // absolute cgroup2 directory of that process, e.g.
+                              // /sys/fs/cgroup/unified/docker/<id>
+  };
+
+  // Cleans up after killed test runs, then starts dockerd and waits until it answers. Throws
+  // std::runtime_error, with the tail of dockerd's log, if it does not come up within about 20
+  // seconds.
+  DockerDaemon();
+  // Removes every container and image this daemon made, stops dockerd and its containerd by pid
+  // and waits for them, kills whatever still names the work directory, unmounts what is left
+  // below it, removes the cgroup directories of its containers (and the parents Docker created
+  // for them, if empty) in every hierarchy, and deletes the work directory. Never throws;
+  // problems are printed to stderr.
+  ~DockerDaemon();
+  DockerDaemon(const DockerDaemon&) = delete;
+  DockerDaemon& operator=(const DockerDaemon&) = delete;
+
+  // The --data-root directory.
+  const std::string& data_root() const { return data_root_; }
+  // The work directory holding the data root, exec root, socket, pidfile and dockerd's log.
+  const std::string& work_dir() const { return work_dir_; }
+  // The pid of dockerd, a child of this process.
+  pid_t dockerd_pid() const { return dockerd_pid_; }
+  // The pid of the containerd dockerd started, or -1 if it could not be found.
+  pid_t containerd_pid() const { return containerd_pid_; }
+
+  // Runs the docker client against this daemon with args and returns its trimmed stdout. Throws
+  // std::runtime_error, with stderr, if the client exits non-zero or hangs for a minute.
+  std::string docker(const std::vector<std::string>& args);
+
+  // Builds (once per daemon) and returns the tag of an image holding the burner workload as
+  // /usr/bin/<name> for each name in kBurnerNames, the shared libraries it needs, /bin/sh and
+  // /bin/sleep.
+  std::string burner_image();
+
+  // Runs `docker run -d --pull=never --name name --network=none options... image command...`
+  // and waits until the container's main process runs. Throws std::runtime_error if it does not
+  // start or exits at once (with its logs).
+  Container run(const std::string& name,
+                const std::vector<std::string>& options,
+                const std::string& image,
+                const std::vector<std::string>& command);
+
+  // Removes the container (docker rm -f) and waits until it and its main process are gone.
+  void remove(const std::string& name);
+
+private:
+  // Runs the docker client with args, its stdin reading input (-1: /dev/null); as docker().
+  std::string run_client(const std::vector<std::string>& args, int input);
+  // Appends a line to the work directory's record of what needs cleaning up.
+  void record(const std::string& kind, const std::string& value);
+  // The destructor's work; noexcept so the constructor can use it on failure too.
+  void shut_down() noexcept;
+
+  std::string work_dir_;
+  std::string data_root_;
+  std::string exec_root_;
+  std::string socket_;
+  std::string client_;
+  std::vector<std::string> client_environment_;
+  pid_t dockerd_pid_ = -1;
+  pid_t containerd_pid_ = -1;
+  std::string burner_image_;
+  std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
+};
+
+// Mount points of every cgroup hierarchy, v1 controllers and cgroup2, from /proc/self/mountinfo.
+std::vector<std::string> cgroup_mount_points();
+
+// True if pid exists and is not a zombie.
+bool process_alive(pid_t pid);
+
+// Processes other than this one whose command line names path or something below it.
+std::vector<pid_t> processes_mentioning(const std::string& path);
+
+} // namespace flamebpf::testing

@@ -1,0 +1,279 @@
+// Self-tests of the container harness: the containers it makes are real Docker containers, and it
+// cleans up after itself and after killed runs.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "container_harness.h"
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Prints how long each step took, for the record of what container tests cost.
+class Stopwatch {
+public:
+  void lap(const std::string& step)
+  {
+    auto now = std::chrono::steady_clock::now();
+    std::printf("[  TIMING  ] %-28s %6.2f s\n", step.c_str(),
+                std::chrono::duration<double>(now - last_).count());
+    std::fflush(stdout);
+    last_ = now;
+  }
+
+private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+std::vector<std::string> status_field(pid_t pid, const std::string& name)
+{
+  std::istringstream lines(read_text("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(name + ":")) {
+      std::istringstream words(line.substr(name.size() + 1));
+      std::vector<std::string> values;
+      for (std::string word; words >> word;)
+        values.push_back(word);
+      return values;
+    }
+  }
+  return {};
+}
+
+ino_t inode(const std::string& path)
+{
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 ? info.st_ino : 0;
+}
+
+std::string comm(pid_t pid)
+{
+  std::string text = read_text("/proc/" + std::to_string(pid) + "/comm");
+  return text.substr(0, text.find('\n'));
+}
+
+std::string random_uuid()
+{
+  std::string text = read_text("/proc/sys/kernel/random/uuid");
+  return text.substr(0, text.find('\n'));
+}
+
+bool is_hex_id(const std::string& id)
+{
+  return id.size() == 64 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// Which of name exists at the top of each cgroup hierarchy.
+std::map<std::string, bool> top_level_cgroups(const std::string& name)
+{
+  std::map<std::string, bool> exists;
+  for (const auto& mount : cgroup_mount_points())
+    exists[mount + "/" + name] = fs::exists(mount + "/" + name);
+  return exists;
+}
+
+// Host-wide runtime files: the shims' sockets live in containerd's fixed directory.
+std::set<std::string> shim_sockets()
+{
+  std::set<std::string> names;
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator("/run/containerd/s", ignored))
+    names.insert(entry.path().filename().string());
+  return names;
+}
+
+// The elements of after that are not in before.
+std::vector<std::string> added(const std::set<std::string>& before,
+                               const std::set<std::string>& after)
+{
+  std::vector<std::string> difference;
+  std::ranges::set_difference(after, before, std::back_inserter(difference));
+  return difference;
+}
+
+TEST(DockerDaemonTest, BurnerContainerIsARealContainer)
+{
+  Stopwatch watch;
+  DockerDaemon daemon;
+  watch.lap("dockerd start");
+  std::string image = daemon.burner_image();
+  watch.lap("burner image build");
+  auto container = daemon.run("real", {}, image, {"burner_a", "60"});
+  watch.lap("docker run");
+
+  EXPECT_EQ(container.name, "real");
+  EXPECT_TRUE(is_hex_id(container.id)) << container.id;
+  EXPECT_EQ(comm(container.pid), "burner_a");
+
+  // Its own PID namespace, in which it is the first process.
+  auto nspid = status_field(container.pid, "NSpid");
+  ASSERT_EQ(nspid.size(), 2u);
+  EXPECT_EQ(nspid[0], std::to_string(container.pid));
+  EXPECT_NE(nspid[1], std::to_string(container.pid));
+  std::string proc = "/proc/" + std::to_string(container.pid);
+  EXPECT_NE(inode(proc + "/ns/pid"), inode("/proc/self/ns/pid"));
+  EXPECT_NE(inode(proc + "/ns/mnt"), inode("/proc/self/ns/mnt"));
+
+  // Docker's cgroup, in cgroup2 and (on hybrid hosts) in every v1 hierarchy.
+  EXPECT_EQ(container.cgroup2_path, cgroup2_mount() + "/docker/" + container.id);
+  EXPECT_TRUE(fs::is_directory(container.cgroup2_path));
+  EXPECT_NE(read_text(container.cgroup2_path + "/cgroup.procs").find(std::to_string(container.pid)),
+            std::string::npos);
+  EXPECT_NE(read_text(proc + "/cgroup").find("0::/docker/" + container.id + "\n"),
+            std::string::npos);
+
+  // The image is not the host: the workload runs from the container's overlay root.
+  EXPECT_TRUE(fs::exists(proc + "/root/usr/bin/burner_k8s"));
+  EXPECT_FALSE(fs::exists("/usr/bin/burner_k8s"));
+}
+
+TEST(DockerDaemonTest, CgroupParentGivesKubernetesLikePath)
+{
+  DockerDaemon daemon;
+  std::string parent = "/kubepods/burstable/pod" + random_uuid();
+  auto container =
+      daemon.run("pod", {"--cgroup-parent=" + parent}, daemon.burner_image(), {"burner_k8s", "60"});
+  EXPECT_EQ(container.cgroup2_path, cgroup2_mount() + parent + "/" + container.id);
+  EXPECT_TRUE(fs::is_directory(container.cgroup2_path));
+  EXPECT_EQ(comm(container.pid), "burner_k8s");
+}
+
+TEST(DockerDaemonTest, RemoveEndsTheContainer)
+{
+  DockerDaemon daemon;
+  auto container = daemon.run("short", {}, daemon.burner_image(), {"burner_b", "60"});
+  ASSERT_TRUE(process_alive(container.pid));
+  Stopwatch watch;
+  daemon.remove("short");
+  watch.lap("docker rm -f");
+  EXPECT_FALSE(process_alive(container.pid));
+  EXPECT_FALSE(fs::exists(container.cgroup2_path));
+  EXPECT_EQ(daemon.docker({"ps", "-aq"}), "");
+}
+
+TEST(DockerDaemonTest, DestructionLeavesNothingBehind)
+{
+  // Only what did not exist before must be gone after: another daemon may share /docker.
+  auto docker_before = top_level_cgroups("docker");
+  auto kubepods_before = top_level_cgroups("kubepods");
+  auto sockets_before = shim_sockets();
+  std::string parent = "/kubepods/besteffort/pod" + random_uuid();
+  std::string work_dir;
+  pid_t dockerd = -1;
+  pid_t containerd = -1;
+  std::vector<DockerDaemon::Container> containers;
+  Stopwatch watch;
+  {
+    DockerDaemon daemon;
+    work_dir = daemon.work_dir();
+    dockerd = daemon.dockerd_pid();
+    containerd = daemon.containerd_pid();
+    std::string image = daemon.burner_image();
+    containers.push_back(daemon.run("plain", {}, image, {"burner_c", "60"}));
+    containers.push_back(daemon.run("pod", {"--cgroup-parent", parent}, image, {"burner_d", "60"}));
+    // Left running: the destructor must remove them.
+    ASSERT_TRUE(fs::is_directory(work_dir));
+    ASSERT_GT(containerd, 0);
+    watch.lap("start, build, run two");
+  }
+  watch.lap("daemon shutdown and cleanup");
+
+  EXPECT_FALSE(process_alive(dockerd));
+  EXPECT_FALSE(process_alive(containerd));
+  EXPECT_EQ(processes_mentioning(work_dir), std::vector<pid_t>{});
+  for (const auto& container : containers)
+    EXPECT_FALSE(process_alive(container.pid)) << container.name;
+  EXPECT_FALSE(fs::exists(work_dir));
+  EXPECT_EQ(read_text("/proc/self/mountinfo").find(work_dir), std::string::npos);
+  for (const auto& mount : cgroup_mount_points()) {
+    for (const auto& container : containers) {
+      EXPECT_FALSE(fs::exists(mount + "/docker/" + container.id));
+      EXPECT_FALSE(fs::exists(mount + parent + "/" + container.id));
+    }
+    EXPECT_FALSE(fs::exists(mount + parent));
+  }
+  docker_before.merge(kubepods_before);
+  for (const auto& [dir, existed] : docker_before)
+    EXPECT_TRUE(existed || !fs::exists(dir)) << dir << " is left behind";
+  EXPECT_FALSE(fs::exists("/etc/docker/key.json"));
+  EXPECT_EQ(added(sockets_before, shim_sockets()), std::vector<std::string>{});
+}
+
+// A test process killed with its daemon running (a crash, a ctest timeout) cannot clean up; the
+// next DockerDaemon must.
+TEST(DockerDaemonTest, CleansUpAfterAKilledRun)
+{
+  auto sockets_before = shim_sockets();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string report = "error\n";
+    try {
+      // Never destroyed: the child dies with SIGKILL below.
+      auto* daemon = new DockerDaemon;
+      auto container = daemon->run("orphan", {"--cgroup-parent=/kubepods/pod-orphan"},
+                                   daemon->burner_image(), {"burner_r1", "600"});
+      report = daemon->work_dir() + " " + std::to_string(daemon->dockerd_pid()) + " " +
+               std::to_string(container.pid) + " " + container.id + "\n";
+    } catch (const std::exception& e) {
+      report = std::string("error ") + e.what() + "\n";
+    }
+    (void)!::write(fds[1], report.data(), report.size());
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+    report.append(buffer, static_cast<size_t>(n));
+    if (report.ends_with('\n'))
+      break;
+  }
+  ::close(fds[0]);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+
+  std::istringstream in(report);
+  std::string work_dir;
+  pid_t dockerd = -1;
+  pid_t container_pid = -1;
+  std::string id;
+  in >> work_dir >> dockerd >> container_pid >> id;
+  ASSERT_TRUE(fs::is_directory(work_dir)) << report;
+  ASSERT_TRUE(process_alive(dockerd));
+  ASSERT_TRUE(process_alive(container_pid));
+
+  Stopwatch watch;
+  {
+    DockerDaemon daemon;
+    watch.lap("start with stale cleanup");
+    EXPECT_FALSE(process_alive(dockerd));
+    EXPECT_FALSE(process_alive(container_pid));
+    EXPECT_EQ(processes_mentioning(work_dir), std::vector<pid_t>{});
+    EXPECT_FALSE(fs::exists(work_dir));
+    EXPECT_EQ(read_text("/proc/self/mountinfo").find(work_dir + "/"), std::string::npos);
+    for (const auto& mount : cgroup_mount_points())
+      EXPECT_FALSE(fs::exists(mount + "/kubepods/pod-orphan")) << mount;
+  }
+  EXPECT_EQ(added(sockets_before, shim_sockets()), std::vector<std::string>{});
+}
+
+} // namespace
+} // namespace flamebpf::testing

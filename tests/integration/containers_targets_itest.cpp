@@ -1,0 +1,241 @@
+// flamebpf against real Docker containers: targets by name, ID and pod, every container at once,
+// sub-cgroups, and a container restarted under the same name.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <thread>
+#include <unistd.h>
+
+#include "container_harness.h"
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+constexpr const char* kChain = "main;run;a;b;c";
+
+// Samples of process comm, checking that at least 80% of them end in the workload's call chain.
+uint64_t workload_samples(const std::map<std::string, uint64_t>& folded,
+                          const std::string& comm,
+                          const std::string& context)
+{
+  uint64_t samples = 0;
+  uint64_t with_chain = 0;
+  for (const auto& [stack, count] : folded) {
+    if (!stack.starts_with(comm + ";"))
+      continue;
+    samples += count;
+    with_chain += stack.ends_with(kChain) ? count : 0;
+  }
+  EXPECT_GE(with_chain * 100, samples * 80)
+      << "the call chain " << kChain << " of " << comm << " is missing or unnamed\n"
+      << context;
+  return samples;
+}
+
+// The host pid of the process named comm, waiting up to 10 s for it to appear.
+pid_t find_process(const std::string& comm)
+{
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      std::string text = read_text(entry.path().string() + "/comm");
+      if (text == comm + "\n")
+        return static_cast<pid_t>(std::stoi(name));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+class ContainerTargetTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    image_ = docker_.burner_image();
+  }
+
+  DockerDaemon::Container run_burner(const std::string& name,
+                                     const std::string& program,
+                                     const std::vector<std::string>& options = {})
+  {
+    return docker_.run(name, options, image_, {"/usr/bin/" + program, "60"});
+  }
+
+  // Lets freshly started workloads reach their hot loops before sampling starts.
+  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+
+  DockerDaemon docker_;
+  std::string image_;
+  TempDir dir_;
+};
+
+TEST_F(ContainerTargetTest, ByNameAndByShortIdOnlyThatContainer)
+{
+  auto a = run_burner("ct-a", "burner_a");
+  run_burner("ct-b", "burner_b");
+  settle();
+  for (const std::string& argument : {std::string("ct-a"), a.id.substr(0, 12)}) {
+    std::string out = dir_.path() + "/out.folded";
+    auto run = run_flamebpf({"--cgroup", argument, "-d", "3", "-o", out});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    auto folded = read_folded(out);
+    EXPECT_GT(workload_samples(folded, "burner_a", run.output), 100u) << argument;
+    EXPECT_EQ(count_with_prefix(folded, "burner_b"), 0u) << argument;
+    EXPECT_GE(count_with_prefix(folded, "burner_a;") * 100, total_count(folded) * 90) << argument;
+  }
+}
+
+TEST_F(ContainerTargetTest, UnknownNameListsTheRunningContainers)
+{
+  run_burner("ct-web", "burner_a");
+  auto run = run_flamebpf({"--cgroup", "ct-wbe", "-d", "1", "-o", "/dev/null"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("unknown cgroup or container ct-wbe"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("running containers: ct-web"), std::string::npos) << run.output;
+  EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+}
+
+TEST_F(ContainerTargetTest, AllContainersOneFilePerContainerAndLaterOnes)
+{
+  run_burner("ct-a", "burner_a");
+  run_burner("ct-b", "burner_b");
+  auto host_burner = copy_burner(dir_.path(), "burner_host");
+  Child host({host_burner, "30"});
+  settle();
+  std::string out = dir_.path() + "/all.folded";
+  std::string log = dir_.path() + "/log";
+  Child profiler({FLAMEBPF_BINARY, "--all-containers", "-d", "5", "-o", out}, "", log);
+  ASSERT_TRUE(wait_for_text(log, "profiling 2 containers and the host", 30)) << read_text(log);
+  // A container started after flamebpf is found too.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  run_burner("ct-c", "burner_c");
+  ASSERT_EQ(profiler.wait(), 0) << read_text(log);
+  std::string context = read_text(log);
+
+  auto a = read_folded(dir_.path() + "/all.ct-a.folded");
+  auto b = read_folded(dir_.path() + "/all.ct-b.folded");
+  auto c = read_folded(dir_.path() + "/all.ct-c.folded");
+  auto host_profile = read_folded(dir_.path() + "/all.host.folded");
+  EXPECT_GT(workload_samples(a, "burner_a", context), 50u);
+  EXPECT_GT(workload_samples(b, "burner_b", context), 50u);
+  EXPECT_GT(workload_samples(c, "burner_c", context), 30u);
+  EXPECT_GT(workload_samples(host_profile, "burner_host", context), 50u);
+  // Each file holds its own container's processes only (a starting container also shows runc).
+  const std::map<std::string, const std::map<std::string, uint64_t>*> files{
+      {"burner_a", &a}, {"burner_b", &b}, {"burner_c", &c}, {"burner_host", &host_profile}};
+  for (const auto& [owner, folded] : files) {
+    for (const auto& [other, unused] : files) {
+      if (other != owner) {
+        EXPECT_EQ(count_with_prefix(*folded, other + ";"), 0u) << other << " in " << owner;
+      }
+    }
+  }
+  EXPECT_NE(context.find("target ct-c: container"), std::string::npos) << context;
+}
+
+TEST_F(ContainerTargetTest, ContainersOnlyWritesNoHostFile)
+{
+  run_burner("ct-a", "burner_a");
+  auto host_burner = copy_burner(dir_.path(), "burner_host");
+  Child host({host_burner, "30"});
+  settle();
+  std::string out = dir_.path() + "/all.folded";
+  auto run = run_flamebpf({"--all-containers", "--containers-only", "-d", "2", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/all.host.folded")) << run.output;
+  EXPECT_GT(workload_samples(read_folded(dir_.path() + "/all.ct-a.folded"), "burner_a", run.output),
+            50u);
+}
+
+TEST_F(ContainerTargetTest, TargetFrameSeparatesContainersInOneStream)
+{
+  run_burner("ct-a", "burner_a");
+  run_burner("ct-b", "burner_b");
+  settle();
+  std::string out = dir_.path() + "/merged.folded";
+  auto run = run_flamebpf(
+      {"--cgroup", "ct-a", "--cgroup", "ct-b", "--target-frame", "-d", "2", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Two targets: one file each, each stack rooted at its target.
+  auto a = read_folded(dir_.path() + "/merged.ct-a.folded");
+  EXPECT_GT(count_with_prefix(a, "ct-a;burner_a;"), 50u) << run.output;
+  EXPECT_EQ(total_count(a), count_with_prefix(a, "ct-a;burner_a;"));
+  auto b = read_folded(dir_.path() + "/merged.ct-b.folded");
+  EXPECT_GT(count_with_prefix(b, "ct-b;burner_b;"), 50u) << run.output;
+}
+
+TEST_F(ContainerTargetTest, KubernetesShapedParentResolvesById)
+{
+  std::string uid = read_text("/proc/sys/kernel/random/uuid");
+  uid = uid.substr(0, uid.find('\n'));
+  auto pod = run_burner("ct-k8s", "burner_k8s", {"--cgroup-parent=/kubepods/burstable/pod" + uid});
+  run_burner("ct-b", "burner_b");
+  ASSERT_NE(pod.cgroup2_path.find("/kubepods/burstable/pod" + uid + "/" + pod.id),
+            std::string::npos)
+      << pod.cgroup2_path;
+  settle();
+  for (const std::string& argument : {pod.id, uid}) {
+    std::string out = dir_.path() + "/k8s.folded";
+    auto run = run_flamebpf({"--cgroup", argument, "-d", "2", "-o", out});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    auto folded = read_folded(out);
+    EXPECT_GT(workload_samples(folded, "burner_k8s", run.output), 50u) << argument;
+    EXPECT_EQ(count_with_prefix(folded, "burner_b"), 0u) << argument;
+  }
+}
+
+TEST_F(ContainerTargetTest, ProcessInASubCgroupCountsForTheContainer)
+{
+  auto container = docker_.run("ct-sub", {}, image_, {"/bin/sleep", "60"});
+  std::string sub = container.cgroup2_path + "/workers";
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0) << sub;
+  docker_.docker({"exec", "-d", "ct-sub", "/usr/bin/burner_sub", "60"});
+  pid_t worker = find_process("burner_sub");
+  ASSERT_GT(worker, 0);
+  std::ofstream(sub + "/cgroup.procs") << worker;
+  ASSERT_NE(read_text("/proc/" + std::to_string(worker) + "/cgroup").find("/workers"),
+            std::string::npos);
+  settle();
+  std::string out = dir_.path() + "/sub.folded";
+  auto run = run_flamebpf({"--cgroup", "ct-sub", "-d", "2", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GT(workload_samples(read_folded(out), "burner_sub", run.output), 50u);
+}
+
+TEST_F(ContainerTargetTest, ContainerRestartedUnderTheSameNameIsFollowed)
+{
+  auto first = run_burner("ct-r", "burner_r1");
+  settle();
+  std::string out = dir_.path() + "/r.folded";
+  std::string log = dir_.path() + "/log";
+  Child profiler(
+      {FLAMEBPF_BINARY, "-v", "--cgroup", "ct-r", "--interval", "1", "-d", "4.5", "-o", out}, "",
+      log);
+  ASSERT_TRUE(wait_for_text(log, "sampling ", 30)) << read_text(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  docker_.remove("ct-r");
+  auto second = run_burner("ct-r", "burner_r2");
+  ASSERT_NE(first.id, second.id);
+  ASSERT_EQ(profiler.wait(), 0) << read_text(log);
+  std::string context = read_text(log);
+  auto folded = read_folded(out);
+  EXPECT_GT(workload_samples(folded, "burner_r1", context), 50u);
+  EXPECT_GT(workload_samples(folded, "burner_r2", context), 50u);
+  EXPECT_NE(context.find("target ct-r: container " + first.id.substr(0, 12) +
+                         " stopped; waiting for it to start again"),
+            std::string::npos)
+      << context;
+  EXPECT_NE(context.find("target ct-r: started again as container " + second.id.substr(0, 12)),
+            std::string::npos)
+      << context;
+  EXPECT_EQ(context.find("flamebpf: error"), std::string::npos) << context;
+}
+
+} // namespace
+} // namespace flamebpf::testing
