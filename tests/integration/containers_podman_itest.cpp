@@ -1,0 +1,1 @@
+// flamebpf against real podman containers (runc, cgroupfs driver).
