@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <poll.h>
@@ -40,6 +41,13 @@ constexpr auto kExitTimeout = 15s;
 // A work directory without an owner file may be one that another test process is creating.
 constexpr auto kOwnerlessGrace = 60s;
 constexpr const char* kBurnerImageTag = "flamebpf-burner:latest";
+constexpr const char* kPodmanBurnerImage = "localhost/flamebpf-burner:latest";
+// podman's default rlimits (1048576) exceed the hard limits of hosts without CAP_SYS_RESOURCE;
+// nproc must also stay below conmon's own limit.
+constexpr std::array<const char*, 4> kPodmanUlimits{"--ulimit", "nofile=1024:1024", "--ulimit",
+                                                    "nproc=4096:4096"};
+// podman's cgroupfs manager puts containers and their conmons below this unless --cgroup-parent.
+constexpr const char* kPodmanCgroupParent = "/libpod_parent";
 constexpr const char* kImagePath =
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 // Directories dockerd and containerd create outside their roots: plugin discovery and shim
@@ -137,15 +145,16 @@ void write_file(const std::string& path, const std::string& text)
     throw std::runtime_error("cannot write " + path);
 }
 
-// The caller's environment for a child, minus DOCKER_* (DOCKER_HOST, DOCKER_CONTEXT... would
-// redirect the client or the daemon), with the distribution's directories first on PATH (dockerd
-// finds containerd, the shim and runc there), plus extra.
+// The caller's environment for a child, minus DOCKER_* and CONTAINERS_* (DOCKER_HOST,
+// CONTAINERS_CONF... would redirect the client, the daemon or podman), with the distribution's
+// directories first on PATH (dockerd finds containerd, the shim and runc there), plus extra.
 std::vector<std::string> child_environment(const std::vector<std::string>& extra)
 {
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view variable(*entry);
-    if (!variable.starts_with("DOCKER_") && !variable.starts_with("PATH="))
+    if (!variable.starts_with("DOCKER_") && !variable.starts_with("CONTAINERS_") &&
+        !variable.starts_with("PATH="))
       environment.emplace_back(variable);
   }
   const char* path = std::getenv("PATH");
@@ -156,7 +165,9 @@ std::vector<std::string> child_environment(const std::vector<std::string>& extra
 }
 
 // preferred if it is executable, else name found on PATH (or the standard directories).
-std::string find_executable(const std::string& preferred, const std::string& name)
+std::string find_executable(const std::string& preferred,
+                            const std::string& name,
+                            const std::string& package = "docker.io")
 {
   if (::access(preferred.c_str(), X_OK) == 0)
     return preferred;
@@ -169,7 +180,7 @@ std::string find_executable(const std::string& preferred, const std::string& nam
     if (!directory.empty() && ::access(candidate.c_str(), X_OK) == 0)
       return candidate;
   }
-  throw std::runtime_error(name + " not found (is docker.io installed?)");
+  throw std::runtime_error(name + " not found (is " + package + " installed?)");
 }
 
 int decode_status(int status)
@@ -480,35 +491,63 @@ size_t depth(const std::string& path)
   return static_cast<size_t>(std::ranges::count(path, '/'));
 }
 
+// What tells one runtime's work directories, and the leftovers they account for, from another's.
+struct WorkDirKind {
+  std::string_view prefix;          // kDockerWorkDirPrefix or kPodmanWorkDirPrefix
+  std::string_view container_store; // below the work directory: one directory per container id
+  std::string_view cgroup_prefix;   // a container's cgroup is <parent>/<cgroup_prefix><id>
+  bool containerd_shims;            // whether containerd shims left sockets named after the ids
+};
+
+constexpr WorkDirKind kDockerKind{kDockerWorkDirPrefix, "data/containers", "", true};
+constexpr WorkDirKind kPodmanKind{kPodmanWorkDirPrefix, "storage/overlay-containers", "libpod-",
+                                  false};
+
 // What a work directory's record says may need cleaning up.
 struct CleanupRecord {
   std::set<std::string> parents;    // cgroup parents (relative cgroup paths)
   std::set<std::string> containers; // container cgroups (relative cgroup paths)
-  std::set<std::string> host_dirs;  // host directories that did not exist before dockerd
+  std::set<std::string> shared;     // cgroups others may use too, such as podman's conmon cgroup
+  std::set<std::string> host_dirs;  // host directories that did not exist before the runtime
   std::set<std::string> ids;        // container ids
 };
 
-CleanupRecord read_record(const std::string& dir)
+bool is_container_id(const std::string& text)
+{
+  return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+CleanupRecord read_record(const std::string& dir, const WorkDirKind& kind)
 {
   CleanupRecord record;
   std::istringstream in(read_text(dir + "/cleanup"));
-  for (std::string kind, value; in >> kind >> value;) {
-    if (kind == "parent")
+  for (std::string type, value; in >> type >> value;) {
+    if (type == "parent") {
       record.parents.insert(value);
-    else if (kind == "container") {
+    } else if (type == "container") {
       record.containers.insert(value);
-      record.ids.insert(fs::path(value).filename().string());
-    } else if (kind == "hostdir")
+      std::string leaf = fs::path(value).filename().string();
+      if (leaf.starts_with(kind.cgroup_prefix))
+        record.ids.insert(leaf.substr(kind.cgroup_prefix.size()));
+    } else if (type == "shared") {
+      record.shared.insert(value);
+    } else if (type == "hostdir") {
       record.host_dirs.insert(value);
+    }
   }
-  // Containers whose cgroup was never recorded (a crash right after docker run) are still listed
-  // in the data root.
+  // Containers whose cgroup was never recorded (a crash right after the run) are still listed in
+  // the runtime's store.
   std::error_code ignored;
-  for (const auto& entry : fs::directory_iterator(dir + "/data/containers", ignored))
-    record.ids.insert(entry.path().filename().string());
+  for (const auto& entry :
+       fs::directory_iterator(dir + "/" + std::string(kind.container_store), ignored)) {
+    std::string name = entry.path().filename().string();
+    if (is_container_id(name) && entry.is_directory(ignored))
+      record.ids.insert(name);
+  }
   for (const auto& id : record.ids) {
     for (const auto& parent : record.parents)
-      record.containers.insert((parent == "/" ? "" : parent) + "/" + id);
+      record.containers.insert((parent == "/" ? "" : parent) + "/" +
+                               std::string(kind.cgroup_prefix) + id);
   }
   return record;
 }
@@ -520,7 +559,7 @@ std::string sha256_hex(const std::string& text)
   if (::write(input.write_end.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     throw std::runtime_error(system_message("cannot write to a pipe"));
   input.write_end.reset();
-  auto result = run_process({find_executable("/usr/bin/sha256sum", "sha256sum")},
+  auto result = run_process({find_executable("/usr/bin/sha256sum", "sha256sum", "coreutils")},
                             child_environment({}), input.read_end.get(), 10s);
   auto words = split_words(result.out);
   if (result.status != 0 || words.empty())
@@ -541,17 +580,36 @@ void remove_shim_sockets(const std::string& dir, const std::set<std::string>& id
   }
 }
 
-// Removes everything a daemon with this work directory may have left on the host: its processes
-// (dockerd, containerd, shims, containers), mounts, cgroup directories and the directory itself.
-// Works from the directory alone, so that it serves a crashed run as well as a clean shutdown.
-void purge_work_dir(const std::string& dir) noexcept
+// Removes a cgroup directory if nothing runs in it. A cgroup stays busy for a moment after its
+// last process died, so that is retried briefly; one that others still use is left alone.
+void remove_if_empty(const std::string& dir)
+{
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (::rmdir(dir.c_str()) == 0 || errno != EBUSY)
+      return;
+    std::error_code ignored;
+    bool has_children = false;
+    for (const auto& entry : fs::directory_iterator(dir, ignored))
+      has_children = has_children || (entry.is_directory(ignored) && !entry.is_symlink(ignored));
+    if (has_children || !cgroup_members(dir).empty())
+      return;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// Removes everything a runtime with this work directory may have left on the host: its processes
+// (dockerd, containerd, shims, conmons, podman and runc, containers), mounts, cgroup directories
+// and the directory itself. Works from the directory alone, so that it serves a crashed run as
+// well as a clean shutdown.
+void purge_work_dir(const std::string& dir, const WorkDirKind& kind) noexcept
 {
   try {
-    CleanupRecord record = read_record(dir);
+    CleanupRecord record = read_record(dir, kind);
     auto hierarchies = cgroup_mounts();
 
-    // The daemons and shims name the work directory in their command lines; the containers'
-    // processes descend from the shims, or failing that still sit in the containers' cgroups.
+    // The daemons, shims, conmons and runtimes name the work directory in their command lines;
+    // the containers' processes descend from the shims or conmons, or failing that still sit in
+    // the containers' cgroups.
     for (int round = 0; round < 3; ++round) {
       std::vector<pid_t> victims = with_descendants(processes_mentioning(dir));
       for (const auto& container : record.containers) {
@@ -573,7 +631,8 @@ void purge_work_dir(const std::string& dir) noexcept
     }
 
     unmount_below(dir);
-    remove_shim_sockets(dir, record.ids);
+    if (kind.containerd_shims)
+      remove_shim_sockets(dir, record.ids);
 
     for (const auto& container : record.containers) {
       for (const auto& mount : hierarchies) {
@@ -582,10 +641,10 @@ void purge_work_dir(const std::string& dir) noexcept
           remove_cgroup_tree(cgroup);
       }
     }
-    // Parents (the default /docker, or --cgroup-parent chains) go only if empty: another daemon
-    // may have containers there too.
+    // Parents (the default /docker or /libpod_parent, or --cgroup-parent chains) and shared
+    // cgroups go only if empty: another runtime may have containers there too.
     std::set<std::string> ancestors;
-    for (const auto* group : {&record.parents, &record.containers}) {
+    for (const auto* group : {&record.parents, &record.containers, &record.shared}) {
       for (const auto& path : *group) {
         for (fs::path up(path); up.has_relative_path(); up = up.parent_path())
           ancestors.insert(up.string());
@@ -598,7 +657,7 @@ void purge_work_dir(const std::string& dir) noexcept
       for (const auto& mount : hierarchies) {
         std::string cgroup = cgroup_dir(mount, path);
         if (!cgroup.empty())
-          ::rmdir(cgroup.c_str());
+          remove_if_empty(cgroup);
       }
     }
 
@@ -648,10 +707,10 @@ bool owner_alive(const std::string& dir)
   return process_alive(pid) && owner_line(pid) == words[0] + " " + words[1] + " " + words[2] + "\n";
 }
 
-// Cleans up after earlier test runs that could not: their owner process is gone.
-void purge_stale_work_dirs()
+// Cleans up after earlier test runs of this kind that could not: their owner process is gone.
+void purge_stale_work_dirs(const WorkDirKind& kind)
 {
-  fs::path prefix(kDockerWorkDirPrefix);
+  fs::path prefix(kind.prefix);
   std::string name_prefix = prefix.filename().string();
   std::error_code ignored;
   for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ignored)) {
@@ -666,8 +725,39 @@ void purge_stale_work_dirs()
       // An unreadable owner file is as good as none.
     }
     warn("cleaning up " + dir + ", left behind by an earlier test run");
-    purge_work_dir(dir);
+    purge_work_dir(dir, kind);
   }
+}
+
+// Cleans up after killed runs of this kind, then creates a fresh work directory that names its
+// owner, this process.
+std::string create_work_dir(const WorkDirKind& kind)
+{
+  purge_stale_work_dirs(kind);
+  // Canonical, so that it compares equal to the mount points in mountinfo.
+  fs::path prefix(kind.prefix);
+  std::string pattern =
+      (fs::canonical(prefix.parent_path()) / prefix.filename()).string() + "XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error(system_message("cannot create " + pattern));
+  try {
+    // First of all, so that a concurrent purge_stale_work_dirs() knows the directory is in use.
+    write_file(pattern + "/owner", owner_line(::getpid()));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(pattern, ignored);
+    throw;
+  }
+  return pattern;
+}
+
+// Appends a line to a work directory's record of what needs cleaning up.
+void append_record(const std::string& work_dir, const std::string& type, const std::string& value)
+{
+  std::ofstream out(work_dir + "/cleanup", std::ios::app);
+  out << type << ' ' << value << '\n';
+  if (!out.flush())
+    throw std::runtime_error("cannot write " + work_dir + "/cleanup");
 }
 
 // Copies the host file at path into rootfs at the same path. Each symlink met on the way, in a
@@ -736,6 +826,160 @@ std::vector<std::string> shared_libraries(const std::string& program)
   return libraries;
 }
 
+// Fills rootfs with the burner workload as /usr/bin/<name> for each name in kBurnerNames, /bin/sh,
+// /bin/sleep, the shared libraries they need, and a root user.
+void build_burner_rootfs(const fs::path& rootfs)
+{
+  fs::create_directories(rootfs / "usr/bin");
+  for (const char* dir : {"etc", "tmp", "proc", "sys", "dev", "root"})
+    fs::create_directories(rootfs / dir);
+  fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  for (auto name : kBurnerNames)
+    copy_burner((rootfs / "usr/bin").string(), std::string(name));
+  std::string sleep = fs::exists("/bin/sleep") ? "/bin/sleep" : "/usr/bin/sleep";
+  std::set<std::string> files{"/bin/sh", sleep};
+  for (const std::string& program : {std::string(BURNER_BINARY), std::string("/bin/sh"), sleep}) {
+    for (auto& library : shared_libraries(fs::canonical(program).string()))
+      files.insert(std::move(library));
+  }
+  for (const auto& file : files)
+    install_host_file(rootfs, file);
+  write_file((rootfs / "etc/passwd").string(), "root:x:0:0:root:/root:/bin/sh\n");
+  write_file((rootfs / "etc/group").string(), "root:x:0:\n");
+}
+
+// Builds the burner rootfs in work_dir and feeds it as a tar archive to import, which reads it
+// from the file descriptor it is given (tar -C rootfs -c . | <import> -).
+void import_burner_rootfs(const std::string& work_dir, const std::function<void(int)>& import)
+{
+  fs::path rootfs = work_dir + "/rootfs";
+  build_burner_rootfs(rootfs);
+  Pipe archive = make_pipe();
+  std::string tar_log = work_dir + "/tar.log";
+  pid_t tar = -1;
+  {
+    Fd log = open_output_file(tar_log);
+    tar = spawn({find_executable("/usr/bin/tar", "tar", "tar"), "-C", rootfs.string(), "-c", "."},
+                child_environment({}), -1, archive.write_end.get(), log.get(), false);
+  }
+  archive.write_end.reset(); // the importer sees the end of the archive when tar exits
+  try {
+    import(archive.read_end.get());
+  } catch (...) {
+    ::kill(tar, SIGKILL);
+    wait_child(tar, 5s);
+    throw;
+  }
+  archive.read_end.reset();
+  if (auto status = wait_child(tar, 60s); status != 0) {
+    ::kill(tar, SIGKILL);
+    wait_child(tar, 5s);
+    throw std::runtime_error("tar of " + rootfs.string() + " failed: " + read_text(tar_log));
+  }
+  fs::remove_all(rootfs);
+}
+
+// The trimmed stdout of a client run, or std::runtime_error naming the command and its stderr.
+std::string client_output(const std::string& tool,
+                          const std::vector<std::string>& args,
+                          const ProcessOutput& result)
+{
+  if (result.status != 0) {
+    std::string how =
+        result.status < 0 ? "timed out" : "exit code " + std::to_string(result.status);
+    throw std::runtime_error(tool + " " + join(args) + " failed (" + how +
+                             "): " + trim(result.err));
+  }
+  return trim(result.out);
+}
+
+// Runs the client of a container runtime with args; returns its trimmed stdout or throws.
+using Client = std::function<std::string(const std::vector<std::string>&)>;
+
+// Waits until the container's main process runs, then fills in its pid and cgroup2 directory.
+// Docker and podman understand the same inspect and logs commands. Returns every cgroup path the
+// process has (as /proc/<pid>/cgroup shows them), for the cleanup record.
+std::set<std::string> wait_until_running(Container& container, const Client& client)
+{
+  auto deadline = Clock::now() + 20s;
+  for (;;) {
+    auto state = split_words(client({"inspect", "--type", "container", "-f",
+                                     "{{.State.Pid}} {{.State.Status}}", container.id}));
+    pid_t pid = state.empty() ? 0 : static_cast<pid_t>(std::stol(state[0]));
+    if (pid > 0 && process_alive(pid)) {
+      container.pid = pid;
+      break;
+    }
+    std::string status = state.size() > 1 ? state[1] : "?";
+    if (status == "exited" || status == "dead" || status == "stopped" || Clock::now() >= deadline) {
+      std::string logs;
+      try {
+        logs = client({"logs", container.id});
+      } catch (const std::exception& e) {
+        logs = e.what();
+      }
+      throw std::runtime_error("container " + container.name + " does not run (" + status +
+                               "): " + logs);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+
+  // Lines are "hierarchy-id:controllers:path"; cgroup2's is "0::path".
+  std::istringstream lines(read_text("/proc/" + std::to_string(container.pid) + "/cgroup"));
+  std::set<std::string> paths;
+  for (std::string line; std::getline(lines, line);) {
+    auto first = line.find(':');
+    auto second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos)
+      continue;
+    std::string path = line.substr(second + 1);
+    paths.insert(path);
+    if (line.starts_with("0::"))
+      container.cgroup2_path = cgroup2_mount() + path;
+  }
+  return paths;
+}
+
+// Called once the paths wait_until_running() returned are recorded.
+void require_cgroup2(const Container& container)
+{
+  if (container.cgroup2_path.empty())
+    throw std::runtime_error("container " + container.name + " (pid " +
+                             std::to_string(container.pid) + ") has no cgroup2 path");
+}
+
+// Waits until a removed container is neither listed by the runtime nor running.
+void wait_until_removed(const std::string& name, pid_t pid, const Client& client)
+{
+  auto deadline = Clock::now() + 20s;
+  for (;;) {
+    bool listed = true;
+    try {
+      client({"inspect", "--type", "container", name});
+    } catch (const std::runtime_error&) {
+      listed = false;
+    }
+    if (!listed && !process_alive(pid))
+      return;
+    if (Clock::now() >= deadline)
+      throw std::runtime_error("container " + name + " is still there 20 s after its removal");
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// The value of --cgroup-parent among run options, or fallback.
+std::string cgroup_parent(const std::vector<std::string>& options, const std::string& fallback)
+{
+  std::string parent = fallback;
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (options[i].starts_with("--cgroup-parent="))
+      parent = options[i].substr(std::strlen("--cgroup-parent="));
+    else if (options[i] == "--cgroup-parent" && i + 1 < options.size())
+      parent = options[i + 1];
+  }
+  return parent.starts_with("/") ? parent : "/" + parent;
+}
+
 } // namespace
 
 std::vector<std::string> cgroup_mount_points()
@@ -766,18 +1010,8 @@ std::vector<pid_t> processes_mentioning(const std::string& path)
 
 DockerDaemon::DockerDaemon()
 {
-  purge_stale_work_dirs();
-
-  // Canonical, so that it compares equal to the mount points in mountinfo.
-  fs::path prefix(kDockerWorkDirPrefix);
-  std::string pattern =
-      (fs::canonical(prefix.parent_path()) / prefix.filename()).string() + "XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error(system_message("cannot create " + pattern));
-  work_dir_ = pattern;
+  work_dir_ = create_work_dir(kDockerKind);
   try {
-    // First of all, so that a concurrent purge_stale_work_dirs() knows the directory is in use.
-    write_file(work_dir_ + "/owner", owner_line(::getpid()));
     data_root_ = work_dir_ + "/data";
     exec_root_ = work_dir_ + "/exec";
     socket_ = work_dir_ + "/docker.sock";
@@ -885,28 +1119,20 @@ void DockerDaemon::shut_down() noexcept
     warn("stopping dockerd failed");
   }
   if (!work_dir_.empty())
-    purge_work_dir(work_dir_);
+    purge_work_dir(work_dir_, kDockerKind);
 }
 
 void DockerDaemon::record(const std::string& kind, const std::string& value)
 {
-  std::ofstream out(work_dir_ + "/cleanup", std::ios::app);
-  out << kind << ' ' << value << '\n';
-  if (!out.flush())
-    throw std::runtime_error("cannot write " + work_dir_ + "/cleanup");
+  append_record(work_dir_, kind, value);
 }
 
 std::string DockerDaemon::run_client(const std::vector<std::string>& args, int input)
 {
   std::vector<std::string> argv{client_, "-H", "unix://" + socket_};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto result = run_process(argv, client_environment_, input, kClientTimeout);
-  if (result.status != 0) {
-    std::string how =
-        result.status < 0 ? "timed out" : "exit code " + std::to_string(result.status);
-    throw std::runtime_error("docker " + join(args) + " failed (" + how + "): " + trim(result.err));
-  }
-  return trim(result.out);
+  return client_output("docker", args,
+                       run_process(argv, client_environment_, input, kClientTimeout));
 }
 
 std::string DockerDaemon::docker(const std::vector<std::string>& args)
@@ -918,49 +1144,10 @@ std::string DockerDaemon::burner_image()
 {
   if (!burner_image_.empty())
     return burner_image_;
-  fs::path rootfs = work_dir_ + "/rootfs";
-  fs::create_directories(rootfs / "usr/bin");
-  for (const char* dir : {"etc", "tmp", "proc", "sys", "dev", "root"})
-    fs::create_directories(rootfs / dir);
-  fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit);
-  for (auto name : kBurnerNames)
-    copy_burner((rootfs / "usr/bin").string(), std::string(name));
-  std::string sleep = fs::exists("/bin/sleep") ? "/bin/sleep" : "/usr/bin/sleep";
-  std::set<std::string> files{"/bin/sh", sleep};
-  for (const std::string& program : {std::string(BURNER_BINARY), std::string("/bin/sh"), sleep}) {
-    for (auto& library : shared_libraries(fs::canonical(program).string()))
-      files.insert(std::move(library));
-  }
-  for (const auto& file : files)
-    install_host_file(rootfs, file);
-  write_file((rootfs / "etc/passwd").string(), "root:x:0:0:root:/root:/bin/sh\n");
-  write_file((rootfs / "etc/group").string(), "root:x:0:\n");
-
-  // tar -C rootfs -c . | docker import -
-  Pipe archive = make_pipe();
-  std::string tar_log = work_dir_ + "/tar.log";
-  pid_t tar = -1;
-  {
-    Fd log = open_output_file(tar_log);
-    tar = spawn({find_executable("/usr/bin/tar", "tar"), "-C", rootfs.string(), "-c", "."},
-                child_environment({}), -1, archive.write_end.get(), log.get(), false);
-  }
-  archive.write_end.reset(); // docker sees the end of the archive when tar exits
-  try {
+  import_burner_rootfs(work_dir_, [&](int archive) {
     run_client({"import", "--change", std::string("ENV ") + kImagePath, "-", kBurnerImageTag},
-               archive.read_end.get());
-  } catch (...) {
-    ::kill(tar, SIGKILL);
-    wait_child(tar, 5s);
-    throw;
-  }
-  archive.read_end.reset();
-  if (auto status = wait_child(tar, 60s); status != 0) {
-    ::kill(tar, SIGKILL);
-    wait_child(tar, 5s);
-    throw std::runtime_error("tar of " + rootfs.string() + " failed: " + read_text(tar_log));
-  }
-  fs::remove_all(rootfs);
+               archive);
+  });
   burner_image_ = kBurnerImageTag;
   return burner_image_;
 }
@@ -971,14 +1158,7 @@ DockerDaemon::Container DockerDaemon::run(const std::string& name,
                                           const std::vector<std::string>& command)
 {
   // Recorded before the run, so that a crash right after it still finds the cgroups.
-  std::string parent = "/docker";
-  for (size_t i = 0; i < options.size(); ++i) {
-    if (options[i].starts_with("--cgroup-parent="))
-      parent = options[i].substr(std::strlen("--cgroup-parent="));
-    else if (options[i] == "--cgroup-parent" && i + 1 < options.size())
-      parent = options[i + 1];
-  }
-  record("parent", parent.starts_with("/") ? parent : "/" + parent);
+  record("parent", cgroup_parent(options, "/docker"));
 
   // --pull=never: a mistyped image must fail here, not be looked up on Docker Hub.
   std::vector<std::string> args{"run", "-d", "--pull=never", "--name", name, "--network=none"};
@@ -987,50 +1167,14 @@ DockerDaemon::Container DockerDaemon::run(const std::string& name,
   args.insert(args.end(), command.begin(), command.end());
   std::string output = docker(args);
   Container container{name, output.substr(output.find_last_of('\n') + 1), 0, ""};
-
-  auto deadline = Clock::now() + 20s;
-  for (;;) {
-    auto state = split_words(docker({"inspect", "--type", "container", "-f",
-                                     "{{.State.Pid}} {{.State.Status}}", container.id}));
-    pid_t pid = state.empty() ? 0 : static_cast<pid_t>(std::stol(state[0]));
-    if (pid > 0 && process_alive(pid)) {
-      container.pid = pid;
-      break;
-    }
-    std::string status = state.size() > 1 ? state[1] : "?";
-    if (status == "exited" || status == "dead" || Clock::now() >= deadline) {
-      std::string logs;
-      try {
-        logs = docker({"logs", container.id});
-      } catch (const std::exception& e) {
-        logs = e.what();
-      }
-      throw std::runtime_error("container " + name + " does not run (" + status + "): " + logs);
-    }
-    std::this_thread::sleep_for(20ms);
-  }
+  auto paths =
+      wait_until_running(container, [&](const auto& client_args) { return docker(client_args); });
   container_pids_.emplace_back(name, container.pid);
-
-  // Lines are "hierarchy-id:controllers:path"; cgroup2's is "0::path".
-  std::istringstream lines(read_text("/proc/" + std::to_string(container.pid) + "/cgroup"));
-  std::set<std::string> paths;
-  for (std::string line; std::getline(lines, line);) {
-    auto first = line.find(':');
-    auto second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos)
-      continue;
-    std::string path = line.substr(second + 1);
-    paths.insert(path);
-    if (line.starts_with("0::"))
-      container.cgroup2_path = cgroup2_mount() + path;
-  }
   for (const auto& path : paths) {
     record("container", path);
     record("parent", fs::path(path).parent_path().string());
   }
-  if (container.cgroup2_path.empty())
-    throw std::runtime_error("container " + name + " (pid " + std::to_string(container.pid) +
-                             ") has no cgroup2 path");
+  require_cgroup2(container);
   return container;
 }
 
@@ -1042,20 +1186,178 @@ void DockerDaemon::remove(const std::string& name)
       pid = known_pid;
   }
   docker({"rm", "-f", "-v", name});
-  auto deadline = Clock::now() + 20s;
-  for (;;) {
-    bool listed = true;
-    try {
-      docker({"inspect", "--type", "container", name});
-    } catch (const std::runtime_error&) {
-      listed = false;
-    }
-    if (!listed && !process_alive(pid))
-      break;
-    if (Clock::now() >= deadline)
-      throw std::runtime_error("container " + name + " is still there 20 s after docker rm -f");
-    std::this_thread::sleep_for(20ms);
+  wait_until_removed(name, pid, [&](const auto& client_args) { return docker(client_args); });
+  std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
+}
+
+PodmanRuntime::PodmanRuntime()
+{
+  work_dir_ = create_work_dir(kPodmanKind);
+  try {
+    podman_ = find_executable("/usr/bin/podman", "podman", "podman");
+    std::string runc = find_executable("/usr/sbin/runc", "runc", "runc");
+    storage_root_ = work_dir_ + "/storage";
+    std::string run_root = work_dir_ + "/run";
+    std::string tmp_dir = work_dir_ + "/tmp";
+    for (const std::string& dir : {storage_root_, run_root, tmp_dir, work_dir_ + "/runc",
+                                   work_dir_ + "/bin", work_dir_ + "/networks"})
+      fs::create_directories(dir);
+
+    // runc keeps its state in /run/runc unless told otherwise, and podman 4.3 does not hand
+    // --runtime-flag on to conmon's exit command (podman container cleanup), which then cannot
+    // find the state and leaves the container's cgroups behind. A wrapper named runc that sets
+    // --root holds for every runc podman, conmon and the exit command start.
+    std::string runtime = work_dir_ + "/bin/runc";
+    write_file(runtime, "#!/bin/sh\nexec '" + runc + "' --root '" + work_dir_ + "/runc' \"$@\"\n");
+    fs::permissions(runtime, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+
+    // Only these files are read instead of the host's containers.conf, storage.conf and
+    // registries.conf. File locks keep podman off the host-wide /dev/shm/libpod_lock.
+    auto setting = [](const std::string& key, const std::string& value) {
+      return key + " = \"" + value + "\"\n";
+    };
+    std::ostringstream config;
+    config << "[engine]\n"
+           << setting("tmp_dir", tmp_dir) << setting("static_dir", storage_root_ + "/libpod")
+           << setting("volume_path", storage_root_ + "/volumes")
+           << setting("image_copy_tmp_dir", tmp_dir) << setting("lock_type", "file")
+           << setting("events_logger", "file")
+           << setting("events_logfile_path", tmp_dir + "/events.log")
+           << setting("cgroup_manager", "cgroupfs") << "[network]\n"
+           << setting("network_config_dir", work_dir_ + "/networks");
+    write_file(work_dir_ + "/containers.conf", config.str());
+    write_file(work_dir_ + "/storage.conf", "[storage]\n" + setting("driver", "overlay") +
+                                                setting("graphroot", storage_root_) +
+                                                setting("runroot", run_root));
+    // Nothing is ever pulled: images are built locally and run with --pull=never.
+    write_file(work_dir_ + "/registries.conf", "unqualified-search-registries = []\n");
+    environment_ = child_environment(
+        {"CONTAINERS_CONF=" + work_dir_ + "/containers.conf",
+         "CONTAINERS_STORAGE_CONF=" + work_dir_ + "/storage.conf",
+         "CONTAINERS_REGISTRIES_CONF=" + work_dir_ + "/registries.conf", "TMPDIR=" + tmp_dir});
+    global_options_ = {"--root",           storage_root_, "--runroot",        run_root,
+                       "--runtime",        runtime,       "--cgroup-manager", "cgroupfs",
+                       "--events-backend", "file",        "--tmpdir",         tmp_dir,
+                       "--storage-driver", "overlay"};
+  } catch (...) {
+    shut_down();
+    throw;
   }
+}
+
+PodmanRuntime::~PodmanRuntime()
+{
+  shut_down();
+}
+
+void PodmanRuntime::shut_down() noexcept
+{
+  if (work_dir_.empty())
+    return;
+  try {
+    if (!global_options_.empty()) {
+      // Through podman first, so that podman and runc undo their own mounts and cgroups;
+      // purge_work_dir() below only mops up.
+      try {
+        podman({"rm", "--all", "--force", "--volumes", "--time", "0"});
+        podman({"rmi", "--all", "--force"});
+      } catch (const std::exception& e) {
+        warn(std::string("removing containers and images failed: ") + e.what());
+      }
+      // Each conmon ends after its container and runs podman container cleanup.
+      auto deadline = Clock::now() + kExitTimeout;
+      while (!processes_mentioning(work_dir_).empty() && Clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    }
+  } catch (const std::exception& e) {
+    warn(std::string("stopping podman containers failed: ") + e.what());
+  } catch (...) {
+    warn("stopping podman containers failed");
+  }
+  purge_work_dir(work_dir_, kPodmanKind);
+}
+
+void PodmanRuntime::record(const std::string& kind, const std::string& value)
+{
+  append_record(work_dir_, kind, value);
+}
+
+std::string PodmanRuntime::podman(const std::vector<std::string>& args)
+{
+  std::vector<std::string> argv{podman_};
+  argv.insert(argv.end(), global_options_.begin(), global_options_.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return client_output("podman", args, run_process(argv, environment_, -1, kClientTimeout));
+}
+
+std::string PodmanRuntime::burner_image()
+{
+  if (!burner_image_.empty())
+    return burner_image_;
+  // containers/image keeps a blob-info cache in /var/lib/containers/cache for root whatever
+  // --root says. The import runs in a mount namespace of its own with an empty tmpfs on /var/lib,
+  // so the cache lands there and vanishes with it.
+  std::string script = "'" + find_executable("/usr/bin/mount", "mount", "mount") +
+                       "' -t tmpfs -o mode=0755,size=1m flamebpf-podman /var/lib && exec \"$@\"";
+  std::vector<std::string> argv{find_executable("/usr/bin/unshare", "unshare", "util-linux"),
+                                "--mount",
+                                "--propagation",
+                                "private",
+                                "/bin/sh",
+                                "-c",
+                                script,
+                                "sh",
+                                podman_};
+  argv.insert(argv.end(), global_options_.begin(), global_options_.end());
+  std::vector<std::string> args{
+      "import", "--quiet", "--change", std::string("ENV ") + kImagePath, "-", kPodmanBurnerImage};
+  argv.insert(argv.end(), args.begin(), args.end());
+  import_burner_rootfs(work_dir_, [&](int archive) {
+    client_output("podman", args, run_process(argv, environment_, archive, kClientTimeout));
+  });
+  burner_image_ = kPodmanBurnerImage;
+  return burner_image_;
+}
+
+PodmanRuntime::Container PodmanRuntime::run(const std::string& name,
+                                            const std::vector<std::string>& options,
+                                            const std::string& image,
+                                            const std::vector<std::string>& command)
+{
+  // Recorded before the run, so that a crash right after it still finds the cgroups. conmon runs
+  // in <parent>/conmon, which podman never removes and other podmans share.
+  std::string parent = cgroup_parent(options, kPodmanCgroupParent);
+  record("parent", parent);
+  record("shared", (parent == "/" ? "" : parent) + "/conmon");
+
+  // --pull=never: a mistyped image must fail here, not be looked up in a registry.
+  std::vector<std::string> args{"run", "-d", "--pull=never", "--name", name, "--network=none"};
+  args.insert(args.end(), kPodmanUlimits.begin(), kPodmanUlimits.end());
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back(image);
+  args.insert(args.end(), command.begin(), command.end());
+  std::string output = podman(args);
+  Container container{name, output.substr(output.find_last_of('\n') + 1), 0, ""};
+  auto paths =
+      wait_until_running(container, [&](const auto& client_args) { return podman(client_args); });
+  container_pids_.emplace_back(name, container.pid);
+  for (const auto& path : paths) {
+    record("container", path);
+    record("parent", fs::path(path).parent_path().string());
+  }
+  require_cgroup2(container);
+  return container;
+}
+
+void PodmanRuntime::remove(const std::string& name)
+{
+  pid_t pid = 0;
+  for (const auto& [known, known_pid] : container_pids_) {
+    if (known == name)
+      pid = known_pid;
+  }
+  podman({"rm", "--force", "--volumes", "--time", "0", name});
+  wait_until_removed(name, pid, [&](const auto& client_args) { return podman(client_args); });
   std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
 }
 

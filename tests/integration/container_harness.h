@@ -1,6 +1,7 @@
-// Real Docker containers for the integration tests: a private dockerd (Debian's docker.io) per
-// test process, an image holding the burner workload built locally (no registry), and cleanup that
-// leaves nothing behind on the host, even after an earlier test run was killed.
+// Real containers for the integration tests: a private dockerd (Debian's docker.io) or a private
+// podman store (podman with runc) per test process, an image holding the burner workload built
+// locally (no registry), and cleanup that leaves nothing behind on the host, even after an earlier
+// test run was killed.
 #pragma once
 
 #include <array>
@@ -20,6 +21,18 @@ inline constexpr std::array<std::string_view, 8> kBurnerNames{
 
 // Every daemon's work directory is this prefix plus a mkdtemp suffix.
 inline constexpr std::string_view kDockerWorkDirPrefix = "/var/tmp/flamebpf-dockerd.";
+// Every PodmanRuntime's work directory is this prefix plus a mkdtemp suffix.
+inline constexpr std::string_view kPodmanWorkDirPrefix = "/var/tmp/flamebpf-podman.";
+
+// A running container, as DockerDaemon::run() and PodmanRuntime::run() return it.
+struct Container {
+  std::string name;         // the --name it was run with
+  std::string id;           // the 64-hex container id
+  pid_t pid = 0;            // host pid of the container's main process
+  std::string cgroup2_path; // absolute cgroup2 directory of that process, e.g.
+                            // /sys/fs/cgroup/unified/docker/<id> or
+                            // /sys/fs/cgroup/unified/libpod_parent/libpod-<id>
+};
 
 // A private dockerd for one test process. It has its own data root, exec root, socket, pidfile and
 // key file in a fresh work directory, and touches neither the host's network (no bridge, no
@@ -33,14 +46,7 @@ inline constexpr std::string_view kDockerWorkDirPrefix = "/var/tmp/flamebpf-dock
 // run at once, in one test process or in several; each leaves the others' directories alone.
 class DockerDaemon {
 public:
-  // A running container.
-  struct Container {
-    std::string name;         // the --name it was run with
-    std::string id;           // the 64-hex container id
-    pid_t pid = 0;            // host pid of the container's main process
-    std::string cgroup2_path; // absolute cgroup2 directory of that process, e.g.
-                              // /sys/fs/cgroup/unified/docker/<id>
-  };
+  using Container = ::flamebpf::testing::Container;
 
   // Cleans up after killed test runs, then starts dockerd and waits until it answers. Throws
   // std::runtime_error, with the tail of dockerd's log, if it does not come up within about 20
@@ -100,6 +106,79 @@ private:
   std::vector<std::string> client_environment_;
   pid_t dockerd_pid_ = -1;
   pid_t containerd_pid_ = -1;
+  std::string burner_image_;
+  std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
+};
+
+// A private podman (Debian's podman 4.3) for one test process: its own storage root, run root,
+// temporary directory, runc state directory and configuration in a fresh work directory, so that
+// it touches neither the host's podman state (/var/lib/containers, /run/containers, /run/libpod,
+// /run/runc, /dev/shm/libpod_lock, /etc/containers/networks) nor another PodmanRuntime's. Every
+// command runs as `podman --root ... --runroot ... --runtime <runc> --cgroup-manager cgroupfs
+// --events-backend file --tmpdir ... --storage-driver overlay`, where <runc> runs runc with its
+// state in the work directory. Containers run with runc (crun refuses hybrid cgroup hosts),
+// without network, and with explicit rlimits (podman's defaults need CAP_SYS_RESOURCE). A
+// container's cgroup is /libpod_parent/libpod-<id> in every hierarchy, and its conmon runs as
+// `conmon ... -c <id> ... -n <name> ...` in /libpod_parent/conmon.
+//
+// Cleanup works as DockerDaemon's does: the constructor first removes what killed test runs left
+// behind (their conmons, containers, podman and runc processes, mounts, cgroup directories and
+// work directories), the destructor removes what this one made, and both work from the work
+// directory alone.
+class PodmanRuntime {
+public:
+  using Container = ::flamebpf::testing::Container;
+
+  // Cleans up after killed test runs, then prepares the work directory and configuration. Throws
+  // std::runtime_error if podman or runc is missing.
+  PodmanRuntime();
+  // Removes every container (podman rm -f) and image this runtime made, waits for their conmons
+  // and cleanup processes, kills whatever still names the work directory, unmounts what is left
+  // below it, removes its containers' cgroup directories in every hierarchy and, if empty,
+  // /libpod_parent/conmon and /libpod_parent (or the --cgroup-parent chain), and deletes the work
+  // directory. Never throws; problems are printed to stderr.
+  ~PodmanRuntime();
+  PodmanRuntime(const PodmanRuntime&) = delete;
+  PodmanRuntime& operator=(const PodmanRuntime&) = delete;
+
+  // The work directory holding the storage root, run root, temporary directory and configuration.
+  const std::string& work_dir() const { return work_dir_; }
+  // The --root directory (podman's image and container storage).
+  const std::string& storage_root() const { return storage_root_; }
+
+  // Runs podman with the global options above and args; returns its trimmed stdout. Throws
+  // std::runtime_error, with stderr, if podman exits non-zero or hangs for a minute.
+  std::string podman(const std::vector<std::string>& args);
+
+  // Builds (once per runtime) and returns the name of an image holding the same files as
+  // DockerDaemon::burner_image()'s: the burner workload as /usr/bin/<name> for each name in
+  // kBurnerNames, the shared libraries it needs, /bin/sh and /bin/sleep.
+  std::string burner_image();
+
+  // Runs `podman run -d --pull=never --name name --network=none --ulimit nofile=1024:1024
+  // --ulimit nproc=4096:4096 options... image command...` and waits until the container's main
+  // process runs. (Add `--tmpfs /tmp:rw,mode=1777,notmpcopyup` for a private /tmp: without
+  // notmpcopyup podman copies the image's /tmp into it.) Throws std::runtime_error if it does not
+  // start or exits at once (with its logs).
+  Container run(const std::string& name,
+                const std::vector<std::string>& options,
+                const std::string& image,
+                const std::vector<std::string>& command);
+
+  // Removes the container (podman rm -f -t 0) and waits until it and its main process are gone.
+  void remove(const std::string& name);
+
+private:
+  // Appends a line to the work directory's record of what needs cleaning up.
+  void record(const std::string& kind, const std::string& value);
+  // The destructor's work; noexcept so the constructor can use it on failure too.
+  void shut_down() noexcept;
+
+  std::string work_dir_;
+  std::string storage_root_;
+  std::string podman_;
+  std::vector<std::string> global_options_;
+  std::vector<std::string> environment_;
   std::string burner_image_;
   std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
 };

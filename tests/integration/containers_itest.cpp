@@ -1,6 +1,7 @@
-// Self-tests of the container harness: the containers it makes are real Docker containers, and it
-// cleans up after itself and after killed runs.
+// Self-tests of the container harness: the containers it makes are real Docker and podman
+// containers, and it cleans up after itself and after killed runs.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "container_harness.h"
@@ -102,6 +104,60 @@ std::vector<std::string> added(const std::set<std::string>& before,
   std::vector<std::string> difference;
   std::ranges::set_difference(after, before, std::back_inserter(difference));
   return difference;
+}
+
+// The parent of pid (field 4 of /proc/<pid>/stat), or -1.
+pid_t parent_pid(pid_t pid)
+{
+  std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  auto name_end = stat.rfind(')');
+  if (name_end == std::string::npos)
+    return -1;
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string state;
+  pid_t parent = -1;
+  fields >> state >> parent;
+  return parent;
+}
+
+std::vector<std::string> command_line(pid_t pid)
+{
+  std::istringstream text(read_text("/proc/" + std::to_string(pid) + "/cmdline"));
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(text, arg, '\0');)
+    args.push_back(arg);
+  return args;
+}
+
+// The argument after option, or "" if option is not there.
+std::string option_value(const std::vector<std::string>& args, const std::string& option)
+{
+  auto it = std::ranges::find(args, option);
+  return it != args.end() && it + 1 != args.end() ? *(it + 1) : "";
+}
+
+// Host-wide state that podman and runc use by default and a PodmanRuntime must never create.
+constexpr std::array<const char*, 8> kPodmanHostPaths{
+    "/var/lib/containers",  "/run/containers",          "/run/libpod",  "/run/runc",
+    "/dev/shm/libpod_lock", "/etc/containers/networks", "/var/lib/cni", "/run/netns"};
+
+std::map<std::string, bool> podman_host_paths()
+{
+  std::map<std::string, bool> exists;
+  for (const char* path : kPodmanHostPaths)
+    exists[path] = fs::exists(path);
+  return exists;
+}
+
+// Every entry of after that did not exist in before but exists now.
+std::vector<std::string> created(const std::map<std::string, bool>& before)
+{
+  std::vector<std::string> paths;
+  for (const auto& [path, existed] : before) {
+    if (!existed && fs::exists(path))
+      paths.push_back(path);
+  }
+  return paths;
 }
 
 TEST(DockerDaemonTest, BurnerContainerIsARealContainer)
@@ -273,6 +329,192 @@ TEST(DockerDaemonTest, CleansUpAfterAKilledRun)
       EXPECT_FALSE(fs::exists(mount + "/kubepods/pod-orphan")) << mount;
   }
   EXPECT_EQ(added(sockets_before, shim_sockets()), std::vector<std::string>{});
+}
+
+TEST(PodmanRuntimeTest, BurnerContainerIsARealContainer)
+{
+  auto host_before = podman_host_paths();
+  Stopwatch watch;
+  PodmanRuntime podman;
+  watch.lap("podman setup");
+  std::string image = podman.burner_image();
+  watch.lap("podman burner image build");
+  auto container = podman.run("real", {}, image, {"burner_a", "60"});
+  watch.lap("podman run");
+
+  EXPECT_EQ(container.name, "real");
+  EXPECT_TRUE(is_hex_id(container.id)) << container.id;
+  EXPECT_EQ(comm(container.pid), "burner_a");
+
+  // Its own PID namespace, in which it is the first process.
+  auto nspid = status_field(container.pid, "NSpid");
+  ASSERT_EQ(nspid.size(), 2u);
+  EXPECT_EQ(nspid[0], std::to_string(container.pid));
+  EXPECT_NE(nspid[1], std::to_string(container.pid));
+  std::string proc = "/proc/" + std::to_string(container.pid);
+  EXPECT_NE(inode(proc + "/ns/pid"), inode("/proc/self/ns/pid"));
+  EXPECT_NE(inode(proc + "/ns/mnt"), inode("/proc/self/ns/mnt"));
+
+  // podman's cgroupfs path, in cgroup2 and (on hybrid hosts) in every v1 hierarchy.
+  std::string cgroup = "/libpod_parent/libpod-" + container.id;
+  EXPECT_EQ(container.cgroup2_path, cgroup2_mount() + cgroup);
+  EXPECT_TRUE(fs::is_directory(container.cgroup2_path));
+  EXPECT_NE(read_text(container.cgroup2_path + "/cgroup.procs").find(std::to_string(container.pid)),
+            std::string::npos);
+  std::istringstream lines(read_text(proc + "/cgroup"));
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_TRUE(line.ends_with(":" + cgroup)) << line;
+
+  // Its conmon, which flamebpf reads the name from, is its parent, runs in our PID namespace and
+  // names the container on its command line.
+  pid_t conmon = parent_pid(container.pid);
+  EXPECT_EQ(comm(conmon), "conmon");
+  EXPECT_EQ(inode("/proc/" + std::to_string(conmon) + "/ns/pid"), inode("/proc/self/ns/pid"));
+  auto args = command_line(conmon);
+  EXPECT_EQ(option_value(args, "-n"), "real");
+  EXPECT_EQ(option_value(args, "-c"), container.id);
+  // runc, with its state in the work directory.
+  EXPECT_TRUE(option_value(args, "-r").ends_with("/runc")) << option_value(args, "-r");
+  EXPECT_TRUE(fs::exists(podman.work_dir() + "/runc/" + container.id));
+
+  // The image is not the host: the workload runs from the container's overlay root.
+  EXPECT_TRUE(fs::exists(proc + "/root/usr/bin/burner_k8s"));
+  EXPECT_FALSE(fs::exists("/usr/bin/burner_k8s"));
+  EXPECT_EQ(created(host_before), std::vector<std::string>{});
+}
+
+TEST(PodmanRuntimeTest, RemoveEndsTheContainer)
+{
+  PodmanRuntime podman;
+  auto container = podman.run("short", {}, podman.burner_image(), {"burner_b", "60"});
+  pid_t conmon = parent_pid(container.pid);
+  ASSERT_TRUE(process_alive(container.pid));
+  ASSERT_EQ(comm(conmon), "conmon");
+  Stopwatch watch;
+  podman.remove("short");
+  watch.lap("podman rm -f");
+  EXPECT_FALSE(process_alive(container.pid));
+  EXPECT_FALSE(fs::exists(container.cgroup2_path));
+  EXPECT_EQ(podman.podman({"ps", "-aq"}), "");
+  // conmon may still run its exit command for a moment.
+  for (int attempt = 0; attempt < 250 && process_alive(conmon); ++attempt)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(process_alive(conmon));
+}
+
+TEST(PodmanRuntimeTest, DestructionLeavesNothingBehind)
+{
+  // Only what did not exist before must be gone after: another podman may share /libpod_parent.
+  auto cgroups_before = top_level_cgroups("libpod_parent");
+  cgroups_before.merge(top_level_cgroups("kubepods"));
+  std::map<std::string, bool> conmon_before;
+  for (const auto& mount : cgroup_mount_points())
+    conmon_before[mount + "/libpod_parent/conmon"] = fs::exists(mount + "/libpod_parent/conmon");
+  auto host_before = podman_host_paths();
+  std::string parent = "/kubepods/besteffort/pod" + random_uuid();
+  std::string work_dir;
+  std::vector<Container> containers;
+  std::vector<pid_t> conmons;
+  Stopwatch watch;
+  {
+    PodmanRuntime podman;
+    work_dir = podman.work_dir();
+    std::string image = podman.burner_image();
+    containers.push_back(podman.run("plain", {}, image, {"burner_c", "60"}));
+    containers.push_back(podman.run("pod", {"--cgroup-parent", parent}, image, {"burner_d", "60"}));
+    for (const auto& container : containers)
+      conmons.push_back(parent_pid(container.pid));
+    // Left running: the destructor must remove them.
+    ASSERT_TRUE(fs::is_directory(work_dir));
+    ASSERT_NE(read_text("/proc/self/mountinfo").find(work_dir + "/"), std::string::npos);
+    EXPECT_EQ(containers[1].cgroup2_path, cgroup2_mount() + parent + "/libpod-" + containers[1].id);
+    watch.lap("podman build, run two");
+  }
+  watch.lap("podman cleanup");
+
+  EXPECT_EQ(processes_mentioning(work_dir), std::vector<pid_t>{});
+  for (size_t i = 0; i < containers.size(); ++i) {
+    EXPECT_FALSE(process_alive(containers[i].pid)) << containers[i].name;
+    EXPECT_FALSE(process_alive(conmons[i])) << "conmon of " << containers[i].name;
+  }
+  EXPECT_FALSE(fs::exists(work_dir));
+  EXPECT_EQ(read_text("/proc/self/mountinfo").find(work_dir), std::string::npos);
+  for (const auto& mount : cgroup_mount_points()) {
+    for (const auto& container : containers) {
+      EXPECT_FALSE(fs::exists(mount + "/libpod_parent/libpod-" + container.id));
+      EXPECT_FALSE(fs::exists(mount + parent + "/libpod-" + container.id));
+    }
+    EXPECT_FALSE(fs::exists(mount + parent));
+  }
+  cgroups_before.merge(conmon_before);
+  for (const auto& [dir, existed] : cgroups_before)
+    EXPECT_TRUE(existed || !fs::exists(dir)) << dir << " is left behind";
+  EXPECT_EQ(created(host_before), std::vector<std::string>{});
+}
+
+// A test process killed while its containers run cannot clean up; the next PodmanRuntime must.
+TEST(PodmanRuntimeTest, CleansUpAfterAKilledRun)
+{
+  auto host_before = podman_host_paths();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string report = "error\n";
+    try {
+      // Never destroyed: the child dies with SIGKILL below.
+      auto* podman = new PodmanRuntime;
+      auto container = podman->run("orphan", {"--cgroup-parent=/kubepods/pod-podman-orphan"},
+                                   podman->burner_image(), {"burner_r1", "600"});
+      report = podman->work_dir() + " " + std::to_string(parent_pid(container.pid)) + " " +
+               std::to_string(container.pid) + " " + container.id + "\n";
+    } catch (const std::exception& e) {
+      report = std::string("error ") + e.what() + "\n";
+    }
+    (void)!::write(fds[1], report.data(), report.size());
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+    report.append(buffer, static_cast<size_t>(n));
+    if (report.ends_with('\n'))
+      break;
+  }
+  ::close(fds[0]);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+
+  std::istringstream in(report);
+  std::string work_dir;
+  pid_t conmon = -1;
+  pid_t container_pid = -1;
+  std::string id;
+  in >> work_dir >> conmon >> container_pid >> id;
+  ASSERT_TRUE(fs::is_directory(work_dir)) << report;
+  ASSERT_TRUE(process_alive(conmon));
+  ASSERT_EQ(comm(conmon), "conmon");
+  ASSERT_TRUE(process_alive(container_pid));
+
+  Stopwatch watch;
+  {
+    PodmanRuntime podman;
+    watch.lap("podman setup with stale cleanup");
+    EXPECT_FALSE(process_alive(conmon));
+    EXPECT_FALSE(process_alive(container_pid));
+    EXPECT_EQ(processes_mentioning(work_dir), std::vector<pid_t>{});
+    EXPECT_FALSE(fs::exists(work_dir));
+    EXPECT_EQ(read_text("/proc/self/mountinfo").find(work_dir + "/"), std::string::npos);
+    for (const auto& mount : cgroup_mount_points()) {
+      EXPECT_FALSE(fs::exists(mount + "/kubepods/pod-podman-orphan")) << mount;
+      EXPECT_FALSE(fs::exists(mount + "/libpod_parent/libpod-" + id)) << mount;
+    }
+  }
+  EXPECT_EQ(created(host_before), std::vector<std::string>{});
 }
 
 } // namespace

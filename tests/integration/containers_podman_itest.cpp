@@ -1,1 +1,103 @@
-// flamebpf against real podman containers (runc, cgroupfs driver).
+// flamebpf against real podman containers (runc, cgroupfs manager): a container named by its
+// podman name or short ID, and every container at once with one file per podman name. flamebpf
+// learns podman's names from conmon's command line, and finds the container's cgroup at
+// /libpod_parent/libpod-<id>.
+#include <chrono>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <thread>
+#include <unistd.h>
+
+#include "container_harness.h"
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kChain = "main;run;a;b;c";
+
+// Samples of process comm; at least 80% of them must end in the burner's call chain, or the
+// frames are unnamed (symbolization through the container's root failed).
+uint64_t burner_samples(const std::map<std::string, uint64_t>& folded,
+                        const std::string& comm,
+                        const std::string& context)
+{
+  uint64_t samples = 0;
+  uint64_t in_chain = 0;
+  for (const auto& [stack, count] : folded) {
+    if (stack.starts_with(comm + ";")) {
+      samples += count;
+      if (stack.ends_with(kChain))
+        in_chain += count;
+    }
+  }
+  EXPECT_GE(in_chain * 100, samples * 80)
+      << comm << ": " << in_chain << " of " << samples << " samples end in " << kChain << "\n"
+      << context;
+  return samples;
+}
+
+class PodmanTargetTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    image_ = podman_.burner_image();
+  }
+
+  Container run_burner(const std::string& name, const std::string& program)
+  {
+    return podman_.run(name, {}, image_, {"/usr/bin/" + program, "60"});
+  }
+
+  // Lets freshly started workloads reach their hot loops before sampling starts.
+  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+
+  PodmanRuntime podman_;
+  std::string image_;
+  TempDir dir_;
+};
+
+TEST_F(PodmanTargetTest, ByPodmanNameAndShortIdOnlyThatContainer)
+{
+  auto a = run_burner("pm-a", "burner_a");
+  run_burner("pm-b", "burner_b");
+  settle();
+  for (const std::string& argument : {std::string("pm-a"), a.id.substr(0, 12)}) {
+    std::string out = dir_.path() + "/out.folded";
+    auto run = run_flamebpf({"--cgroup", argument, "-d", "3", "-o", out});
+    ASSERT_EQ(run.exit_code, 0) << argument << "\n" << run.output;
+    auto folded = read_folded(out);
+    EXPECT_GT(burner_samples(folded, "burner_a", run.output), 100u) << argument;
+    EXPECT_EQ(count_with_prefix(folded, "burner_b"), 0u) << argument;
+    EXPECT_GE(count_with_prefix(folded, "burner_a;") * 100, total_count(folded) * 90) << argument;
+  }
+}
+
+TEST_F(PodmanTargetTest, AllContainersWritesOneFilePerPodmanName)
+{
+  auto a = run_burner("pm-a", "burner_a");
+  auto b = run_burner("pm-b", "burner_b");
+  settle();
+  std::string out = dir_.path() + "/all.folded";
+  auto run = run_flamebpf({"--all-containers", "-d", "3", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  // Named after the podman names, not the IDs.
+  for (const auto& container : {a, b}) {
+    EXPECT_TRUE(fs::exists(dir_.path() + "/all." + container.name + ".folded")) << run.output;
+    EXPECT_FALSE(fs::exists(dir_.path() + "/all." + container.id.substr(0, 12) + ".folded"))
+        << run.output;
+  }
+  auto a_profile = read_folded(dir_.path() + "/all.pm-a.folded");
+  auto b_profile = read_folded(dir_.path() + "/all.pm-b.folded");
+  EXPECT_GT(burner_samples(a_profile, "burner_a", run.output), 50u);
+  EXPECT_GT(burner_samples(b_profile, "burner_b", run.output), 50u);
+  EXPECT_EQ(count_with_prefix(a_profile, "burner_b;"), 0u) << run.output;
+  EXPECT_EQ(count_with_prefix(b_profile, "burner_a;"), 0u) << run.output;
+}
+
+} // namespace
+} // namespace flamebpf::testing
