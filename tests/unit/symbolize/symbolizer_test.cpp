@@ -63,7 +63,7 @@ protected:
   {
     auto kernel = KernelSymbols::parse(kKernelSymbols);
     ASSERT_TRUE(kernel.has_value()) << kernel.error().message;
-    symbolizer_.emplace(std::move(*kernel), "/proc");
+    symbolizer_.emplace(std::move(*kernel), SymbolizerOptions{}, "/proc");
     targets_.by_cgroup[77] = "docker/abc";
     targets_.by_pid[4242] = "java-4242";
   }

@@ -32,6 +32,11 @@ void add_options(CLI::App& app, Config& config)
       ->needs(all);
   app.add_flag("--target-frame", config.target_frame,
                "Start every stack with its target's name, so one file separates targets");
+  app.add_flag("--java-signatures", config.java_signatures,
+               "Name Java frames with their parameter types: Foo.bar(long, int[])");
+  app.add_flag("!--no-attach", config.attach,
+               "Do not load flamebpf's agent into JVMs; Java frames are named only from perf maps "
+               "something else keeps");
   app.add_option("--stack-storage", config.stack_storage,
                  "Distinct stacks kept in the kernel per interval")
       ->check(CLI::Range(64u, 1u << 22))

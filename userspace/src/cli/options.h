@@ -19,6 +19,8 @@ struct Config {
   bool all_containers = false;
   bool containers_only = false;
   bool target_frame = false;
+  bool java_signatures = false; // Java frames with parameter types
+  bool attach = true;           // attach flamebpf's agent to JVMs that keep no perf map
   uint32_t stack_storage = 8192;
   uint32_t count_storage = 16384;
   bool verbose = false;

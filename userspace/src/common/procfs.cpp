@@ -171,23 +171,62 @@ std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root)
   return *text;
 }
 
+std::optional<uint32_t> status_field(std::string_view status, std::string_view field, int index)
+{
+  size_t at = 0;
+  for (;;) {
+    at = status.find(field, at);
+    if (at == std::string_view::npos)
+      return std::nullopt;
+    bool line_start = at == 0 || status[at - 1] == '\n';
+    if (line_start && status.substr(at + field.size()).starts_with(":"))
+      break;
+    at += field.size();
+  }
+  std::string_view rest = status.substr(at + field.size() + 1);
+  rest = rest.substr(0, rest.find('\n'));
+  std::vector<uint32_t> values;
+  while (!rest.empty()) {
+    size_t skip = rest.find_first_not_of(" \t");
+    if (skip == std::string_view::npos)
+      break;
+    rest.remove_prefix(skip);
+    uint32_t value = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (ec != std::errc())
+      return std::nullopt;
+    values.push_back(value);
+    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
+  }
+  if (values.empty())
+    return std::nullopt;
+  if (index < 0)
+    return values.back();
+  if (static_cast<size_t>(index) >= values.size())
+    return std::nullopt;
+  return values[static_cast<size_t>(index)];
+}
+
 std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root)
 {
   auto text = read_file(proc_root + "/" + std::to_string(tid) + "/status", 1 << 16);
   if (!text)
     return std::nullopt;
-  auto position = text->find("\nTgid:");
-  if (position == std::string::npos)
-    return std::nullopt;
-  std::string_view rest(*text);
-  rest.remove_prefix(position + 6);
-  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
-    rest.remove_prefix(1);
-  uint32_t tgid = 0;
-  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tgid);
-  if (ec != std::errc() || tgid == 0)
+  auto tgid = status_field(*text, "Tgid");
+  if (!tgid || *tgid == 0)
     return std::nullopt;
   return tgid;
+}
+
+std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root)
+{
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/status", 1 << 16);
+  if (!text)
+    return std::nullopt;
+  // Kernels before 4.1 have no NSpid line: the process then shares flamebpf's namespace.
+  if (auto ns_pid = status_field(*text, "NSpid", -1))
+    return ns_pid;
+  return status_field(*text, "Pid");
 }
 
 } // namespace flamebpf::procfs

@@ -47,4 +47,13 @@ std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root 
 // does not exist.
 std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root = "/proc");
 
+// The pid of a process inside its own (innermost) pid namespace: the last NSpid entry of
+// <proc_root>/<pid>/status; nullopt if the process does not exist.
+std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root = "/proc");
+
+// Value number index (0 first, -1 last) of the line "<field>:\t<values…>" of /proc/<pid>/status
+// text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed.
+std::optional<uint32_t>
+status_field(std::string_view status, std::string_view field, int index = 0);
+
 } // namespace flamebpf::procfs

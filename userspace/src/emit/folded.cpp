@@ -27,8 +27,13 @@ std::string folded_frame(const profile::Frame& frame)
 {
   std::string text;
   append_sanitized(text, frame.name);
+  // The suffixes of flamegraph.pl's java palette.
   if (frame.kind == profile::FrameKind::kKernel)
     text += "_[k]";
+  else if (frame.kind == profile::FrameKind::kJit)
+    text += "_[j]";
+  else if (frame.kind == profile::FrameKind::kInlined)
+    text += "_[i]";
   return text;
 }
 

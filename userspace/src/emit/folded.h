@@ -21,7 +21,8 @@ private:
 };
 
 // The text of one frame in a folded line: ';' and line breaks, which the format cannot carry,
-// become ':' and ' ', and kernel frames get the "_[k]" suffix.
+// become ':' and ' ', and kernel, JIT-compiled and inlined Java frames get the "_[k]", "_[j]" and
+// "_[i]" suffixes.
 std::string folded_frame(const profile::Frame& frame);
 
 // comm plus frames joined by ';', without the count; with target_frame, the target name first.

@@ -76,8 +76,17 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   if (!text)
     return; // gone already; keep whatever an earlier capture found
   image.maps_read = true;
+  if (image.ns_pid == 0)
+    image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
   std::vector<MappedCode> code;
+  bool openj9 = false;
   for (auto& mapping : parse_proc_maps(*text)) {
+    std::string_view file = mapping.path;
+    file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
+    // HotSpot's: OpenJ9 has a libjvm.so too, but answers SIGQUIT with a javacore dump.
+    image.jvm |= file == "libjvm.so";
+    openj9 |= file.starts_with("libj9vm");
+    image.keeps_perf_map |= file.starts_with("libflamebpf-agent") || file == "libperfmap.so";
     if (!mapping.executable)
       continue;
     MappedCode entry{std::move(mapping), nullptr};
@@ -89,6 +98,13 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
     return a.mapping.start < b.mapping.start;
   });
   image.code = std::move(code);
+  image.jvm &= !openj9;
+  // A JVM's map is opened now, while the process lives: a JVM that exits before the interval
+  // ends is still read to its end through the open file.
+  if (image.jvm && !image.perf_map && image.ns_pid != 0) {
+    image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_);
+    image.perf_map->refresh();
+  }
 }
 
 const ProcessImage& ProcessTable::get(const ImageKey& key)
@@ -109,6 +125,22 @@ const ProcessImage& ProcessTable::refresh(const ImageKey& key)
     return image;
   capture(key, "");
   return processes_.at(key);
+}
+
+const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
+{
+  get(key);
+  ProcessImage& image = processes_.at(key);
+  if (!image.perf_map) {
+    if (image.ns_pid == 0)
+      return nullptr;
+    image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
+  }
+  if (image.perf_map_generation != generation_) {
+    image.perf_map_generation = generation_;
+    image.perf_map->refresh();
+  }
+  return &image.perf_map->table();
 }
 
 std::vector<ImageKey> ProcessTable::end_generation()

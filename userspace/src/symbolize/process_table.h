@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "symbolize/elf_symbols.h"
+#include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"
 
 namespace flamebpf::symbolize {
@@ -26,8 +27,15 @@ struct ProcessImage {
   std::string comm;
   std::vector<MappedCode> code; // sorted by start address
   bool maps_read = false;       // false when /proc/<pid>/maps could not be read (process gone)
+  bool jvm = false;             // a HotSpot JVM: libjvm.so is mapped (and OpenJ9's VM is not)
+  bool keeps_perf_map = false;  // an agent that keeps /tmp/perf-<pid>.map current is loaded
+  uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
   uint64_t capture_generation = 0;
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
+  // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
+  // first address in anonymous code.
+  std::shared_ptr<PerfMapReader> perf_map;
+  uint64_t perf_map_generation = 0; // generation perf_map was last refreshed in
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
@@ -79,6 +87,9 @@ public:
   // Re-reads the maps of a live process whose address fell outside every known mapping; at
   // most once per generation (interval), so a process with unknown code costs one re-read.
   const ProcessImage& refresh(const ImageKey& key);
+  // The process's perf map, read up to now (at most one refresh per generation); null if the
+  // process's pid namespace cannot be known.
+  const PerfMapTable* perf_map(const ImageKey& key);
   // Starts a new generation and removes the images of processes that no longer exist, and
   // images replaced by an exec that no sample used in the generation; returns their keys.
   std::vector<ImageKey> end_generation();

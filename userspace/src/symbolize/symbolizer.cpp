@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "symbolize/java_frames.h"
+
 namespace flamebpf::symbolize {
 namespace {
 
@@ -30,14 +32,15 @@ std::string target_name(const profile::TargetNames& targets, const profile::RawS
 
 } // namespace
 
-Symbolizer::Symbolizer(KernelSymbols kernel, std::string proc_root)
-    : kernel_(std::move(kernel)), processes_(std::move(proc_root))
+Symbolizer::Symbolizer(KernelSymbols kernel, SymbolizerOptions options, std::string proc_root)
+    : kernel_(std::move(kernel)), options_(options), processes_(std::move(proc_root))
 {
 }
 
-void Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
+const ProcessImage& Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
 {
   processes_.capture(key, comm);
+  return processes_.get(key);
 }
 
 profile::Frame Symbolizer::kernel_frame(uint64_t address) const
@@ -48,25 +51,43 @@ profile::Frame Symbolizer::kernel_frame(uint64_t address) const
   return {std::string(symbol->name), std::string(symbol->module), profile::FrameKind::kKernel};
 }
 
-profile::Frame Symbolizer::user_frame(const ImageKey& key, uint64_t address)
+void Symbolizer::add_user_frames(const ImageKey& key,
+                                 uint64_t address,
+                                 std::vector<profile::Frame>& out)
 {
   const MappedCode* code = processes_.get(key).find(address);
   if (!code)
     code = processes_.refresh(key).find(address); // code mapped after the process was captured
-  if (!code)
-    return {"[unknown]", "", profile::FrameKind::kUnknown};
+  if (!code || !code->mapping.file_backed()) {
+    // Anonymous code is a JIT's: its perf map names it.
+    if (const PerfMapTable* map = processes_.perf_map(key)) {
+      if (const PerfMapEntry* entry = map->find(address)) {
+        auto frames = perf_map_frames(entry->name, options_.java_signatures);
+        out.insert(out.end(), std::make_move_iterator(frames.begin()),
+                   std::make_move_iterator(frames.end()));
+        return;
+      }
+    }
+  }
+  if (!code) {
+    out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
+    return;
+  }
   const Mapping& mapping = code->mapping;
   uint64_t file_offset = address - mapping.start + mapping.offset;
   if (code->symbols) {
-    if (auto name = code->symbols->symbolize_file_offset(file_offset))
-      return {*name, mapping.path, profile::FrameKind::kNative};
+    if (auto name = code->symbols->symbolize_file_offset(file_offset)) {
+      out.push_back({*name, mapping.path, profile::FrameKind::kNative});
+      return;
+    }
   }
   if (mapping.path.empty())
-    return {"[unknown]", "", profile::FrameKind::kUnknown};
-  if (!mapping.file_backed())
-    return {mapping.path, "", profile::FrameKind::kUnknown}; // [vdso], [vsyscall]
-  return {fmt::format("{}+0x{:x}", basename_of(mapping.path), file_offset), mapping.path,
-          profile::FrameKind::kUnknown};
+    out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
+  else if (!mapping.file_backed())
+    out.push_back({mapping.path, "", profile::FrameKind::kUnknown}); // [vdso], [vsyscall]
+  else
+    out.push_back({fmt::format("{}+0x{:x}", basename_of(mapping.path), file_offset), mapping.path,
+                   profile::FrameKind::kUnknown});
 }
 
 Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw,
@@ -89,7 +110,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     if (sample.user_stack_lost)
       frames.push_back({"[user stack lost]", "", profile::FrameKind::kUnknown});
     for (size_t i = sample.user_frames.size(); i-- > 0;)
-      frames.push_back(user_frame(key, call_site(sample.user_frames[i], i == 0)));
+      add_user_frames(key, call_site(sample.user_frames[i], i == 0), frames);
     if (sample.kernel_stack_lost)
       frames.push_back({"[kernel stack lost]", "", profile::FrameKind::kKernel});
     for (size_t i = sample.kernel_frames.size(); i-- > 0;)

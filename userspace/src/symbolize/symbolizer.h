@@ -13,12 +13,18 @@
 
 namespace flamebpf::symbolize {
 
+struct SymbolizerOptions {
+  bool java_signatures = false; // Java frames with their parameter types
+};
+
 class Symbolizer {
 public:
-  explicit Symbolizer(KernelSymbols kernel, std::string proc_root = "/proc");
+  explicit Symbolizer(KernelSymbols kernel,
+                      SymbolizerOptions options = {},
+                      std::string proc_root = "/proc");
 
   // Records a process on its first sample, while it still runs.
-  void on_process_seen(const ImageKey& key, const std::string& comm);
+  const ProcessImage& on_process_seen(const ImageKey& key, const std::string& comm);
 
   // Names every frame of raw, and each stack's target from targets. Stacks come out root first:
   // user frames then kernel frames.
@@ -30,9 +36,11 @@ public:
 
 private:
   profile::Frame kernel_frame(uint64_t address) const;
-  profile::Frame user_frame(const ImageKey& key, uint64_t address);
+  // Appends the frames of one user address: one, or several for JIT code with inlined methods.
+  void add_user_frames(const ImageKey& key, uint64_t address, std::vector<profile::Frame>& out);
 
   KernelSymbols kernel_;
+  SymbolizerOptions options_;
   ProcessTable processes_;
 };
 

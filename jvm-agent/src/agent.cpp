@@ -1,0 +1,218 @@
+// flamebpf's JVMTI agent: keeps /tmp/perf-<pid>.map current as the JIT compiles, moves and
+// unloads code, so that flamebpf can name Java frames. Loaded at start (-agentpath) or attached
+// to a running JVM. It must never crash, throw into, block or exit the JVM: every JVMTI error is
+// checked and leads to doing less, not to failing.
+#include <atomic>
+#include <cstdio>
+#include <jvmti.h>
+#include <jvmticmlr.h>
+#include <string>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+#include "method_name.h"
+#include "perf_map_writer.h"
+
+namespace flamebpf::agent {
+namespace {
+
+PerfMapWriter g_writer;
+std::atomic<bool> g_started{false};
+
+// A JVMTI-allocated string, deallocated on scope exit.
+class JvmtiString {
+public:
+  explicit JvmtiString(jvmtiEnv* jvmti) : jvmti_(jvmti) {}
+  ~JvmtiString()
+  {
+    if (text_)
+      jvmti_->Deallocate(reinterpret_cast<unsigned char*>(text_));
+  }
+  JvmtiString(const JvmtiString&) = delete;
+  JvmtiString& operator=(const JvmtiString&) = delete;
+  char** out() { return &text_; }
+  std::string_view view() const { return text_ ? std::string_view(text_) : std::string_view(); }
+
+private:
+  jvmtiEnv* jvmti_;
+  char* text_ = nullptr;
+};
+
+// "org.example.Foo.bar(long)", or a placeholder when the JVM cannot say (a class being unloaded).
+std::string name_of(jvmtiEnv* jvmti, jmethodID method)
+{
+  JvmtiString name(jvmti);
+  JvmtiString descriptor(jvmti);
+  jclass owner = nullptr;
+  JvmtiString class_signature(jvmti);
+  if (jvmti->GetMethodName(method, name.out(), descriptor.out(), nullptr) != JVMTI_ERROR_NONE)
+    return "[unknown method]";
+  if (jvmti->GetMethodDeclaringClass(method, &owner) != JVMTI_ERROR_NONE ||
+      jvmti->GetClassSignature(owner, class_signature.out(), nullptr) != JVMTI_ERROR_NONE)
+    return "[unknown class]." + standard_utf8(name.view());
+  return method_display_name(class_signature.view(), name.view(), descriptor.view());
+}
+
+const jvmtiCompiledMethodLoadInlineRecord* inline_record(const void* compile_info)
+{
+  for (auto* header = static_cast<const jvmtiCompiledMethodLoadRecordHeader*>(compile_info); header;
+       header = header->next) {
+    if (header->kind == JVMTI_CMLR_INLINE_INFO)
+      return reinterpret_cast<const jvmtiCompiledMethodLoadInlineRecord*>(header);
+  }
+  return nullptr;
+}
+
+// Writes a compiled method as pieces: each stretch of code whose inlining chain is the same gets
+// a line naming the chain, outermost first ("Outer.run()->Inner.work(long)"). A debug-info pc
+// describes the code up to and including it.
+void write_compiled_method(
+    jvmtiEnv* jvmti, jmethodID method, uint64_t start, uint64_t size, const void* compile_info)
+{
+  std::unordered_map<jmethodID, std::string> names;
+  auto cached_name = [&](jmethodID id) -> const std::string& {
+    auto [it, inserted] = names.try_emplace(id);
+    if (inserted)
+      it->second = name_of(jvmti, id);
+    return it->second;
+  };
+  const std::string& outer = cached_name(method);
+  const auto* record = inline_record(compile_info);
+  if (!record || record->numpcs <= 0 || !record->pcinfo) {
+    g_writer.add(start, size, outer);
+    return;
+  }
+  std::vector<PerfMapWriter::Line> lines;
+  uint64_t end = start + size;
+  uint64_t piece_start = start;
+  std::string piece_name = outer;
+  for (jint i = 0; i < record->numpcs; ++i) {
+    const PCStackInfo& info = record->pcinfo[i];
+    uint64_t pc = reinterpret_cast<uint64_t>(info.pc);
+    if (pc < piece_start || pc >= end || info.numstackframes <= 0 || !info.methods)
+      continue;
+    // methods[0] is the innermost frame.
+    std::string chain;
+    for (jint frame = info.numstackframes - 1; frame >= 0; --frame) {
+      if (!chain.empty())
+        chain += kInlineSeparator;
+      chain += cached_name(info.methods[frame]);
+    }
+    if (chain == piece_name)
+      continue;
+    // The stretch before this pc, up to and including the previous one, had the previous chain.
+    uint64_t boundary = pc + 1;
+    if (boundary > piece_start) {
+      lines.push_back({piece_start, boundary - piece_start, piece_name});
+      piece_start = boundary;
+    }
+    piece_name = std::move(chain);
+  }
+  if (piece_start < end)
+    lines.push_back({piece_start, end - piece_start, piece_name});
+  g_writer.add(start, size, lines);
+}
+
+void JNICALL on_compiled_method_load(jvmtiEnv* jvmti,
+                                     jmethodID method,
+                                     jint code_size,
+                                     const void* code_addr,
+                                     jint,
+                                     const jvmtiAddrLocationMap*,
+                                     const void* compile_info)
+{
+  if (code_size <= 0 || !code_addr)
+    return;
+  write_compiled_method(jvmti, method, reinterpret_cast<uint64_t>(code_addr),
+                        static_cast<uint64_t>(code_size), compile_info);
+}
+
+void JNICALL on_compiled_method_unload(jvmtiEnv*, jmethodID, const void* code_addr)
+{
+  g_writer.remove(reinterpret_cast<uint64_t>(code_addr));
+}
+
+void JNICALL on_dynamic_code_generated(jvmtiEnv*,
+                                       const char* name,
+                                       const void* address,
+                                       jint length)
+{
+  if (length <= 0 || !address)
+    return;
+  g_writer.add(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length),
+               standard_utf8(name ? std::string_view(name) : std::string_view("[stub]")));
+}
+
+void report(const char* what, jvmtiError error)
+{
+  std::fprintf(stderr, "flamebpf agent: %s failed (JVMTI error %d); Java frames stay unnamed\n",
+               what, static_cast<int>(error));
+}
+
+// Sets the agent up; attached tells whether the JVM already runs (code to replay).
+jint start(JavaVM* vm, bool attached)
+{
+  if (g_started.exchange(true))
+    return JNI_OK; // loaded twice: the first load already keeps the map
+  jvmtiEnv* jvmti = nullptr;
+  if (vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2) != JNI_OK || !jvmti) {
+    std::fprintf(stderr, "flamebpf agent: JVMTI 1.2 is unavailable; Java frames stay unnamed\n");
+    return JNI_ERR;
+  }
+  jvmtiCapabilities capabilities{};
+  capabilities.can_generate_compiled_method_load_events = 1;
+  if (jvmtiError error = jvmti->AddCapabilities(&capabilities); error != JVMTI_ERROR_NONE) {
+    report("AddCapabilities", error);
+    return JNI_ERR;
+  }
+  jvmtiEventCallbacks callbacks{};
+  callbacks.CompiledMethodLoad = on_compiled_method_load;
+  callbacks.CompiledMethodUnload = on_compiled_method_unload;
+  callbacks.DynamicCodeGenerated = on_dynamic_code_generated;
+  if (jvmtiError error = jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
+      error != JVMTI_ERROR_NONE) {
+    report("SetEventCallbacks", error);
+    return JNI_ERR;
+  }
+  if (!g_writer.open("/tmp", static_cast<int>(::getpid()))) {
+    std::fprintf(stderr,
+                 "flamebpf agent: cannot write /tmp/perf-%d.map; Java frames stay unnamed\n",
+                 static_cast<int>(::getpid()));
+    return JNI_ERR;
+  }
+  for (jvmtiEvent event : {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+                           JVMTI_EVENT_DYNAMIC_CODE_GENERATED}) {
+    if (jvmtiError error = jvmti->SetEventNotificationMode(JVMTI_ENABLE, event, nullptr);
+        error != JVMTI_ERROR_NONE) {
+      report("SetEventNotificationMode", error);
+      return JNI_ERR;
+    }
+  }
+  if (attached) {
+    // Code that exists already: the events stay on afterwards for whatever comes next.
+    for (jvmtiEvent event :
+         {JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_COMPILED_METHOD_LOAD}) {
+      if (jvmtiError error = jvmti->GenerateEvents(event); error != JVMTI_ERROR_NONE)
+        report("GenerateEvents", error);
+    }
+  }
+  return JNI_OK;
+}
+
+} // namespace
+} // namespace flamebpf::agent
+
+extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char*, void*)
+{
+  // A failure here must not stop the JVM from starting: it runs without named frames.
+  flamebpf::agent::start(vm, false);
+  return JNI_OK;
+}
+
+extern "C" JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char*, void*)
+{
+  return flamebpf::agent::start(vm, true);
+}
+
+extern "C" JNIEXPORT void JNICALL Agent_OnUnload(JavaVM*) {}

@@ -1,0 +1,79 @@
+// Keeps /tmp/perf-<pid>.map current for the JVM the agent runs in: one whole line
+// "<hex start> <hex size> <name>" per piece of code, appended as it appears, and a compacted
+// rewrite (written beside, renamed into place) once code that was unloaded makes up most of the
+// file. Knows nothing of JVMTI, so it is testable on its own. Thread-safe: JVMTI posts events
+// from many threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <pthread.h>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace flamebpf::agent {
+
+class PerfMapWriter {
+public:
+  PerfMapWriter();
+  ~PerfMapWriter();
+  PerfMapWriter(const PerfMapWriter&) = delete;
+  PerfMapWriter& operator=(const PerfMapWriter&) = delete;
+
+  // Opens <directory>/perf-<pid>.map for appending, creating it if needed; an existing map of
+  // this pid (an earlier agent, a JVM that re-attached) is kept. False if it cannot be opened.
+  bool open(const std::string& directory, int pid);
+
+  // One line of the map.
+  struct Line {
+    uint64_t start = 0;
+    uint64_t size = 0;
+    std::string name;
+  };
+  // Code (a method or blob) appeared at [start, start + size): appends its lines, one for the
+  // whole or one per stretch of inlined code, replacing what was there before.
+  void add(uint64_t start, uint64_t size, const std::vector<Line>& lines);
+  // The same for code described by one line.
+  void add(uint64_t start, uint64_t size, std::string_view name);
+
+  // The code (method or blob) starting at owner was unloaded: its lines are dead. Rewrites the
+  // file when dead lines make up most of it.
+  void remove(uint64_t owner);
+
+  // The map's path, and the bytes it holds now.
+  const std::string& path() const { return path_; }
+  uint64_t file_bytes() const { return file_bytes_; }
+  // Lines that could not be written (a full disk); the map lacks them.
+  uint64_t lost_lines() const { return lost_lines_; }
+  // Times the file was rewritten.
+  uint64_t compactions() const { return compactions_; }
+
+  // A rewrite happens only above this size, so small maps are never rewritten.
+  static constexpr uint64_t kMinCompactBytes = 64 * 1024;
+
+private:
+  bool append(std::string_view line);
+  void compact();
+
+  pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
+  int fd_ = -1;
+  std::string directory_;
+  std::string path_;
+  // Code the JVM still has, by start address.
+  struct Owner {
+    uint64_t size = 0;         // of the method or blob
+    uint64_t first_offset = 0; // file offset of its first line: earlier lines are of older code
+    uint64_t line_bytes = 0;   // bytes of its lines in the file
+  };
+  std::map<uint64_t, Owner> live_;
+  uint64_t file_bytes_ = 0;
+  uint64_t live_bytes_ = 0; // bytes of lines of live owners
+  uint64_t lost_lines_ = 0;
+  uint64_t compactions_ = 0;
+};
+
+// The map line for [start, start + size): "7f01d0ac8800 b8 name\n".
+std::string perf_map_line(uint64_t start, uint64_t size, std::string_view name);
+
+} // namespace flamebpf::agent

@@ -1,0 +1,67 @@
+#include "symbolize/java_frames.h"
+
+#include <optional>
+#include <string>
+
+#include "method_name.h"
+
+namespace flamebpf::symbolize {
+namespace {
+
+// "org.example.Foo.bar" (+ "(params)") for one Java method in any producer's spelling.
+std::optional<std::string> java_method(std::string_view text, bool signatures)
+{
+  if (auto colons = text.find("::"); colons != std::string_view::npos) {
+    // perf-map-agent: a class descriptor or dotted class, "::", the method, maybe a descriptor.
+    std::string_view owner = text.substr(0, colons);
+    std::string_view rest = text.substr(colons + 2);
+    size_t paren = rest.find('(');
+    std::string_view method = rest.substr(0, paren);
+    if (owner.empty() || method.empty() || method.find(' ') != std::string_view::npos)
+      return std::nullopt;
+    std::string name = owner.starts_with('L') && owner.ends_with(';') ? agent::type_name(owner)
+                                                                      : std::string(owner);
+    name += '.';
+    name += method;
+    if (signatures && paren != std::string_view::npos)
+      name += "(" + agent::parameter_list(rest.substr(paren)) + ")";
+    return name;
+  }
+  size_t open = text.find('(');
+  if (open == std::string_view::npos || !text.ends_with(')'))
+    return std::nullopt;
+  std::string_view qualified = text.substr(0, open);
+  // The JDK puts the return type first: "long Foo.bar(long)".
+  if (size_t space = qualified.rfind(' '); space != std::string_view::npos)
+    qualified.remove_prefix(space + 1);
+  size_t dot = qualified.rfind('.');
+  if (qualified.empty() || dot == std::string_view::npos || dot == 0 || dot + 1 == qualified.size())
+    return std::nullopt;
+  std::string name(qualified);
+  if (signatures)
+    name += text.substr(open);
+  return name;
+}
+
+} // namespace
+
+std::vector<profile::Frame> perf_map_frames(std::string_view name, bool java_signatures)
+{
+  std::vector<profile::Frame> frames;
+  std::string_view rest = name;
+  for (;;) {
+    size_t arrow = rest.find(agent::kInlineSeparator);
+    auto method = java_method(rest.substr(0, arrow), java_signatures);
+    if (!method) {
+      // Not (all) Java: the name as the producer wrote it.
+      return {profile::Frame{std::string(name), "", profile::FrameKind::kNative}};
+    }
+    frames.push_back({std::move(*method), "",
+                      frames.empty() ? profile::FrameKind::kJit : profile::FrameKind::kInlined});
+    if (arrow == std::string_view::npos)
+      return frames;
+    rest.remove_prefix(arrow + agent::kInlineSeparator.size());
+  }
+}
+
+} // namespace flamebpf::symbolize
