@@ -12,6 +12,8 @@
 #include "drain/drain.h"
 #include "drain/drop_report.h"
 #include "emit/folded.h"
+#include "jvm/agent_attacher.h"
+#include "jvm/agent_library.h"
 #include "pipeline/output_paths.h"
 #include "profile/accumulator.h"
 #include "profile/by_target.h"
@@ -67,6 +69,17 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
       options.cgroups.push_back(filter_of(target));
   }
   return options;
+}
+
+// "target web" for a process, in messages about it.
+std::string describe_target(const target::TargetSet& targets, const fb_process_notice& notice)
+{
+  auto names = targets.names();
+  if (auto it = names.by_cgroup.find(notice.target_cgroup_id); it != names.by_cgroup.end())
+    return "target " + it->second;
+  if (auto it = names.by_pid.find(notice.tgid); it != names.by_pid.end())
+    return "target " + it->second;
+  return "the host";
 }
 
 void install_stop_handlers()
@@ -144,6 +157,10 @@ Result<RecordSummary> record(const cli::Config& config)
   };
   remember_targets();
 
+  jvm::AttacherOptions attacher_options;
+  attacher_options.attach = config.attach;
+  jvm::AgentAttacher attacher(jvm::agent_library(), attacher_options);
+
   // Sampling starts before the symbols load, so that start-up costs no samples; notices wait
   // in the ring buffer until the symbolizer exists.
   std::optional<symbolize::Symbolizer> symbolizer;
@@ -157,7 +174,9 @@ Result<RecordSummary> record(const cli::Config& config)
       spdlog::debug("first sample {:.3f} s after start", after.count());
     }
     std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
-    symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
+    const auto& image = symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
+    if (image.jvm)
+      attacher.on_jvm(notice.tgid, image.keeps_perf_map, describe_target(*targets, notice));
   };
   install_stop_handlers();
   auto sampler = sampler::Sampler::start(sampler_options(config, *targets), on_notice);
@@ -167,7 +186,9 @@ Result<RecordSummary> record(const cli::Config& config)
   auto kernel_symbols = symbolize::KernelSymbols::load();
   if (!kernel_symbols)
     return fail(kernel_symbols.error());
-  symbolizer.emplace(std::move(*kernel_symbols));
+  symbolize::SymbolizerOptions symbolizer_options;
+  symbolizer_options.java_signatures = config.java_signatures;
+  symbolizer.emplace(std::move(*kernel_symbols), symbolizer_options);
 
   target::CgroupWatcher watcher;
   auto last_refresh = Clock::now();
@@ -253,6 +274,8 @@ Result<RecordSummary> record(const cli::Config& config)
     if (!polled)
       return fail(polled.error());
   }
+  // JVMs being attached get the chance to name the last interval's frames.
+  attacher.wait_idle(Clock::now() + attacher_options.timeout);
   if (auto drained = drain_once(); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Clock::now() - started;

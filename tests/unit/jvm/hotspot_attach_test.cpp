@@ -1,0 +1,543 @@
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <random>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/procfs.h"
+#include "jvm/hotspot_attach.h"
+#include "test_support.h"
+
+namespace flamebpf::jvm {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using flamebpf::testing::read_data;
+using flamebpf::testing::TempDir;
+using flamebpf::testing::write_file;
+
+std::string fixture(const std::string& name)
+{
+  return read_data("attach/" + name);
+}
+
+bool contains(const std::string& text, const std::string& part)
+{
+  return text.find(part) != std::string::npos;
+}
+
+// --- Request encoding -------------------------------------------------------------------------
+
+TEST(AttachRequest, VersionCommandAndExactlyThreeNulTerminatedArguments)
+{
+  auto request = encode_request("jcmd", {"VM.flags"});
+  ASSERT_TRUE(request.has_value()) << request.error().message;
+  EXPECT_EQ(*request, "1\0jcmd\0VM.flags\0\0\0"s);
+
+  auto load = encode_request("load", {"/tmp/libagent.so", "true", "a=b"});
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(*load, "1\0load\0/tmp/libagent.so\0true\0a=b\0"s);
+
+  auto bare = encode_request("properties", {});
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(*bare, "1\0properties\0\0\0\0"s);
+}
+
+TEST(AttachRequest, LimitsOfVersionOne)
+{
+  EXPECT_TRUE(encode_request(std::string(16, 'c'), {}).has_value());
+  EXPECT_TRUE(encode_request("jcmd", {std::string(1024, 'a')}).has_value());
+
+  EXPECT_FALSE(encode_request("", {}).has_value());
+  EXPECT_FALSE(encode_request(std::string(17, 'c'), {}).has_value());
+  EXPECT_FALSE(encode_request("jcmd", {std::string(1025, 'a')}).has_value());
+  EXPECT_FALSE(encode_request("jcmd", {"a", "b", "c", "d"}).has_value());
+  EXPECT_FALSE(encode_request("jc\0md"s, {}).has_value());
+  auto nul = encode_request("jcmd", {"VM.flags\0-all"s});
+  ASSERT_FALSE(nul.has_value());
+  EXPECT_TRUE(contains(nul.error().message, "argument 0")) << nul.error().message;
+}
+
+// --- Reply parsing ----------------------------------------------------------------------------
+
+TEST(AttachReply, SplitsStatusAndBody)
+{
+  auto reply = parse_reply(fixture("jdk17_vm_version.reply"));
+  ASSERT_TRUE(reply.has_value()) << reply.error().message;
+  EXPECT_EQ(reply->status, 0);
+  EXPECT_EQ(reply->body,
+            "OpenJDK 64-Bit Server VM version 17.0.15+6-Debian-1deb12u1\nJDK 17.0.15\n");
+  EXPECT_EQ(check_reply(*reply, "jcmd").value_or(""), reply->body);
+
+  auto empty_body = parse_reply("0\n");
+  ASSERT_TRUE(empty_body.has_value());
+  EXPECT_EQ(empty_body->body, "");
+
+  auto version = parse_reply(fixture("jdk25_getversion.reply"));
+  ASSERT_TRUE(version.has_value());
+  EXPECT_EQ(version->body, "2");
+}
+
+TEST(AttachReply, ErrorStatusBecomesAnErrorWithTheJvmsMessage)
+{
+  for (const char* name : {"jdk17_unknown_command.reply", "jdk25_unknown_command.reply"}) {
+    auto reply = parse_reply(fixture(name));
+    ASSERT_TRUE(reply.has_value()) << name;
+    EXPECT_EQ(reply->status, -1);
+    auto body = check_reply(*reply, "jcmd");
+    ASSERT_FALSE(body.has_value());
+    EXPECT_EQ(body.error().message, "attach command jcmd failed (status -1): "
+                                    "java.lang.IllegalArgumentException: Unknown diagnostic "
+                                    "command");
+  }
+  auto old_jvm = check_reply(parse_reply(fixture("jdk17_getversion.reply")).value(), "getversion");
+  ASSERT_FALSE(old_jvm.has_value());
+  EXPECT_TRUE(contains(old_jvm.error().message, "Operation getversion not recognized!"));
+
+  auto mismatch = check_reply(parse_reply("101\n").value(), "jcmd");
+  ASSERT_FALSE(mismatch.has_value());
+  EXPECT_TRUE(contains(mismatch.error().message, "protocol version mismatch"));
+}
+
+TEST(AttachReply, TruncatedAndGarbageRepliesAreCleanErrors)
+{
+  auto closed = parse_reply("");
+  ASSERT_FALSE(closed.has_value());
+  EXPECT_TRUE(contains(closed.error().message, "without a reply"));
+
+  for (const char* truncated : {"0", "-1", "12345"}) {
+    auto reply = parse_reply(truncated);
+    ASSERT_FALSE(reply.has_value()) << truncated;
+    EXPECT_TRUE(contains(reply.error().message, "truncated")) << reply.error().message;
+  }
+  for (std::string garbage :
+       {std::string("\n"), std::string("HTTP/1.1 400 Bad Request\n"), std::string("+0\nbody"),
+        std::string(" 0\n"), std::string("0 \n"), std::string("99999999999\n"), "\x01\x02\n"s}) {
+    auto reply = parse_reply(garbage);
+    ASSERT_FALSE(reply.has_value()) << garbage;
+    EXPECT_TRUE(contains(reply.error().message, "malformed")) << reply.error().message;
+    for (char c : reply.error().message)
+      EXPECT_GE(static_cast<unsigned char>(c), 0x20) << "control character in the message";
+  }
+}
+
+TEST(AttachReply, RandomBytesNeverCrashTheParsers)
+{
+  std::mt19937 random(42);
+  for (int round = 0; round < 5000; ++round) {
+    std::string bytes(random() % 64, '\0');
+    for (char& c : bytes)
+      c = static_cast<char>(random() % 4 == 0 ? "0-1\n:\t "[random() % 7] : random() % 256);
+    auto reply = parse_reply(bytes);
+    if (reply) {
+      (void)check_reply(*reply, "x");
+      (void)check_load_reply(*reply);
+    }
+    (void)parse_process_status(bytes);
+  }
+}
+
+TEST(AttachReply, LoadSucceedsOnlyWithReturnCodeZero)
+{
+  for (const char* name : {"jdk17_load_ok.reply", "jdk25_load_ok.reply"}) {
+    auto loaded = check_load_reply(parse_reply(fixture(name)).value());
+    EXPECT_TRUE(loaded.has_value()) << name << ": " << loaded.error().message;
+  }
+  // JDK 8 sends the bare number.
+  EXPECT_TRUE(check_load_reply(parse_reply("0\n0\n").value()).has_value());
+  EXPECT_EQ(check_load_reply(parse_reply("0\n-1\n").value()).error().message,
+            "the agent's Agent_OnAttach failed with return code -1");
+  for (const char* name : {"jdk17_load_agent_failed.reply", "jdk25_load_agent_failed.reply"}) {
+    auto loaded = check_load_reply(parse_reply(fixture(name)).value());
+    ASSERT_FALSE(loaded.has_value()) << name;
+    EXPECT_EQ(loaded.error().message, "the agent's Agent_OnAttach failed with return code 7");
+  }
+}
+
+TEST(AttachReply, LoadFailuresCarryTheJvmsReason)
+{
+  for (const char* name : {"jdk17_load_not_loaded.reply", "jdk25_load_not_loaded.reply"}) {
+    auto loaded = check_load_reply(parse_reply(fixture(name)).value());
+    ASSERT_FALSE(loaded.has_value()) << name;
+    EXPECT_EQ(loaded.error().message,
+              "the JVM could not load it: /var/tmp/fb-probe/missing.so was not loaded. "
+              "/var/tmp/fb-probe/missing.so: cannot open shared object file: No such file or "
+              "directory");
+  }
+  for (const char* name : {"jdk17_load_no_onattach.reply", "jdk25_load_no_onattach.reply"}) {
+    auto loaded = check_load_reply(parse_reply(fixture(name)).value());
+    ASSERT_FALSE(loaded.has_value()) << name;
+    EXPECT_TRUE(contains(loaded.error().message, "Agent_OnAttach is not available in"));
+  }
+  EXPECT_FALSE(check_load_reply(parse_reply("0\n").value()).has_value());
+  auto disabled = check_load_reply(
+      parse_reply("0\nDynamic agent loading is not enabled. Use -XX:+EnableDynamicAgentLoading "
+                  "to launch target VM.\n")
+          .value());
+  ASSERT_FALSE(disabled.has_value());
+  EXPECT_TRUE(contains(disabled.error().message, "Dynamic agent loading is not enabled"));
+  EXPECT_FALSE(check_load_reply(parse_reply("0\nreturn code: x\n").value()).has_value());
+  EXPECT_FALSE(check_load_reply(parse_reply("0\nreturn code: \n").value()).has_value());
+  EXPECT_FALSE(check_load_reply(parse_reply("-1\nreturn code: 0\n").value()).has_value());
+  EXPECT_FALSE(check_load_reply(parse_reply("0\nreturn code: -1\n").value()).has_value());
+}
+
+// --- /proc/<pid>/status ------------------------------------------------------------------------
+
+TEST(AttachStatus, ContainerJvmHasItsInnermostPidAndEffectiveIds)
+{
+  auto status = parse_process_status(fixture("jvm_in_container.status"));
+  ASSERT_TRUE(status.has_value()) << status.error().message;
+  EXPECT_EQ(status->ns_pid, 1u);
+  EXPECT_EQ(status->euid, 1000u);
+  EXPECT_EQ(status->egid, 1000u);
+  EXPECT_TRUE(status->catches_sigquit);
+}
+
+TEST(AttachStatus, HostJvmAndOldKernel)
+{
+  auto host = parse_process_status(fixture("jvm_on_host.status"));
+  ASSERT_TRUE(host.has_value());
+  EXPECT_EQ(host->ns_pid, 11082u);
+  auto old = parse_process_status(fixture("old_kernel.status"));
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(old->ns_pid.has_value());
+}
+
+TEST(AttachStatus, SigquitIgnoredOrNotCaught)
+{
+  EXPECT_FALSE(parse_process_status(fixture("xrs.status")).value().catches_sigquit);
+  EXPECT_FALSE(parse_process_status(fixture("no_handlers.status")).value().catches_sigquit);
+}
+
+TEST(AttachStatus, MalformedIdsAreErrors)
+{
+  auto truncated = parse_process_status(fixture("truncated_uid.status"));
+  ASSERT_FALSE(truncated.has_value());
+  EXPECT_TRUE(contains(truncated.error().message, "malformed Uid line"));
+  EXPECT_FALSE(parse_process_status("Name:\tjava\n").has_value());
+  EXPECT_FALSE(parse_process_status("Uid:\t0\t0\t0\t0\nGid:\t0\tx\t0\t0\n").has_value());
+  EXPECT_FALSE(
+      parse_process_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nNSpid:\t12\t-1\n").has_value());
+}
+
+TEST(AttachTargetOf, ReadsTheStatusBelowTheProcRoot)
+{
+  TempDir dir;
+  write_file(dir.path() / "4242/status", fixture("jvm_in_container.status"));
+  write_file(dir.path() / "4243/status", fixture("old_kernel.status"));
+  auto target = attach_target_of(4242, dir.path().string());
+  ASSERT_TRUE(target.has_value()) << target.error().message;
+  EXPECT_EQ(target->host_pid, 4242u);
+  EXPECT_EQ(target->ns_pid, 1u);
+  EXPECT_EQ(target->uid, 1000u);
+  EXPECT_EQ(target->gid, 1000u);
+  EXPECT_EQ(target->root, dir.path().string() + "/4242/root");
+
+  EXPECT_EQ(attach_target_of(4243, dir.path().string()).value().ns_pid, 4243u);
+  auto missing = attach_target_of(4244, dir.path().string());
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_TRUE(contains(missing.error().message, "/4244/status")) << missing.error().message;
+}
+
+// --- The whole exchange against fake JVMs (no root: the "JVM" runs as the test's own user) -----
+
+// A UNIX socket bound at path with mode 0600, as HotSpot leaves it.
+int listen_at(const std::string& path)
+{
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  EXPECT_LT(path.size(), sizeof address.sun_path);
+  path.copy(address.sun_path, sizeof address.sun_path - 1);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << path;
+  EXPECT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_EQ(::listen(fd, 5), 0);
+  return fd;
+}
+
+// Reads one request (five NUL-terminated strings) from a connection.
+std::string read_request(int connection)
+{
+  std::string request;
+  char c = 0;
+  while (std::count(request.begin(), request.end(), '\0') < 5 && ::read(connection, &c, 1) == 1)
+    request += c;
+  return request;
+}
+
+class AttachFakeJvm : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    root_ = dir_.path().string() + "/proc/4242/root";
+    std::filesystem::create_directories(root_ + "/tmp");
+    target_ = AttachTarget{4242, 7, static_cast<uint32_t>(::geteuid()),
+                           static_cast<uint32_t>(::getegid()), root_};
+  }
+  void TearDown() override
+  {
+    if (server_.joinable())
+      server_.join();
+    if (listener_ >= 0)
+      ::close(listener_);
+  }
+  std::string socket_path() const { return root_ + "/tmp/.java_pid7"; }
+
+  // Serves one connection: reads the request, then sends reply (if any) and closes.
+  void serve_once(std::string reply)
+  {
+    listener_ = listen_at(socket_path());
+    server_ = std::thread([this, reply] {
+      int connection = ::accept(listener_, nullptr, nullptr);
+      received_ = read_request(connection);
+      if (!reply.empty())
+        (void)!::write(connection, reply.data(), reply.size());
+      ::close(connection);
+    });
+  }
+
+  TempDir dir_;
+  std::string root_;
+  AttachTarget target_;
+  int listener_ = -1;
+  std::thread server_;
+  std::string received_;
+};
+
+TEST_F(AttachFakeJvm, ExecuteSendsTheRequestAndReturnsTheBody)
+{
+  serve_once("0\nJDK 17.0.15\n");
+  auto body = jcmd(target_, "VM.version", 2s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+  EXPECT_EQ(*body, "JDK 17.0.15\n");
+  server_.join();
+  EXPECT_EQ(received_, "1\0jcmd\0VM.version\0\0\0"s);
+}
+
+TEST_F(AttachFakeJvm, LoadAgentChecksTheReturnCode)
+{
+  serve_once("0\nreturn code: 3\n");
+  auto loaded = load_agent(target_, "/tmp/libagent.so", "opt", 2s);
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_EQ(loaded.error().message, "cannot load agent /tmp/libagent.so into JVM 4242: the "
+                                    "agent's Agent_OnAttach failed with return code 3");
+  server_.join();
+  EXPECT_EQ(received_, "1\0load\0/tmp/libagent.so\0true\0opt\0"s);
+  EXPECT_FALSE(load_agent(target_, "relative.so", "", 2s).has_value());
+}
+
+TEST_F(AttachFakeJvm, GarbageReplyIsAnError)
+{
+  serve_once("SSH-2.0-OpenSSH_9.2");
+  auto body = jcmd(target_, "VM.version", 2s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "truncated reply")) << body.error().message;
+}
+
+TEST_F(AttachFakeJvm, ClosingWithoutReplyIsAnError)
+{
+  // What HotSpot does with a peer whose credentials it refuses, or a request it cannot parse.
+  serve_once("");
+  auto body = jcmd(target_, "VM.version", 2s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "without a reply")) << body.error().message;
+}
+
+TEST_F(AttachFakeJvm, HangingUpAtOnceIsAnError)
+{
+  // HotSpot refusing a peer's credentials closes before reading: a reset, or a failed send.
+  listener_ = listen_at(socket_path());
+  server_ = std::thread([this] { ::close(::accept(listener_, nullptr, nullptr)); });
+  auto body = jcmd(target_, "VM.version", 2s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "closed the connection")) << body.error().message;
+}
+
+TEST_F(AttachFakeJvm, SilentJvmCostsOneTimeout)
+{
+  // Never accepted: the connection completes in the backlog and nothing ever answers.
+  listener_ = listen_at(socket_path());
+  auto start = std::chrono::steady_clock::now();
+  auto body = jcmd(target_, "VM.version", 300ms);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "before the timeout")) << body.error().message;
+  EXPECT_GE(elapsed, 290ms);
+  EXPECT_LT(elapsed, 800ms);
+}
+
+TEST_F(AttachFakeJvm, RefusesWhatHotspotWouldNotHaveCreated)
+{
+  // Accessible to others.
+  listener_ = listen_at(socket_path());
+  ASSERT_EQ(::chmod(socket_path().c_str(), 0666), 0);
+  auto open_socket = jcmd(target_, "VM.version", 1s);
+  ASSERT_FALSE(open_socket.has_value());
+  EXPECT_TRUE(contains(open_socket.error().message, "other users may use it"));
+  ::close(listener_);
+  listener_ = -1;
+
+  // A regular file.
+  std::filesystem::remove(socket_path());
+  write_file(socket_path(), "");
+  auto regular = jcmd(target_, "VM.version", 1s);
+  ASSERT_FALSE(regular.has_value());
+  EXPECT_TRUE(contains(regular.error().message, "not a socket")) << regular.error().message;
+
+  // A symlink to a real socket outside the root: never followed.
+  std::filesystem::remove(socket_path());
+  std::string outside = dir_.path().string() + "/outside.sock";
+  listener_ = listen_at(outside);
+  std::filesystem::create_symlink(outside, socket_path());
+  auto link = jcmd(target_, "VM.version", 1s);
+  ASSERT_FALSE(link.has_value());
+  EXPECT_TRUE(contains(link.error().message, "not a socket")) << link.error().message;
+}
+
+TEST_F(AttachFakeJvm, TmpSymlinkedOutOfTheRootIsNotFollowed)
+{
+  std::filesystem::remove(root_ + "/tmp");
+  std::string outside = dir_.path().string() + "/outside-tmp";
+  std::filesystem::create_directories(outside);
+  listener_ = listen_at(outside + "/.java_pid7");
+  std::filesystem::create_symlink(outside, root_ + "/tmp");
+  auto body = jcmd(target_, "VM.version", 1s);
+  // Inside the root, the link's target path leads back to the link itself.
+  ASSERT_FALSE(body.has_value());
+  pollfd pending{listener_, POLLIN, 0};
+  EXPECT_EQ(::poll(&pending, 1, 0), 0) << "connected to the socket outside the root";
+}
+
+// A forked child standing in for the JVM's signal handling: on SIGQUIT it looks for the trigger
+// and, if it is there and ours, creates the socket the way HotSpot does and answers one request.
+class AttachHandshake : public AttachFakeJvm {
+protected:
+  enum class Mode { kHotspot, kIgnoreSigquit, kDefaultSigquit };
+
+  static inline volatile sig_atomic_t quit_count = 0;
+  static void on_quit(int) { quit_count = quit_count + 1; }
+
+  void start(Mode mode)
+  {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    child_ = ::fork();
+    ASSERT_GE(child_, 0);
+    if (child_ == 0) {
+      if (mode != Mode::kDefaultSigquit) {
+        struct sigaction action {};
+        action.sa_handler = on_quit;
+        ::sigaction(SIGQUIT, &action, nullptr);
+      }
+      (void)!::write(ready[1], "r", 1);
+      while (quit_count == 0)
+        ::pause();
+      if (mode != Mode::kHotspot)
+        for (;;)
+          ::pause();
+      struct stat trigger {};
+      if (::stat((root_ + "/tmp/.attach_pid7").c_str(), &trigger) != 0)
+        ::_exit(3);
+      if (trigger.st_uid != ::geteuid())
+        ::_exit(4);
+      std::string temporary = socket_path() + ".tmp";
+      int listener = listen_at(temporary);
+      ::rename(temporary.c_str(), socket_path().c_str());
+      int connection = ::accept(listener, nullptr, nullptr);
+      std::string request = read_request(connection);
+      std::string reply = "0\nfake JVM got " + std::to_string(request.size()) + " bytes\n";
+      (void)!::write(connection, reply.data(), reply.size());
+      ::_exit(0);
+    }
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    // exchange() reads the signal dispositions next to the root, as in /proc/<pid>/status.
+    auto status = procfs::read_file("/proc/" + std::to_string(child_) + "/status");
+    ASSERT_TRUE(status.has_value());
+    write_file(root_ + "/../status", *status);
+    target_.host_pid = static_cast<uint32_t>(child_);
+  }
+  void TearDown() override
+  {
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      ::waitpid(child_, nullptr, 0);
+    }
+    AttachFakeJvm::TearDown();
+  }
+  bool child_alive() const { return ::waitpid(child_, nullptr, WNOHANG) == 0; }
+  bool trigger_exists() const { return std::filesystem::exists(root_ + "/tmp/.attach_pid7"); }
+
+  pid_t child_ = -1;
+};
+
+TEST_F(AttachHandshake, TriggerSigquitSocketReplyThenTriggerRemoved)
+{
+  start(Mode::kHotspot);
+  auto body = jcmd(target_, "VM.flags", 5s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+  EXPECT_EQ(*body, "fake JVM got " + std::to_string(encode_request("jcmd", {"VM.flags"})->size()) +
+                       " bytes\n");
+  EXPECT_FALSE(trigger_exists());
+  int status = 0;
+  ASSERT_EQ(::waitpid(child_, &status, 0), child_);
+  child_ = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST_F(AttachHandshake, StaleTriggerIsTakenOverAndRemoved)
+{
+  start(Mode::kHotspot);
+  write_file(root_ + "/tmp/.attach_pid7", "left by an attach that died");
+  auto body = jcmd(target_, "VM.flags", 5s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+  EXPECT_FALSE(trigger_exists());
+}
+
+TEST_F(AttachHandshake, NoSocketWithinTheTimeout)
+{
+  start(Mode::kIgnoreSigquit);
+  auto start_time = std::chrono::steady_clock::now();
+  auto body = jcmd(target_, "VM.flags", 400ms);
+  auto elapsed = std::chrono::steady_clock::now() - start_time;
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "did not create")) << body.error().message;
+  EXPECT_LT(elapsed, 900ms);
+  EXPECT_FALSE(trigger_exists());
+  EXPECT_TRUE(child_alive());
+}
+
+TEST_F(AttachHandshake, NeverSignalsAProcessThatDoesNotHandleSigquit)
+{
+  start(Mode::kDefaultSigquit);
+  auto body = jcmd(target_, "VM.flags", 1s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "does not handle SIGQUIT")) << body.error().message;
+  EXPECT_FALSE(trigger_exists());
+  EXPECT_TRUE(child_alive());
+}
+
+TEST_F(AttachHandshake, ForeignFileInPlaceOfTheTriggerIsRefused)
+{
+  start(Mode::kHotspot);
+  ASSERT_EQ(::mkfifo((root_ + "/tmp/.attach_pid7").c_str(), 0600), 0);
+  auto body = jcmd(target_, "VM.flags", 1s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "other than a regular file")) << body.error().message;
+  EXPECT_TRUE(child_alive());
+}
+
+} // namespace
+} // namespace flamebpf::jvm

@@ -1,0 +1,158 @@
+// HotSpot's dynamic attach protocol on Linux, spoken from the host to a JVM in a container: the
+// client side of what `jcmd` and VirtualMachine.attach do, without a JDK on the host.
+//
+// The JVM listens on the UNIX socket /tmp/.java_pid<ns_pid> of its own mount namespace once its
+// attach listener runs. The listener starts lazily: a client creates the trigger file
+// /tmp/.attach_pid<ns_pid>, owned by the JVM's user, and sends the JVM SIGQUIT; the JVM's signal
+// thread sees the trigger and starts the listener instead of printing a thread dump.
+//
+// One connection carries one request and one reply, then the JVM closes it:
+//   request: "1\0" <command> "\0" <arg0> "\0" <arg1> "\0" <arg2> "\0"
+//            (protocol version 1, which JDK 8 to JDK 25 all accept; always exactly three
+//            arguments, empty ones as "")
+//   reply:   <status> "\n" <body>, up to end of stream; status is a decimal jint: 0 (JNI_OK), -1
+//            (JNI_ERR) or 101 (protocol mismatch).
+// JDK 24 added a version 2 with any number of arguments and JDK 25 options such as "streaming";
+// both are opt-in, and version 1 stays accepted, so this client speaks version 1 only.
+//
+// The container's files are untrusted: every path is resolved inside the target's root, the
+// socket is reached through a descriptor (never a path the kernel would resolve with symlinks),
+// and every wait is bounded by the caller's timeout.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace flamebpf::jvm {
+
+// What the attach needs to know about one JVM process.
+struct AttachTarget {
+  uint32_t host_pid = 0; // the JVM's pid as flamebpf sees it; SIGQUIT goes here
+  uint32_t ns_pid = 0; // its pid in its own (innermost) pid namespace: names the socket and trigger
+  uint32_t uid = 0;    // its effective uid, as the host sees it
+  uint32_t gid = 0;    // its effective gid, as the host sees it
+  std::string root;    // its root directory, "<proc_root>/<host_pid>/root"
+};
+
+// The fields of /proc/<pid>/status that the attach needs.
+struct ProcessStatus {
+  std::optional<uint32_t> ns_pid; // last NSpid entry; absent on kernels before 4.1
+  uint32_t euid = 0;              // second field of Uid:
+  uint32_t egid = 0;              // second field of Gid:
+  bool catches_sigquit = false;   // SigCgt has SIGQUIT and SigIgn does not
+};
+
+// Parses the text of /proc/<pid>/status. Fails if Uid: or Gid: is missing or malformed.
+[[nodiscard]] Result<ProcessStatus> parse_process_status(std::string_view text);
+
+// Reads <proc_root>/<host_pid>/status. Without an NSpid line, ns_pid is host_pid (what the JDK's
+// own client assumes too).
+[[nodiscard]] Result<AttachTarget> attach_target_of(uint32_t host_pid,
+                                                    const std::string& proc_root = "/proc");
+
+// Limits of protocol version 1: HotSpot drops a request that exceeds them without a reply.
+inline constexpr size_t kMaxCommandBytes = 16;
+inline constexpr size_t kMaxArgumentBytes = 1024;
+inline constexpr size_t kArgumentCount = 3;
+// The most reply bytes read before giving up; a thread dump of a very large JVM stays below.
+inline constexpr size_t kMaxReplyBytes = 64 << 20;
+// The status a JVM sends when it does not speak the request's protocol version.
+inline constexpr int kStatusBadVersion = 101;
+
+// The bytes of a version 1 request. Fails (nothing is sent) on an empty or too long command, more
+// than three arguments, a too long argument or an embedded NUL.
+[[nodiscard]] Result<std::string> encode_request(std::string_view command,
+                                                 const std::vector<std::string>& args);
+
+// A reply split into its status line and body.
+struct Reply {
+  int status = 0;   // 0 on success
+  std::string body; // everything after the status line, possibly empty
+};
+
+// Splits everything read from the socket into status and body. An empty reply (the JVM closed the
+// connection: it refused our credentials or the request), a missing newline (truncated) and a
+// status line that is not a decimal int are errors.
+[[nodiscard]] Result<Reply> parse_reply(std::string_view raw);
+
+// The body of a reply whose status is 0; otherwise an error naming the command, the status and
+// the first line of the body.
+[[nodiscard]] Result<std::string> check_reply(const Reply& reply, std::string_view command);
+
+// Interprets the reply to "load". When Agent_OnAttach ran, the body's first line is its result N,
+// as "return code: N" (since JDK-8252657, JDK 16; JDK 17 and 25 checked) or as the bare number
+// (JDK 8); a non-zero N is an error. Otherwise the library did not load and the body says why:
+// "<path> was not loaded." then dlerror()'s text, "Agent_OnAttach is not available in <path>",
+// or "Dynamic agent loading is not enabled..." (-XX:-EnableDynamicAgentLoading). The status is
+// -1 in those cases up to JDK 20 and 0 from JDK 21 on (JDK 25 checked), so it is not relied on.
+[[nodiscard]] Result<> check_load_reply(const Reply& reply);
+
+// Opens `path` (a directory, absolute or relative) inside `root` as an O_PATH descriptor, resolved
+// as if root were "/" so that no symlink or ".." leads out of it.
+[[nodiscard]] Result<UniqueFd> open_directory_in_root(const std::string& root,
+                                                      const std::string& path);
+
+// While alive, files this thread creates belong to uid/gid: its filesystem ids (setfsuid,
+// setfsgid, which Linux keeps per thread) are the JVM's, the rest of the process is untouched.
+// Needed because host root cannot create files at all in a filesystem mounted inside a user
+// namespace where it is unmapped (EOVERFLOW), as with rootless or user-namespaced containers; it
+// also gives the files the JVM's ownership without chown. Root loses its file capabilities
+// (CAP_DAC_OVERRIDE, CAP_CHOWN, ...) meanwhile, so only what the JVM's user may do succeeds.
+class ScopedFsIds {
+public:
+  ScopedFsIds(uint32_t uid, uint32_t gid);
+  ~ScopedFsIds();
+  ScopedFsIds(const ScopedFsIds&) = delete;
+  ScopedFsIds& operator=(const ScopedFsIds&) = delete;
+
+  // Whether the switch took effect (it needs CAP_SETUID/CAP_SETGID unless the ids are ours).
+  bool active() const { return active_; }
+
+private:
+  uint32_t previous_uid_;
+  uint32_t previous_gid_;
+  bool active_ = false;
+};
+
+// Sends one request and returns the reply, whatever its status. Starts the attach listener first
+// if the socket does not exist: creates the trigger in the target's /tmp as its uid/gid,
+// sends SIGQUIT (only if the JVM catches it, read from the status file next to target.root, i.e.
+// <proc_root>/<pid>/status), waits for the socket, then removes the trigger. Connects with the
+// target's uid/gid when flamebpf's differ (in a short-lived child process), because a JVM in a
+// user namespace sees host root as an unmapped user and refuses it. The whole sequence ends
+// within `timeout` (plus at most 100 ms for a connecting child to exit): a JVM that never answers,
+// or answers garbage, costs one timeout and an error.
+[[nodiscard]] Result<Reply> exchange(const AttachTarget& target,
+                                     std::string_view command,
+                                     const std::vector<std::string>& args,
+                                     std::chrono::milliseconds timeout);
+
+// exchange() followed by check_reply(): the body of a successful command.
+[[nodiscard]] Result<std::string> execute(const AttachTarget& target,
+                                          std::string_view command,
+                                          const std::vector<std::string>& args,
+                                          std::chrono::milliseconds timeout);
+
+// Loads a JVMTI agent: library_path_in_target is an absolute path as the JVM sees it (e.g. what
+// install_agent returns); options are passed to Agent_OnAttach. Fails if the library does not load
+// or Agent_OnAttach returns non-zero.
+[[nodiscard]] Result<> load_agent(const AttachTarget& target,
+                                  const std::string& library_path_in_target,
+                                  const std::string& options,
+                                  std::chrono::milliseconds timeout);
+
+// Runs a diagnostic command, e.g. "VM.flags" or "GC.class_histogram -all", and returns its output.
+// On JDK 25 output streams: the status is sent before the command runs, so an error raised while
+// it runs shows up only in the returned text; an unknown command still fails.
+[[nodiscard]] Result<std::string> jcmd(const AttachTarget& target,
+                                       const std::string& command_line,
+                                       std::chrono::milliseconds timeout);
+
+} // namespace flamebpf::jvm
