@@ -32,6 +32,8 @@ using Clock = std::chrono::steady_clock;
 
 // Refreshes triggered by cgroup directories coming and going are at most this frequent.
 constexpr auto kMinRefreshGap = std::chrono::milliseconds(100);
+// How often JVMs' perf maps are read between drains.
+constexpr auto kPerfMapPollInterval = std::chrono::milliseconds(250);
 
 Result<target::TargetSet> resolve_targets(const cli::Config& config)
 {
@@ -246,10 +248,15 @@ Result<RecordSummary> record(const cli::Config& config)
   auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(config.duration_seconds));
   bool refresh_pending = false;
+  auto next_perf_map_poll = started + kPerfMapPollInterval;
   while (!g_stop_requested.load()) {
     auto now = Clock::now();
     if (bounded && now >= deadline)
       break;
+    if (now >= next_perf_map_poll) {
+      symbolizer->poll_perf_maps();
+      next_perf_map_poll = now + kPerfMapPollInterval;
+    }
     if (now >= next_drain) {
       if (auto drained = drain_once(); !drained)
         return fail(drained.error());
@@ -265,7 +272,9 @@ Result<RecordSummary> record(const cli::Config& config)
       if (auto refreshed = refresh_targets(); !refreshed)
         return fail(refreshed.error());
     }
-    auto wake = bounded ? std::min(next_drain, deadline) : next_drain;
+    auto wake = std::min(next_drain, next_perf_map_poll);
+    if (bounded)
+      wake = std::min(wake, deadline);
     auto wait = std::min<Clock::duration>(wake - now, std::chrono::milliseconds(200));
     if (refresh_pending)
       wait = std::min<Clock::duration>(wait, kMinRefreshGap);

@@ -143,6 +143,17 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   return &image.perf_map->table();
 }
 
+void ProcessTable::poll_perf_maps()
+{
+  for (auto& [key, image] : processes_) {
+    if (!image.jvm || image.ns_pid == 0)
+      continue;
+    if (!image.perf_map)
+      image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
+    image.perf_map->refresh();
+  }
+}
+
 std::vector<ImageKey> ProcessTable::end_generation()
 {
   // The newest capture of each pid is its current image; older ones were replaced by exec.

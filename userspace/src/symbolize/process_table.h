@@ -90,6 +90,9 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
+  // Reads what JVMs appended to their perf maps since the last call, so that the map of a JVM
+  // that exits soon after its agent loaded is open (and readable to its end) before it is gone.
+  void poll_perf_maps();
   // Starts a new generation and removes the images of processes that no longer exist, and
   // images replaced by an exec that no sample used in the generation; returns their keys.
   std::vector<ImageKey> end_generation();

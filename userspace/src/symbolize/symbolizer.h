@@ -31,6 +31,9 @@ public:
   [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw,
                                                              const profile::TargetNames& targets);
 
+  // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).
+  void poll_perf_maps() { processes_.poll_perf_maps(); }
+
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
   std::vector<ImageKey> forget_exited_processes();
 

@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include "jvm/frame_pointers.h"
+
+namespace flamebpf::jvm {
+namespace {
+
+std::string nul_joined(std::initializer_list<std::string> words)
+{
+  std::string joined;
+  for (const auto& word : words) {
+    joined += word;
+    joined.push_back('\0');
+  }
+  return joined;
+}
+
+TEST(FramePointers, VmFlagsOutput)
+{
+  EXPECT_EQ(frame_pointers_in_vm_flags("-XX:CICompilerCount=2 -XX:+PreserveFramePointer "
+                                       "-XX:+UseSerialGC\n"),
+            true);
+  EXPECT_EQ(frame_pointers_in_vm_flags("-XX:-PreserveFramePointer -XX:+UseG1GC\n"), false);
+  EXPECT_EQ(frame_pointers_in_vm_flags("-XX:+UseG1GC\n"), std::nullopt);
+  // A flag whose name merely contains it does not count.
+  EXPECT_EQ(frame_pointers_in_vm_flags("-XX:+PreserveFramePointerX"), std::nullopt);
+}
+
+TEST(FramePointers, CommandLineAndEnvironmentInTheJvmsOrder)
+{
+  auto java = [](std::initializer_list<std::string> args) {
+    std::string cmdline = nul_joined({"java"});
+    for (const auto& arg : args)
+      cmdline += arg + '\0';
+    return cmdline + nul_joined({"-cp", "/app", "Burner"});
+  };
+  EXPECT_EQ(frame_pointers_in_command_line(java({"-XX:+PreserveFramePointer"}), ""), true);
+  EXPECT_EQ(frame_pointers_in_command_line(java({}), ""), std::nullopt);
+  EXPECT_EQ(frame_pointers_in_command_line(
+                java({}),
+                nul_joined({"PATH=/bin", "JAVA_TOOL_OPTIONS=-Xmx1g -XX:+PreserveFramePointer"})),
+            true);
+  // The command line overrides JAVA_TOOL_OPTIONS; _JAVA_OPTIONS overrides both.
+  EXPECT_EQ(
+      frame_pointers_in_command_line(java({"-XX:-PreserveFramePointer"}),
+                                     nul_joined({"JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer"})),
+      false);
+  EXPECT_EQ(frame_pointers_in_command_line(java({"-XX:-PreserveFramePointer"}),
+                                           nul_joined({"_JAVA_OPTIONS=-XX:+PreserveFramePointer"})),
+            true);
+  // Only the variable itself, not one whose name ends the same.
+  EXPECT_EQ(frame_pointers_in_command_line(
+                java({}), nul_joined({"MY_JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer"})),
+            std::nullopt);
+}
+
+} // namespace
+} // namespace flamebpf::jvm
