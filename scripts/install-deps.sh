@@ -6,9 +6,10 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev libdw-dev
   zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev
-  protobuf-compiler
+  protobuf-compiler openjdk-17-jdk-headless
 )
-# BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
+# openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
+# images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
 # container tests, each test with a private daemon or storage of its own.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux

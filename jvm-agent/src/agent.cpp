@@ -2,6 +2,7 @@
 // unloads code, so that flamebpf can name Java frames. Loaded at start (-agentpath) or attached
 // to a running JVM. It must never crash, throw into, block or exit the JVM: every JVMTI error is
 // checked and leads to doing less, not to failing.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <jvmti.h>
@@ -83,34 +84,42 @@ void write_compiled_method(
     g_writer.add(start, size, outer);
     return;
   }
+  // The JVM lists debug-info pcs in no particular order; each describes the code after the
+  // previous one up to and including itself, so they are walked in address order.
+  std::vector<const PCStackInfo*> by_pc;
+  for (jint i = 0; i < record->numpcs; ++i)
+    by_pc.push_back(&record->pcinfo[i]);
+  std::stable_sort(by_pc.begin(), by_pc.end(), [](const PCStackInfo* a, const PCStackInfo* b) {
+    return reinterpret_cast<uint64_t>(a->pc) < reinterpret_cast<uint64_t>(b->pc);
+  });
+  // Stretches of one chain, merged while consecutive stretches have the same chain.
   std::vector<PerfMapWriter::Line> lines;
+  auto extend = [&](uint64_t from, uint64_t to, const std::string& chain) {
+    if (!lines.empty() && lines.back().name == chain &&
+        lines.back().start + lines.back().size == from)
+      lines.back().size += to - from;
+    else
+      lines.push_back({from, to - from, chain});
+  };
   uint64_t end = start + size;
-  uint64_t piece_start = start;
-  std::string piece_name = outer;
-  for (jint i = 0; i < record->numpcs; ++i) {
-    const PCStackInfo& info = record->pcinfo[i];
-    uint64_t pc = reinterpret_cast<uint64_t>(info.pc);
-    if (pc < piece_start || pc >= end || info.numstackframes <= 0 || !info.methods)
+  uint64_t covered = start; // code before this address has its chain
+  for (const PCStackInfo* info : by_pc) {
+    uint64_t pc = reinterpret_cast<uint64_t>(info->pc);
+    if (pc < covered || pc >= end || info->numstackframes <= 0 || !info->methods)
       continue;
     // methods[0] is the innermost frame.
     std::string chain;
-    for (jint frame = info.numstackframes - 1; frame >= 0; --frame) {
+    for (jint frame = info->numstackframes - 1; frame >= 0; --frame) {
       if (!chain.empty())
         chain += kInlineSeparator;
-      chain += cached_name(info.methods[frame]);
+      chain += cached_name(info->methods[frame]);
     }
-    if (chain == piece_name)
-      continue;
-    // The stretch before this pc, up to and including the previous one, had the previous chain.
-    uint64_t boundary = pc + 1;
-    if (boundary > piece_start) {
-      lines.push_back({piece_start, boundary - piece_start, piece_name});
-      piece_start = boundary;
-    }
-    piece_name = std::move(chain);
+    extend(covered, pc + 1, chain);
+    covered = pc + 1;
   }
-  if (piece_start < end)
-    lines.push_back({piece_start, end - piece_start, piece_name});
+  // Past the last pc (stubs, exception handlers) the method runs no inlined code.
+  if (covered < end)
+    extend(covered, end, outer);
   g_writer.add(start, size, lines);
 }
 

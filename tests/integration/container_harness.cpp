@@ -28,6 +28,10 @@
 #include "common/procfs.h"
 #include "harness.h"
 
+#ifndef BURNER_JAVA_SOURCE
+#error "define BURNER_JAVA_SOURCE as the path of tests/progs/Burner.java (tests/CMakeLists.txt)"
+#endif
+
 namespace flamebpf::testing {
 namespace {
 
@@ -50,6 +54,9 @@ constexpr std::array<const char*, 4> kPodmanUlimits{"--ulimit", "nofile=1024:102
 constexpr const char* kPodmanCgroupParent = "/libpod_parent";
 constexpr const char* kImagePath =
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// kContainerJavaHome/bin first, as in the eclipse-temurin images.
+constexpr const char* kJavaImagePath =
+    "PATH=/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 // Directories dockerd and containerd create outside their roots: plugin discovery and shim
 // sockets. Parents come first.
 constexpr std::array<const char*, 4> kHostRuntimeDirs{"/run/docker", "/run/docker/plugins",
@@ -801,59 +808,189 @@ void install_host_file(const fs::path& rootfs, const fs::path& path)
   }
 }
 
-// The shared libraries (and the dynamic loader) program needs, from ldd.
-std::vector<std::string> shared_libraries(const std::string& program)
+// The host's shared libraries (and the dynamic loader) that programs need, from one ldd run.
+// Libraries found below bundled (the image's own, such as a JDK's) are left out, and so are
+// missing ones bundled provides: JDK libraries need libjvm.so, which is found at run time as the
+// already loaded one.
+std::set<std::string> shared_libraries(const std::vector<std::string>& programs,
+                                       const fs::path& bundled = {})
 {
-  auto result = run_process({find_executable("/usr/bin/ldd", "ldd"), program},
-                            child_environment({}), -1, 30s);
-  if (result.status != 0) {
-    if ((result.out + result.err).find("not a dynamic executable") != std::string::npos)
-      return {};
-    throw std::runtime_error("ldd " + program + " failed: " + trim(result.err));
+  std::vector<std::string> argv{find_executable("/usr/bin/ldd", "ldd")};
+  argv.insert(argv.end(), programs.begin(), programs.end());
+  auto result = run_process(argv, child_environment({}), -1, 60s);
+  // Static programs make ldd fail, but it still lists the others.
+  if (result.status != 0 &&
+      (result.out + result.err).find("not a dynamic executable") == std::string::npos)
+    throw std::runtime_error("ldd " + join(programs) + " failed: " + trim(result.err));
+  std::set<std::string> bundled_names;
+  std::error_code ignored;
+  if (!bundled.empty()) {
+    for (const auto& entry : fs::recursive_directory_iterator(bundled, ignored))
+      bundled_names.insert(entry.path().filename().string());
   }
-  std::vector<std::string> libraries;
+  std::set<std::string> libraries;
+  std::string program = programs.empty() ? "" : programs.front();
   std::istringstream in(result.out);
   for (std::string line; std::getline(in, line);) {
-    if (line.find("not found") != std::string::npos)
-      throw std::runtime_error("ldd " + program + ": " + trim(line));
-    for (const auto& word : split_words(line)) {
-      if (word.starts_with("/")) {
-        libraries.push_back(word);
-        break;
-      }
+    // With several programs, each one's list starts with a line "<program>:".
+    if (!line.starts_with("\t") && line.ends_with(":")) {
+      program = line.substr(0, line.size() - 1);
+      continue;
     }
+    auto words = split_words(line);
+    if (line.find("not found") != std::string::npos) {
+      if (!words.empty() && bundled_names.contains(words[0]))
+        continue;
+      throw std::runtime_error("ldd " + program + ": " + trim(line));
+    }
+    auto path = std::ranges::find_if(words, [](const auto& word) { return word.starts_with("/"); });
+    if (path != words.end() && (bundled.empty() || !mentions(*path, bundled.string())))
+      libraries.insert(*path);
   }
   return libraries;
+}
+
+// True if path is an ELF file (an executable or a shared library).
+bool is_elf(const fs::path& path)
+{
+  constexpr std::string_view kMagic("\177ELF", 4);
+  std::array<char, 4> magic{};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic.data(), magic.size()) && std::string_view(magic.data(), 4) == kMagic;
+}
+
+// Copies host files into rootfs at their host paths, with the host libraries that they, the
+// programs in users, and the ELF files below bundled (already inside rootfs) need.
+void install_with_libraries(const fs::path& rootfs,
+                            const std::vector<std::string>& files,
+                            std::vector<std::string> users,
+                            const fs::path& bundled = {})
+{
+  std::set<std::string> installed(files.begin(), files.end());
+  for (const auto& file : files)
+    users.push_back(fs::canonical(file).string());
+  if (!bundled.empty()) {
+    for (const auto& entry : fs::recursive_directory_iterator(bundled)) {
+      if (entry.is_regular_file() && !entry.is_symlink() && is_elf(entry.path()))
+        users.push_back(entry.path().string());
+    }
+  }
+  installed.merge(shared_libraries(users, bundled));
+  for (const auto& file : installed)
+    install_host_file(rootfs, file);
+}
+
+// The start of every image: the usual top-level directories, a world-writable /tmp (mode 1777),
+// and a root user.
+void build_base_rootfs(const fs::path& rootfs)
+{
+  fs::create_directories(rootfs / "usr/bin");
+  for (const char* dir : {"etc", "tmp", "proc", "sys", "dev", "root"})
+    fs::create_directories(rootfs / dir);
+  fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  write_file((rootfs / "etc/passwd").string(), "root:x:0:0:root:/root:/bin/sh\n");
+  write_file((rootfs / "etc/group").string(), "root:x:0:\n");
+}
+
+std::string host_sleep()
+{
+  return fs::exists("/bin/sleep") ? "/bin/sleep" : "/usr/bin/sleep";
 }
 
 // Fills rootfs with the burner workload as /usr/bin/<name> for each name in kBurnerNames, /bin/sh,
 // /bin/sleep, the shared libraries they need, and a root user.
 void build_burner_rootfs(const fs::path& rootfs)
 {
-  fs::create_directories(rootfs / "usr/bin");
-  for (const char* dir : {"etc", "tmp", "proc", "sys", "dev", "root"})
-    fs::create_directories(rootfs / dir);
-  fs::permissions(rootfs / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  build_base_rootfs(rootfs);
   for (auto name : kBurnerNames)
     copy_burner((rootfs / "usr/bin").string(), std::string(name));
-  std::string sleep = fs::exists("/bin/sleep") ? "/bin/sleep" : "/usr/bin/sleep";
-  std::set<std::string> files{"/bin/sh", sleep};
-  for (const std::string& program : {std::string(BURNER_BINARY), std::string("/bin/sh"), sleep}) {
-    for (auto& library : shared_libraries(fs::canonical(program).string()))
-      files.insert(std::move(library));
-  }
-  for (const auto& file : files)
-    install_host_file(rootfs, file);
-  write_file((rootfs / "etc/passwd").string(), "root:x:0:0:root:/root:/bin/sh\n");
-  write_file((rootfs / "etc/group").string(), "root:x:0:\n");
+  install_with_libraries(rootfs, {"/bin/sh", host_sleep()}, {BURNER_BINARY});
 }
 
-// Builds the burner rootfs in work_dir and feeds it as a tar archive to import, which reads it
+// What java_image() packages for each version.
+struct JdkSpec {
+  std::string_view home; // the host JDK
+  std::string_view tag;  // the image
+};
+
+JdkSpec jdk_spec(JavaVersion version)
+{
+  switch (version) {
+  case JavaVersion::kJdk17:
+    return {"/usr/lib/jvm/java-17-openjdk-amd64", "flamebpf-jdk17:latest"};
+  case JavaVersion::kJdk25:
+    return {"/usr/lib/jvm/temurin-25-jdk-amd64", "flamebpf-jdk25:latest"};
+  }
+  throw std::invalid_argument("unknown JavaVersion");
+}
+
+// The class files of tests/progs/Burner.java (name -> contents), compiled by JDK 17's javac
+// --release 17, for both images' JVMs. Compiled from the source once per process, so that every
+// image holds the current source and later daemons need not wait for javac again.
+const std::map<std::string, std::string>& burner_java_classes()
+{
+  static const std::map<std::string, std::string> classes = [] {
+    std::string javac =
+        find_executable(std::string(jdk_spec(JavaVersion::kJdk17).home) + "/bin/javac", "javac",
+                        "openjdk-17-jdk-headless");
+    TempDir dir;
+    auto result = run_process({javac, "--release", "17", "-d", dir.path(), BURNER_JAVA_SOURCE},
+                              child_environment({}), -1, 120s);
+    if (result.status != 0)
+      throw std::runtime_error("javac " + std::string(BURNER_JAVA_SOURCE) +
+                               " failed: " + trim(result.out + result.err));
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+      files[entry.path().filename().string()] = read_text(entry.path().string());
+    return files;
+  }();
+  return classes;
+}
+
+// Fills rootfs with a Java runtime jlink'ed from the host JDK at /opt/java/openjdk, the host
+// libraries it needs, /bin/sh, /bin/sleep, /bin/cat, Burner's classes at /app, and the users root
+// and app (kContainerAppUid, also its gid).
+void build_java_rootfs(const fs::path& rootfs, JavaVersion version)
+{
+  build_base_rootfs(rootfs);
+  fs::path java_home = rootfs / fs::path(kContainerJavaHome).relative_path();
+  fs::create_directories(java_home.parent_path());
+  std::string jlink = std::string(jdk_spec(version).home) + "/bin/jlink";
+  if (::access(jlink.c_str(), X_OK) != 0)
+    throw std::runtime_error(jlink + " not found (is the JDK installed?)");
+  // JDK 24 and later link from their own run-time image when they have no jmods.
+  auto result = run_process({jlink, "--add-modules",
+                             "java.base,java.management,jdk.management,jdk.attach,jdk.jcmd",
+                             "--no-header-files", "--no-man-pages", "--output", java_home.string()},
+                            child_environment({}), -1, 300s);
+  if (result.status != 0)
+    throw std::runtime_error(jlink + " failed: " + trim(result.out + result.err));
+  std::string cat = fs::exists("/bin/cat") ? "/bin/cat" : "/usr/bin/cat";
+  install_with_libraries(rootfs, {"/bin/sh", host_sleep(), cat}, {}, java_home);
+
+  fs::path app = rootfs / fs::path(kContainerAppDir).relative_path();
+  fs::create_directories(app);
+  for (const auto& [name, contents] : burner_java_classes())
+    write_file((app / name).string(), contents);
+  fs::path home = rootfs / "home/app";
+  fs::create_directories(home);
+  if (::chown(home.c_str(), kContainerAppUid, kContainerAppUid) != 0)
+    throw std::runtime_error(system_message("cannot chown " + home.string()));
+  std::string id = std::to_string(kContainerAppUid);
+  write_file((rootfs / "etc/passwd").string(),
+             "root:x:0:0:root:/root:/bin/sh\napp:x:" + id + ":" + id + ":app:/home/app:/bin/sh\n");
+  write_file((rootfs / "etc/group").string(), "root:x:0:\napp:x:" + id + ":\n");
+}
+
+// Builds a rootfs in work_dir with build and feeds it as a tar archive to import, which reads it
 // from the file descriptor it is given (tar -C rootfs -c . | <import> -).
-void import_burner_rootfs(const std::string& work_dir, const std::function<void(int)>& import)
+void import_rootfs(const std::string& work_dir,
+                   const std::function<void(const fs::path&)>& build,
+                   const std::function<void(int)>& import)
 {
   fs::path rootfs = work_dir + "/rootfs";
-  build_burner_rootfs(rootfs);
+  fs::remove_all(rootfs); // what a failed build left
+  build(rootfs);
   Pipe archive = make_pipe();
   std::string tar_log = work_dir + "/tar.log";
   pid_t tar = -1;
@@ -1008,6 +1145,19 @@ std::vector<pid_t> processes_mentioning(const std::string& path)
   return pids;
 }
 
+std::string host_jdk_home(JavaVersion version)
+{
+  return std::string(jdk_spec(version).home);
+}
+
+bool jdk25_available()
+{
+  // Without jmods, jlink links from the run-time image (lib/modules).
+  std::string home = host_jdk_home(JavaVersion::kJdk25);
+  return ::access((home + "/bin/jlink").c_str(), X_OK) == 0 &&
+         (fs::exists(home + "/jmods") || fs::exists(home + "/lib/modules"));
+}
+
 DockerDaemon::DockerDaemon()
 {
   work_dir_ = create_work_dir(kDockerKind);
@@ -1140,16 +1290,44 @@ std::string DockerDaemon::docker(const std::vector<std::string>& args)
   return run_client(args, -1);
 }
 
+void DockerDaemon::import_image(const std::string& tag,
+                                const std::vector<std::string>& changes,
+                                const std::function<void(const std::string& rootfs)>& build)
+{
+  std::vector<std::string> args{"import"};
+  for (const auto& change : changes) {
+    args.emplace_back("--change");
+    args.push_back(change);
+  }
+  args.emplace_back("-");
+  args.push_back(tag);
+  import_rootfs(
+      work_dir_, [&](const fs::path& rootfs) { build(rootfs.string()); },
+      [&](int archive) { run_client(args, archive); });
+}
+
 std::string DockerDaemon::burner_image()
 {
-  if (!burner_image_.empty())
-    return burner_image_;
-  import_burner_rootfs(work_dir_, [&](int archive) {
-    run_client({"import", "--change", std::string("ENV ") + kImagePath, "-", kBurnerImageTag},
-               archive);
-  });
-  burner_image_ = kBurnerImageTag;
+  if (burner_image_.empty()) {
+    import_image(kBurnerImageTag, {std::string("ENV ") + kImagePath},
+                 [](const std::string& rootfs) { build_burner_rootfs(rootfs); });
+    burner_image_ = kBurnerImageTag;
+  }
   return burner_image_;
+}
+
+std::string DockerDaemon::java_image(JavaVersion version)
+{
+  if (auto known = java_images_.find(version); known != java_images_.end())
+    return known->second;
+  std::string tag(jdk_spec(version).tag);
+  import_image(tag,
+               {std::string("ENV ") + kJavaImagePath,
+                "ENV JAVA_HOME=" + std::string(kContainerJavaHome),
+                "WORKDIR " + std::string(kContainerAppDir)},
+               [&](const std::string& rootfs) { build_java_rootfs(rootfs, version); });
+  java_images_[version] = tag;
+  return tag;
 }
 
 DockerDaemon::Container DockerDaemon::run(const std::string& name,
@@ -1188,6 +1366,29 @@ void DockerDaemon::remove(const std::string& name)
   docker({"rm", "-f", "-v", name});
   wait_until_removed(name, pid, [&](const auto& client_args) { return docker(client_args); });
   std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
+}
+
+void DockerDaemon::wait_for_output(const std::string& name,
+                                   std::string_view text,
+                                   std::chrono::milliseconds timeout)
+{
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    std::string output = docker({"logs", name});
+    if (output.find(text) != std::string::npos)
+      return;
+    bool running =
+        docker({"inspect", "--type", "container", "-f", "{{.State.Running}}", name}) == "true";
+    if (!running || Clock::now() >= deadline) {
+      // docker logs sends the container's stderr to its own stderr, which docker() drops.
+      auto logs = run_process({client_, "-H", "unix://" + socket_, "logs", name},
+                              client_environment_, -1, kClientTimeout);
+      throw std::runtime_error("container " + name +
+                               (running ? " did not print " : " stopped before printing ") + "\"" +
+                               std::string(text) + "\": " + tail(logs.out + logs.err, 3000));
+    }
+    std::this_thread::sleep_for(100ms);
+  }
 }
 
 PodmanRuntime::PodmanRuntime()
@@ -1312,7 +1513,7 @@ std::string PodmanRuntime::burner_image()
   std::vector<std::string> args{
       "import", "--quiet", "--change", std::string("ENV ") + kImagePath, "-", kPodmanBurnerImage};
   argv.insert(argv.end(), args.begin(), args.end());
-  import_burner_rootfs(work_dir_, [&](int archive) {
+  import_rootfs(work_dir_, build_burner_rootfs, [&](int archive) {
     client_output("podman", args, run_process(argv, environment_, archive, kClientTimeout));
   });
   burner_image_ = kPodmanBurnerImage;

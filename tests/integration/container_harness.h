@@ -1,10 +1,13 @@
 // Real containers for the integration tests: a private dockerd (Debian's docker.io) or a private
-// podman store (podman with runc) per test process, an image holding the burner workload built
-// locally (no registry), and cleanup that leaves nothing behind on the host, even after an earlier
-// test run was killed.
+// podman store (podman with runc) per test process, images built locally (no registry) holding
+// the burner workload or a JVM with tests/progs/Burner.java, and cleanup that leaves nothing
+// behind on the host, even after an earlier test run was killed.
 #pragma once
 
 #include <array>
+#include <chrono>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -23,6 +26,24 @@ inline constexpr std::array<std::string_view, 8> kBurnerNames{
 inline constexpr std::string_view kDockerWorkDirPrefix = "/var/tmp/flamebpf-dockerd.";
 // Every PodmanRuntime's work directory is this prefix plus a mkdtemp suffix.
 inline constexpr std::string_view kPodmanWorkDirPrefix = "/var/tmp/flamebpf-podman.";
+
+// The JDKs DockerDaemon::java_image() packages: the host's /usr/lib/jvm/java-17-openjdk-amd64
+// (Debian's, with jmods) and /usr/lib/jvm/temurin-25-jdk-amd64 (Temurin's, linked from its
+// run-time image).
+enum class JavaVersion { kJdk17, kJdk25 };
+
+// Where java_image() puts the Java runtime (the eclipse-temurin images' layout).
+inline constexpr std::string_view kContainerJavaHome = "/opt/java/openjdk";
+// Where java_image() puts Burner.class (tests/progs/Burner.java), the image's working directory.
+inline constexpr std::string_view kContainerAppDir = "/app";
+// The non-root user of java_image(), for `--user 1000`: app, uid and gid 1000, home /home/app.
+inline constexpr int kContainerAppUid = 1000;
+
+// The host JDK java_image(version) packages.
+std::string host_jdk_home(JavaVersion version);
+
+// True if the host has the JDK 25 that java_image(JavaVersion::kJdk25) needs; tests skip without.
+bool jdk25_available();
 
 // A running container, as DockerDaemon::run() and PodmanRuntime::run() return it.
 struct Container {
@@ -79,6 +100,17 @@ public:
   // /bin/sleep.
   std::string burner_image();
 
+  // Builds (once per daemon and version) and returns the tag of an image holding a Java runtime
+  // jlink'ed from the host JDK (modules java.base, java.management, jdk.management, jdk.attach,
+  // jdk.jcmd) at kContainerJavaHome, the host libraries it needs, /bin/sh, /bin/sleep and
+  // /bin/cat, Burner.class in kContainerAppDir (compiled from tests/progs/Burner.java by the
+  // host's JDK 17 javac --release 17), a writable /tmp (mode 1777, in the image: add --tmpfs for a
+  // private one) and the users root and app (kContainerAppUid). PATH starts with
+  // kContainerJavaHome/bin, JAVA_HOME is set and the working directory is kContainerAppDir, so
+  // `java -XX:+PreserveFramePointer -cp /app Burner 30` runs it. Throws std::runtime_error if the
+  // JDK is missing or javac or jlink fail.
+  std::string java_image(JavaVersion version);
+
   // Runs `docker run -d --pull=never --name name --network=none options... image command...`
   // and waits until the container's main process runs. Throws std::runtime_error if it does not
   // start or exits at once (with its logs).
@@ -90,9 +122,21 @@ public:
   // Removes the container (docker rm -f) and waits until it and its main process are gone.
   void remove(const std::string& name);
 
+  // Waits until the container's stdout (docker logs) contains text, such as Burner's "burner
+  // ready". Throws std::runtime_error, with the container's output, if the container stops or
+  // the text does not appear within timeout.
+  void wait_for_output(const std::string& name,
+                       std::string_view text,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 private:
   // Runs the docker client with args, its stdin reading input (-1: /dev/null); as docker().
   std::string run_client(const std::vector<std::string>& args, int input);
+  // Fills a fresh root directory with build, then `docker import`s it as tag with the given
+  // Dockerfile instructions (--change).
+  void import_image(const std::string& tag,
+                    const std::vector<std::string>& changes,
+                    const std::function<void(const std::string& rootfs)>& build);
   // Appends a line to the work directory's record of what needs cleaning up.
   void record(const std::string& kind, const std::string& value);
   // The destructor's work; noexcept so the constructor can use it on failure too.
@@ -107,6 +151,7 @@ private:
   pid_t dockerd_pid_ = -1;
   pid_t containerd_pid_ = -1;
   std::string burner_image_;
+  std::map<JavaVersion, std::string> java_images_;
   std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
 };
 

@@ -331,6 +331,140 @@ TEST(DockerDaemonTest, CleansUpAfterAKilledRun)
   EXPECT_EQ(added(sockets_before, shim_sockets()), std::vector<std::string>{});
 }
 
+// The processes whose parent is pid.
+std::vector<pid_t> children_of(pid_t pid)
+{
+  std::vector<pid_t> children;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") == std::string::npos &&
+        parent_pid(std::stoi(name)) == pid)
+      children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+// The file paths a process has mapped, from /proc/<pid>/maps.
+std::set<std::string> mapped_files(pid_t pid)
+{
+  std::set<std::string> files;
+  std::istringstream lines(read_text("/proc/" + std::to_string(pid) + "/maps"));
+  for (std::string line; std::getline(lines, line);) {
+    auto slash = line.find('/');
+    if (slash != std::string::npos)
+      files.insert(line.substr(slash));
+  }
+  return files;
+}
+
+const std::vector<std::string> kJavaBurner{
+    "java", "-XX:+PreserveFramePointer", "-cp", "/app", "Burner", "30"};
+
+// Checks that pid is Burner's JVM running on the image's own runtime of that version, not on
+// anything of the host's.
+void expect_image_jvm(pid_t pid, const std::string& version_prefix)
+{
+  std::string proc = "/proc/" + std::to_string(pid);
+  EXPECT_EQ(comm(pid), "java");
+  EXPECT_EQ(command_line(pid), kJavaBurner);
+
+  std::string libjvm = std::string(kContainerJavaHome) + "/lib/server/libjvm.so";
+  EXPECT_TRUE(mapped_files(pid).contains(libjvm)) << read_text(proc + "/maps");
+  for (const auto& file : mapped_files(pid)) {
+    if (file.find("libjvm") != std::string::npos) {
+      EXPECT_EQ(file, libjvm);
+    }
+  }
+  EXPECT_FALSE(fs::exists(libjvm)) << "the host has " << libjvm << ": the test proves nothing";
+  EXPECT_TRUE(fs::exists(proc + "/root" + libjvm));
+  EXPECT_NE(read_text(proc + "/root" + std::string(kContainerJavaHome) + "/release")
+                .find("JAVA_VERSION=\"" + version_prefix),
+            std::string::npos);
+
+  // /tmp is the image's own directory, world-writable and sticky, not a tmpfs.
+  struct stat tmp {};
+  ASSERT_EQ(::stat((proc + "/root/tmp").c_str(), &tmp), 0);
+  EXPECT_EQ(tmp.st_mode & 07777, 01777u);
+  EXPECT_EQ(read_text(proc + "/mountinfo").find(" /tmp "), std::string::npos);
+}
+
+TEST(DockerJavaImageTest, Jdk17RunsBurnerOnItsOwnRuntime)
+{
+  Stopwatch watch;
+  DockerDaemon daemon;
+  watch.lap("dockerd start");
+  std::string image = daemon.java_image(JavaVersion::kJdk17);
+  watch.lap("JDK 17 image build");
+  EXPECT_EQ(daemon.java_image(JavaVersion::kJdk17), image);
+  watch.lap("JDK 17 image again (cached)");
+  std::printf("[  SIZE    ] %s: %s bytes\n", image.c_str(),
+              daemon.docker({"image", "inspect", "-f", "{{.Size}}", image}).c_str());
+  auto container = daemon.run("jdk17", {}, image, kJavaBurner);
+  daemon.wait_for_output("jdk17", "burner ready");
+  watch.lap("run until burner ready");
+
+  expect_image_jvm(container.pid, "17.");
+  EXPECT_EQ(status_field(container.pid, "NSpid").back(), "1");
+}
+
+TEST(DockerJavaImageTest, Jdk25RunsBurnerOnItsOwnRuntime)
+{
+  if (!jdk25_available())
+    GTEST_SKIP() << host_jdk_home(JavaVersion::kJdk25) << " is missing or cannot jlink";
+  Stopwatch watch;
+  DockerDaemon daemon;
+  watch.lap("dockerd start");
+  std::string image = daemon.java_image(JavaVersion::kJdk25);
+  watch.lap("JDK 25 image build");
+  std::printf("[  SIZE    ] %s: %s bytes\n", image.c_str(),
+              daemon.docker({"image", "inspect", "-f", "{{.Size}}", image}).c_str());
+  auto container = daemon.run("jdk25", {}, image, kJavaBurner);
+  daemon.wait_for_output("jdk25", "burner ready");
+  watch.lap("run until burner ready");
+
+  expect_image_jvm(container.pid, "25.");
+  EXPECT_EQ(status_field(container.pid, "NSpid").back(), "1");
+}
+
+TEST(DockerJavaImageTest, RunsAsTheNonRootUser)
+{
+  DockerDaemon daemon;
+  auto container = daemon.run("app", {"--user", std::to_string(kContainerAppUid)},
+                              daemon.java_image(JavaVersion::kJdk17), kJavaBurner);
+  daemon.wait_for_output("app", "burner ready");
+
+  expect_image_jvm(container.pid, "17.");
+  std::string uid = std::to_string(kContainerAppUid);
+  EXPECT_EQ(status_field(container.pid, "Uid"), (std::vector<std::string>{uid, uid, uid, uid}));
+  // The JVM names its perf data directory after the user it finds in the image's /etc/passwd.
+  std::string perf_data = "/proc/" + std::to_string(container.pid) + "/root/tmp/hsperfdata_app";
+  struct stat info {};
+  ASSERT_EQ(::stat(perf_data.c_str(), &info), 0) << perf_data;
+  EXPECT_EQ(info.st_uid, static_cast<uid_t>(kContainerAppUid));
+}
+
+TEST(DockerJavaImageTest, InitMakesTheJvmAnotherProcessThanPid1)
+{
+  DockerDaemon daemon;
+  auto container =
+      daemon.run("init", {"--init"}, daemon.java_image(JavaVersion::kJdk17), kJavaBurner);
+  daemon.wait_for_output("init", "burner ready");
+
+  // The container's main process is Docker's init (tini); the JVM is its child.
+  EXPECT_EQ(comm(container.pid), "docker-init");
+  EXPECT_EQ(status_field(container.pid, "NSpid").back(), "1");
+  auto children = children_of(container.pid);
+  ASSERT_EQ(children.size(), 1u);
+  pid_t java = children[0];
+  expect_image_jvm(java, "17.");
+  auto nspid = status_field(java, "NSpid");
+  ASSERT_EQ(nspid.size(), 2u);
+  EXPECT_EQ(nspid[0], std::to_string(java));
+  EXPECT_NE(nspid[1], "1");
+  std::printf("[  NSPID   ] JVM under --init: host pid %s, namespace pid %s\n", nspid[0].c_str(),
+              nspid[1].c_str());
+}
+
 TEST(PodmanRuntimeTest, BurnerContainerIsARealContainer)
 {
   auto host_before = podman_host_paths();

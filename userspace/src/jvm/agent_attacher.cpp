@@ -96,7 +96,7 @@ void AgentAttacher::handle(const Request& request)
     if (loaded) {
       attached = true;
       ++attached_;
-      spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.2f} s", request.pid,
+      spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s", request.pid,
                    request.where, *loaded, took.count());
     } else {
       ++failed_;

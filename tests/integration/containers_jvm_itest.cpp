@@ -1,0 +1,251 @@
+// flamebpf against JVMs in real Docker containers, started with nothing but
+// -XX:+PreserveFramePointer: Java frames named through the automatically attached agent (or one
+// loaded with -agentpath), as root, as another user, as a non-PID-1 process, on JDK 17 and 25,
+// across a recompilation and past the JVM's exit; and a container that plants a symlink at its
+// perf map.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include "container_harness.h"
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The hot chain of tests/progs/Burner.java as flamebpf names it, root to leaf.
+constexpr const char* kJavaChain = "Burner.run_[j];Burner.a_[j];Burner.b_[j];Burner.c_[j]";
+
+// Files the JVM machinery creates in a /tmp: none of them may appear in the host's.
+std::set<std::string> jvm_files_in_host_tmp()
+{
+  std::set<std::string> found;
+  for (const auto& entry : fs::directory_iterator("/tmp")) {
+    std::string name = entry.path().filename();
+    if (name.starts_with("perf-") || name.starts_with("libflamebpf-agent") ||
+        name.starts_with(".attach_pid") || name.starts_with(".java_pid"))
+      found.insert(name);
+  }
+  return found;
+}
+
+struct JavaProfile {
+  uint64_t java_samples = 0; // samples of the process "java"
+  uint64_t named_leaf = 0;   // of those, samples whose innermost frame is a named Java frame
+  uint64_t chain = 0;        // of those, samples through Burner.run;a;b;c, in that order
+  uint64_t unknown_jit = 0;  // of those, samples with an unnamed frame in JIT code
+  std::string log;           // flamebpf's output
+  std::map<std::string, uint64_t> folded;
+};
+
+JavaProfile summarize(const std::string& path, std::string log)
+{
+  JavaProfile profile;
+  profile.log = std::move(log);
+  profile.folded = read_folded(path);
+  for (const auto& [stack, count] : profile.folded) {
+    if (!stack.starts_with("java;"))
+      continue;
+    profile.java_samples += count;
+    std::string leaf = stack.substr(stack.rfind(';') + 1);
+    if (leaf.ends_with("_[j]") || leaf.ends_with("_[i]"))
+      profile.named_leaf += count;
+    if (stack.find(kJavaChain) != std::string::npos)
+      profile.chain += count;
+    if (stack.find("Interpreter;[unknown]") != std::string::npos)
+      profile.unknown_jit += count;
+  }
+  return profile;
+}
+
+// The three hottest stacks, one per line, for failure messages.
+std::string hottest(const std::map<std::string, uint64_t>& folded)
+{
+  std::vector<std::pair<uint64_t, std::string>> stacks;
+  for (const auto& [stack, count] : folded)
+    stacks.emplace_back(count, stack);
+  std::sort(stacks.rbegin(), stacks.rend());
+  std::string text;
+  for (size_t i = 0; i < stacks.size() && i < 3; ++i)
+    text += std::to_string(stacks[i].first) + " " + stacks[i].second + "\n";
+  return text;
+}
+
+// The seconds flamebpf's log says the attach took, or -1.
+double attach_seconds(const std::string& log)
+{
+  std::smatch match;
+  static const std::regex loaded("loaded flamebpf's agent from \\S+ in ([0-9.]+) s");
+  return std::regex_search(log, match, loaded) ? std::stod(match[1]) : -1;
+}
+
+class JvmContainerTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    host_tmp_before_ = jvm_files_in_host_tmp();
+  }
+
+  void TearDown() override
+  {
+    EXPECT_EQ(jvm_files_in_host_tmp(), host_tmp_before_)
+        << "a JVM file appeared in the host's /tmp";
+  }
+
+  // Runs a Burner JVM in container name and waits until it is warm.
+  DockerDaemon::Container run_jvm(const std::string& name,
+                                  const std::vector<std::string>& options = {},
+                                  const std::vector<std::string>& java_options = {},
+                                  const std::vector<std::string>& burner_args = {"60"},
+                                  JavaVersion version = JavaVersion::kJdk17)
+  {
+    std::vector<std::string> command{std::string(kContainerJavaHome) + "/bin/java",
+                                     "-XX:+PreserveFramePointer"};
+    command.insert(command.end(), java_options.begin(), java_options.end());
+    command.insert(command.end(), {"-cp", std::string(kContainerAppDir), "Burner"});
+    command.insert(command.end(), burner_args.begin(), burner_args.end());
+    auto container = docker_.run(name, options, docker_.java_image(version), command);
+    docker_.wait_for_output(name, "burner ready");
+    return container;
+  }
+
+  JavaProfile profile(const std::string& target, const std::vector<std::string>& extra = {})
+  {
+    std::string out = dir_.path() + "/java.folded";
+    std::vector<std::string> args{"--cgroup", target, "-o", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto run = run_flamebpf(args);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    return summarize(out, run.output);
+  }
+
+  // The Java chain is named, in caller-to-callee order, and carries most samples.
+  static void expect_named_java(const JavaProfile& profile, uint64_t min_samples)
+  {
+    EXPECT_GT(profile.java_samples, min_samples) << profile.log;
+    EXPECT_GE(profile.chain * 100, profile.java_samples * 80)
+        << kJavaChain << " carries too few samples; the hottest stacks:\n"
+        << hottest(profile.folded) << profile.log;
+    EXPECT_GE(profile.named_leaf * 100, profile.java_samples * 90) << profile.log;
+    EXPECT_EQ(profile.unknown_jit, 0u) << profile.log;
+    std::printf("[ FIGURES  ] %llu java samples, %.1f%% with a named Java leaf, %.1f%% through "
+                "Burner.run;a;b;c; attach %.3f s\n",
+                static_cast<unsigned long long>(profile.java_samples),
+                100.0 * static_cast<double>(profile.named_leaf) /
+                    static_cast<double>(std::max<uint64_t>(profile.java_samples, 1)),
+                100.0 * static_cast<double>(profile.chain) /
+                    static_cast<double>(std::max<uint64_t>(profile.java_samples, 1)),
+                attach_seconds(profile.log));
+  }
+
+  DockerDaemon docker_;
+  TempDir dir_;
+  std::set<std::string> host_tmp_before_;
+};
+
+TEST_F(JvmContainerTest, Jdk17JavaFramesNamedThroughAutomaticAttach)
+{
+  auto jvm = run_jvm("jvm-17");
+  auto result = profile("jvm-17", {"-d", "10"});
+  expect_named_java(result, 800);
+  EXPECT_GE(attach_seconds(result.log), 0) << result.log;
+  EXPECT_EQ(result.log.find("runs without -XX:+PreserveFramePointer"), std::string::npos)
+      << result.log;
+  // The map and the agent are inside the container, named after the JVM's own pid.
+  EXPECT_TRUE(fs::exists("/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map"));
+}
+
+TEST_F(JvmContainerTest, NonRootJvm)
+{
+  auto jvm = run_jvm("jvm-user", {"--user", std::to_string(kContainerAppUid)});
+  auto result = profile("jvm-user", {"-d", "4"});
+  expect_named_java(result, 300);
+  struct stat status {};
+  std::string map = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";
+  ASSERT_EQ(::stat(map.c_str(), &status), 0);
+  EXPECT_EQ(status.st_uid, static_cast<uid_t>(kContainerAppUid));
+}
+
+TEST_F(JvmContainerTest, JvmThatIsNotPid1)
+{
+  auto container = run_jvm("jvm-init", {"--init"});
+  // The JVM is a child of docker-init, the container's PID 1.
+  pid_t java = -1;
+  std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
+  for (pid_t pid; procs >> pid;) {
+    if (read_text("/proc/" + std::to_string(pid) + "/comm") == "java\n")
+      java = pid;
+  }
+  ASSERT_GT(java, 0);
+  std::string status = read_text("/proc/" + std::to_string(java) + "/status");
+  ASSERT_EQ(status.find("NSpid:\t" + std::to_string(java) + "\t1\n"), std::string::npos) << status;
+  auto result = profile("jvm-init", {"-d", "4"});
+  expect_named_java(result, 300);
+}
+
+TEST_F(JvmContainerTest, AgentLoadedAtStartNeedsNoAttach)
+{
+  std::string in_container = "/opt/flamebpf/libflamebpf-agent.so";
+  run_jvm("jvm-agentpath", {"-v", std::string(FLAMEBPF_AGENT_LIBRARY) + ":" + in_container + ":ro"},
+          {"-agentpath:" + in_container});
+  auto result = profile("jvm-agentpath", {"-d", "4"});
+  expect_named_java(result, 300);
+  EXPECT_EQ(result.log.find("loaded flamebpf's agent"), std::string::npos) << result.log;
+}
+
+TEST_F(JvmContainerTest, Jdk25)
+{
+  if (!jdk25_available())
+    GTEST_SKIP() << "JDK 25 is not installed at " << host_jdk_home(JavaVersion::kJdk25);
+  run_jvm("jvm-25", {}, {}, {"60"}, JavaVersion::kJdk25);
+  auto result = profile("jvm-25", {"-d", "4"});
+  expect_named_java(result, 300);
+}
+
+TEST_F(JvmContainerTest, MethodRecompiledDuringTheRunStaysNamed)
+{
+  // c is deoptimized and recompiled 4 s after the start, inside the profile.
+  run_jvm("jvm-recompile", {}, {}, {"8", "--recompile"});
+  auto result = profile("jvm-recompile", {"-d", "4", "--interval", "1"});
+  ASSERT_NE(docker_.docker({"logs", "jvm-recompile"}).find("burner recompile"), std::string::npos);
+  expect_named_java(result, 300);
+}
+
+TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
+{
+  // Ready after 1.5 s, gone 2 s later; the only drain comes when flamebpf stops at 6 s.
+  run_jvm("jvm-brief", {}, {}, {"3.5"});
+  auto result = profile("jvm-brief", {"-d", "6", "--interval", "30"});
+  expect_named_java(result, 100);
+}
+
+TEST_F(JvmContainerTest, SymlinkedPerfMapReadsNothingOfTheHost)
+{
+  // A host file that would name every JIT address if flamebpf followed the container's link.
+  std::string secret = dir_.path() + "/host-secret.map";
+  std::ofstream(secret) << "0 7fffffffffff HostSecret.leaked()\n";
+  auto jvm = run_jvm("jvm-hostile");
+  std::string planted = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";
+  ASSERT_EQ(::symlink(secret.c_str(), planted.c_str()), 0);
+
+  auto result = profile("jvm-hostile", {"-d", "3"});
+  EXPECT_GT(result.java_samples, 100u) << result.log;
+  EXPECT_EQ(count_containing(result.folded, "HostSecret"), 0u);
+  EXPECT_EQ(read_text(secret), "0 7fffffffffff HostSecret.leaked()\n");
+  // The agent refuses to write through the link: one warning, profiling goes on.
+  EXPECT_NE(result.log.find("cannot load flamebpf's agent"), std::string::npos) << result.log;
+  EXPECT_TRUE(fs::is_symlink(planted));
+}
+
+} // namespace
+} // namespace flamebpf::testing
