@@ -107,10 +107,12 @@ protected:
                                   const std::vector<std::string>& options = {},
                                   const std::vector<std::string>& java_options = {},
                                   const std::vector<std::string>& burner_args = {"60"},
-                                  JavaVersion version = JavaVersion::kJdk17)
+                                  JavaVersion version = JavaVersion::kJdk17,
+                                  bool frame_pointers = true)
   {
-    std::vector<std::string> command{std::string(kContainerJavaHome) + "/bin/java",
-                                     "-XX:+PreserveFramePointer"};
+    std::vector<std::string> command{std::string(kContainerJavaHome) + "/bin/java"};
+    if (frame_pointers)
+      command.push_back("-XX:+PreserveFramePointer");
     command.insert(command.end(), java_options.begin(), java_options.end());
     command.insert(command.end(), {"-cp", std::string(kContainerAppDir), "Burner"});
     command.insert(command.end(), burner_args.begin(), burner_args.end());
@@ -163,6 +165,44 @@ TEST_F(JvmContainerTest, Jdk17JavaFramesNamedThroughAutomaticAttach)
       << result.log;
   // The map and the agent are inside the container, named after the JVM's own pid.
   EXPECT_TRUE(fs::exists("/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map"));
+}
+
+TEST_F(JvmContainerTest, SecondRunFindsTheAgentLoadedAndDoesNotAttachAgain)
+{
+  run_jvm("jvm-twice");
+  auto first = profile("jvm-twice", {"-d", "2"});
+  ASSERT_GE(attach_seconds(first.log), 0) << first.log;
+  auto second = profile("jvm-twice", {"-d", "3"});
+  EXPECT_LT(attach_seconds(second.log), 0) << second.log;
+  expect_named_java(second, 200);
+}
+
+TEST_F(JvmContainerTest, NoAttachLeavesTheJvmAlone)
+{
+  auto jvm = run_jvm("jvm-noattach");
+  auto result = profile("jvm-noattach", {"-d", "2", "--no-attach"});
+  EXPECT_GT(result.java_samples, 100u) << result.log;
+  EXPECT_EQ(result.chain, 0u) << result.log;
+  EXPECT_EQ(result.log.find("loaded flamebpf's agent"), std::string::npos) << result.log;
+  std::string tmp = "/proc/" + std::to_string(jvm.pid) + "/root/tmp";
+  for (const auto& entry : fs::directory_iterator(tmp)) {
+    std::string name = entry.path().filename();
+    EXPECT_FALSE(name.starts_with("perf-") || name.starts_with("libflamebpf-agent") ||
+                 name.starts_with(".attach_pid") || name.starts_with(".java_pid"))
+        << name;
+  }
+}
+
+TEST_F(JvmContainerTest, MissingFramePointersGetOneWarningWithTheFlag)
+{
+  auto jvm = run_jvm("jvm-nofp", {}, {}, {"60"}, JavaVersion::kJdk17, false);
+  auto result = profile("jvm-nofp", {"-d", "2"});
+  std::string warning = "JVM " + std::to_string(jvm.pid) +
+                        " (target jvm-nofp) runs without -XX:+PreserveFramePointer";
+  auto first = result.log.find(warning);
+  ASSERT_NE(first, std::string::npos) << result.log;
+  EXPECT_EQ(result.log.find(warning, first + 1), std::string::npos) << result.log;
+  EXPECT_NE(result.log.find("add -XX:+PreserveFramePointer"), std::string::npos) << result.log;
 }
 
 TEST_F(JvmContainerTest, NonRootJvm)

@@ -423,7 +423,13 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
     auto project = load_agent(target, *path, "", kTimeout);
     ASSERT_TRUE(project.has_value()) << project.error().message << "\n" << read_text(output_);
     // It keeps /tmp/perf-<pid>.map as the JVM sees both: its /tmp, its pid.
-    EXPECT_TRUE(std::filesystem::exists(target.root + "/tmp/perf-1.map")) << read_text(output_);
+    std::string map = target.root + "/tmp/perf-1.map";
+    EXPECT_TRUE(std::filesystem::exists(map)) << read_text(output_);
+    // Loading it again is harmless: the first load keeps the map, the second adds nothing.
+    auto size = std::filesystem::file_size(map);
+    auto again = load_agent(target, *path, "", kTimeout);
+    ASSERT_TRUE(again.has_value()) << again.error().message;
+    EXPECT_EQ(std::filesystem::file_size(map), size);
   }
   EXPECT_TRUE(attach_files(target.root + "/tmp") == std::vector<std::string>{".java_pid1"});
   EXPECT_TRUE(host_tmp_files_for(target).empty());

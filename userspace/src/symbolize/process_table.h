@@ -35,7 +35,8 @@ struct ProcessImage {
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
   // first address in anonymous code.
   std::shared_ptr<PerfMapReader> perf_map;
-  uint64_t perf_map_generation = 0; // generation perf_map was last refreshed in
+  uint64_t perf_map_generation = 0;   // generation perf_map was last refreshed in
+  uint64_t perf_map_bad_reported = 0; // malformed lines of perf_map already reported
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
@@ -101,6 +102,9 @@ public:
   size_t size() const { return processes_.size(); }
 
 private:
+  // Reads what the image's perf map gained; reports malformed lines once per process.
+  void refresh_perf_map(ProcessImage& image);
+
   std::string proc_root_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
   ElfCache elf_cache_;
