@@ -11,9 +11,10 @@ build_packages=(
 # openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
 # images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
-# container tests, each test with a private daemon or storage of its own.
+# container tests, each test with a private daemon or storage of its own; xmllint
+# (libxml2-utils) checks every SVG the tests write.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc)
+  docker.io podman runc libxml2-utils)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

@@ -6,6 +6,7 @@
 #include "cli/options.h"
 #include "common/log.h"
 #include "pipeline/recorder.h"
+#include "pipeline/render.h"
 
 namespace {
 
@@ -26,7 +27,17 @@ int main(int argc, char** argv)
     int code = app.exit(parse_error);
     return code == 0 ? 0 : kExitUsage;
   }
+  flamebpf::cli::finish_parse(app, config);
   flamebpf::log::init(config.verbose);
+  if (config.mode != flamebpf::cli::Mode::kRecord) {
+    auto done = config.mode == flamebpf::cli::Mode::kRender ? flamebpf::pipeline::render(config)
+                                                            : flamebpf::pipeline::diff(config);
+    if (!done) {
+      spdlog::error("{}", done.error().message);
+      return done.error().usage ? kExitUsage : kExitRuntimeFailure;
+    }
+    return 0;
+  }
   // libdw would fetch missing debug files from debuginfod servers; a profiler on a production host
   // makes no network requests of its own.
   unsetenv("DEBUGINFOD_URLS");

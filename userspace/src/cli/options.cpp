@@ -1,6 +1,22 @@
 #include "cli/options.h"
 
 namespace flamebpf::cli {
+namespace {
+
+void add_graph_options(CLI::App& app, Config& config)
+{
+  app.add_option("--title", config.title, "Flame graph title");
+  app.add_option("--width", config.width, "Flame graph width in pixels")
+      ->check(CLI::Range(200u, 100000u))
+      ->capture_default_str();
+  app.add_flag("--inverted", config.inverted, "Icicle graph: the root at the top");
+  app.add_option("--min-width", config.min_frame_width,
+                 "Leave out frames narrower than this many pixels")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
+}
+
+} // namespace
 
 void add_options(CLI::App& app, Config& config)
 {
@@ -46,6 +62,34 @@ void add_options(CLI::App& app, Config& config)
       ->check(CLI::Range(64u, 1u << 22))
       ->capture_default_str();
   app.add_flag("-v,--verbose", config.verbose, "Debug logging, including libbpf's");
+  add_graph_options(app, config);
+
+  auto* render = app.add_subcommand(
+      "render", "Draw folded stacks (flamebpf's, flamegraph.pl's, inferno's, stackcollapse's)");
+  render->add_option("inputs", config.render_inputs, "Folded files, summed; - for stdin")
+      ->required();
+  render->add_option("-o,--output", config.output, "Output: FILE.svg, or folded text (- stdout)")
+      ->required();
+  add_graph_options(*render, config);
+
+  auto* diff = app.add_subcommand(
+      "diff", "Differential flame graph of two folded files: red grew, blue shrank");
+  diff->add_option("before", config.diff_before, "The baseline folded file")->required();
+  diff->add_option("after", config.diff_after, "The folded file compared with it")->required();
+  diff->add_option("-o,--output", config.output,
+                   "Output: FILE.svg, or \"stack before after\" lines (difffolded's form)")
+      ->required();
+  diff->add_flag("--normalize", config.normalize, "Scale before's counts to after's total samples");
+  diff->add_flag("--negate", config.negate, "Draw over before's shape instead of after's");
+  add_graph_options(*diff, config);
+}
+
+void finish_parse(const CLI::App& app, Config& config)
+{
+  if (app.got_subcommand("render"))
+    config.mode = Mode::kRender;
+  else if (app.got_subcommand("diff"))
+    config.mode = Mode::kDiff;
 }
 
 } // namespace flamebpf::cli

@@ -9,7 +9,11 @@
 
 namespace flamebpf::cli {
 
+// What the command line asks for: a recording (the default), or a command on folded files.
+enum class Mode { kRecord, kRender, kDiff };
+
 struct Config {
+  Mode mode = Mode::kRecord;
   uint32_t frequency_hz = 99;
   double duration_seconds = 0; // 0: until SIGINT/SIGTERM
   double interval_seconds = 2; // how often the kernel maps are drained
@@ -24,10 +28,24 @@ struct Config {
   uint32_t stack_storage = 8192;
   uint32_t count_storage = 16384;
   bool verbose = false;
+
+  // Flame graphs (recording with -o FILE.svg, render, diff).
+  std::string title;                      // empty: "Flame Graph" / "Differential Flame Graph"
+  uint32_t width = 1200;                  // pixels
+  bool inverted = false;                  // icicle graph
+  double min_frame_width = 0.1;           // pixels; narrower frames are not drawn
+  std::vector<std::string> render_inputs; // render: folded files, summed
+  std::string diff_before;                // diff: the baseline folded file
+  std::string diff_after;                 // diff: the folded file compared with it
+  bool normalize = false;                 // diff: scale before to after's total samples
+  bool negate = false;                    // diff: draw over before's shape
   std::chrono::steady_clock::time_point started_at; // set by main, for start-up timing
 };
 
-// Declares every option on app, writing into config.
+// Declares every option and subcommand on app, writing into config.
 void add_options(CLI::App& app, Config& config);
+
+// Sets config.mode from the subcommand app parsed; call after app.parse().
+void finish_parse(const CLI::App& app, Config& config);
 
 } // namespace flamebpf::cli

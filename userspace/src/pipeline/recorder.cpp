@@ -12,9 +12,11 @@
 #include "drain/drain.h"
 #include "drain/drop_report.h"
 #include "emit/folded.h"
+#include "emit/svg.h"
 #include "jvm/agent_attacher.h"
 #include "jvm/agent_library.h"
 #include "pipeline/output_paths.h"
+#include "pipeline/render.h"
 #include "profile/accumulator.h"
 #include "profile/by_target.h"
 #include "sampler/sampler.h"
@@ -94,17 +96,31 @@ void install_stop_handlers()
   sigaction(SIGTERM, &action, nullptr);
 }
 
-Result<>
-write_folded(const std::string& path, const profile::SymbolizedProfile& profile, bool target_frame)
+// Writes profile to path: an SVG flame graph for ".svg", else folded stacks; "-" is stdout.
+Result<> write_profile(const std::string& path,
+                       const profile::SymbolizedProfile& profile,
+                       const cli::Config& config,
+                       bool target_frame)
 {
-  emit::FoldedEmitter emitter(target_frame);
+  std::unique_ptr<emit::Emitter> emitter;
+  if (is_svg_path(path)) {
+    emit::SvgOptions options;
+    options.title = config.title.empty() ? "Flame Graph" : config.title;
+    options.width = config.width;
+    options.inverted = config.inverted;
+    options.min_frame_width = config.min_frame_width;
+    options.target_frame = target_frame;
+    emitter = std::make_unique<emit::SvgEmitter>(options);
+  } else {
+    emitter = std::make_unique<emit::FoldedEmitter>(target_frame);
+  }
   if (path == "-") {
-    if (!emitter.write(profile, std::cout))
+    if (!emitter->write(profile, std::cout))
       return fail(error("cannot write to stdout"));
     return {};
   }
   return write_file_atomically(path,
-                               [&](std::ostream& out) { return emitter.write(profile, out); });
+                               [&](std::ostream& out) { return emitter->write(profile, out); });
 }
 
 uint64_t process_count(const profile::SymbolizedProfile& profile)
@@ -116,29 +132,33 @@ uint64_t process_count(const profile::SymbolizedProfile& profile)
 }
 
 // One file per target (named after it), or one file for all.
+// Each output (one file per target when there are several), in the format its name says.
 Result<std::vector<OutputFile>> write_outputs(const cli::Config& config,
-                                              const std::string& output,
+                                              const std::vector<std::string>& outputs,
                                               const target::TargetSet& targets,
                                               const std::set<std::string>& target_names,
                                               const profile::SymbolizedProfile& total)
 {
-  if (!targets.per_target_output() || output == "-") {
-    // Several targets in one stream stay apart only with their names as root frames.
-    bool target_frame = config.target_frame || targets.per_target_output();
-    if (auto written = write_folded(output, total, target_frame); !written)
-      return fail(written.error());
-    return std::vector<OutputFile>{{output, total.total_samples(), process_count(total)}};
-  }
+  std::vector<OutputFile> files;
   auto parts = profile::split_by_target(total);
   // A requested target without samples still gets its (empty) file: "no CPU used" is an answer.
   for (const auto& name : target_names)
     parts.try_emplace(name);
-  std::vector<OutputFile> files;
-  for (const auto& [name, part] : parts) {
-    std::string path = output_path_for_target(output, name);
-    if (auto written = write_folded(path, part, config.target_frame); !written)
-      return fail(written.error());
-    files.push_back({path, part.total_samples(), process_count(part)});
+  for (const auto& output : outputs) {
+    if (!targets.per_target_output() || output == "-") {
+      // Several targets in one stream stay apart only with their names as root frames.
+      bool target_frame = config.target_frame || targets.per_target_output();
+      if (auto written = write_profile(output, total, config, target_frame); !written)
+        return fail(written.error());
+      files.push_back({output, total.total_samples(), process_count(total)});
+      continue;
+    }
+    for (const auto& [name, part] : parts) {
+      std::string path = output_path_for_target(output, name);
+      if (auto written = write_profile(path, part, config, config.target_frame); !written)
+        return fail(written.error());
+      files.push_back({path, part.total_samples(), process_count(part)});
+    }
   }
   return files;
 }
@@ -150,7 +170,12 @@ Result<RecordSummary> record(const cli::Config& config)
   auto targets = resolve_targets(config);
   if (!targets)
     return fail(targets.error());
-  std::string output = config.output.empty() ? default_output_path() : config.output;
+  // Without -o: the folded file and its flame graph beside it.
+  std::vector<std::string> outputs{config.output};
+  if (config.output.empty()) {
+    std::string folded = default_output_path();
+    outputs = {folded, folded.substr(0, folded.size() - 7) + ".svg"};
+  }
   // Every target requested or seen, for per-target outputs and the summary.
   std::set<std::string> target_names;
   auto remember_targets = [&] {
@@ -290,12 +315,12 @@ Result<RecordSummary> record(const cli::Config& config)
   std::chrono::duration<double> sampled = Clock::now() - started;
 
   const auto& total = accumulator.total();
-  auto outputs = write_outputs(config, output, *targets, target_names, total);
-  if (!outputs)
-    return fail(outputs.error());
+  auto written = write_outputs(config, outputs, *targets, target_names, total);
+  if (!written)
+    return fail(written.error());
 
   RecordSummary summary;
-  summary.outputs = std::move(*outputs);
+  summary.outputs = std::move(*written);
   summary.samples = total.total_samples();
   summary.processes = process_count(total);
   summary.targets = target_names.size();

@@ -1,0 +1,156 @@
+#include "pipeline/render.h"
+
+#include <fmt/format.h>
+#include <iostream>
+#include <optional>
+
+#include "common/atomic_file.h"
+#include "common/file_content.h"
+#include "common/log.h"
+#include "emit/diff_folded.h"
+#include "emit/folded.h"
+#include "emit/svg.h"
+#include "profile/folded_reader.h"
+
+namespace flamebpf::pipeline {
+namespace {
+
+Result<profile::FoldedInput> read_inputs(const std::vector<std::string>& paths)
+{
+  profile::FoldedInput input;
+  for (const auto& path : paths) {
+    if (auto read = profile::read_folded_file(path, input); !read)
+      return fail(usage_error(read.error().message));
+  }
+  if (input.bad_lines > 0)
+    spdlog::warn("skipped {} lines that are not folded stacks (\"frame;frame;… count\")",
+                 input.bad_lines);
+  return input;
+}
+
+// Adds folded files to tree; with prune_share, drops what a drawing would leave out.
+Result<> add_inputs(emit::FlameTree& tree,
+                    const std::vector<std::string>& paths,
+                    emit::Side side,
+                    double prune_share = 0)
+{
+  // Several inputs become one text, so the tree is built (and pruned) in one sorted pass.
+  std::optional<FileContent> text;
+  if (paths.size() == 1) {
+    auto content = FileContent::read(paths.front());
+    if (!content)
+      return fail(usage_error(content.error().message));
+    text.emplace(std::move(*content));
+  } else {
+    std::string joined;
+    for (const auto& path : paths) {
+      auto content = FileContent::read(path);
+      if (!content)
+        return fail(usage_error(content.error().message));
+      joined += content->view();
+      if (!joined.empty() && joined.back() != '\n')
+        joined.push_back('\n');
+    }
+    text.emplace(std::move(joined));
+  }
+  uint64_t bad = tree.add_folded(std::move(*text), side, prune_share);
+  if (bad > 0)
+    spdlog::warn("skipped {} lines that are not folded stacks (\"frame;frame;… count\")", bad);
+  return {};
+}
+
+Result<> write_output(const std::string& path,
+                      const std::function<Result<>(std::ostream&)>& write_content)
+{
+  if (path == "-") {
+    if (auto written = write_content(std::cout); !written)
+      return fail(error("cannot write to stdout: " + written.error().message));
+    return {};
+  }
+  return write_file_atomically(path, write_content);
+}
+
+emit::SvgOptions svg_options(const cli::Config& config, std::string default_title)
+{
+  emit::SvgOptions options;
+  options.title = config.title.empty() ? std::move(default_title) : config.title;
+  options.width = config.width;
+  options.inverted = config.inverted;
+  options.min_frame_width = config.min_frame_width;
+  return options;
+}
+
+std::string joined(const std::vector<std::string>& paths)
+{
+  std::string text;
+  for (const auto& path : paths)
+    text += (text.empty() ? "" : ", ") + path;
+  return text;
+}
+
+} // namespace
+
+bool is_svg_path(const std::string& path)
+{
+  return path.size() > 4 && (path.ends_with(".svg") || path.ends_with(".SVG"));
+}
+
+Result<> render(const cli::Config& config)
+{
+  if (!is_svg_path(config.output)) {
+    auto input = read_inputs(config.render_inputs);
+    if (!input)
+      return fail(input.error());
+    emit::FoldedEmitter folded;
+    return write_output(config.output,
+                        [&](std::ostream& out) { return folded.write(input->profile, out); });
+  }
+  // Folded text goes straight into the tree: no copy of each frame on the way.
+  auto options = svg_options(config, "Flame Graph");
+  emit::FlameTree tree;
+  if (auto added = add_inputs(tree, config.render_inputs, emit::kAfter, emit::drawn_share(options));
+      !added)
+    return fail(added.error());
+  options.subtitle =
+      fmt::format("{} \xC2\xB7 {} samples", joined(config.render_inputs), tree.total());
+  return write_output(config.output,
+                      [&](std::ostream& out) { return emit::write_svg(tree, options, out); });
+}
+
+Result<> diff(const cli::Config& config)
+{
+  if (!is_svg_path(config.output)) {
+    auto before = read_inputs({config.diff_before});
+    if (!before)
+      return fail(before.error());
+    auto after = read_inputs({config.diff_after});
+    if (!after)
+      return fail(after.error());
+    return write_output(config.output, [&](std::ostream& out) {
+      return emit::write_diff_folded(before->profile, after->profile, config.normalize, out);
+    });
+  }
+
+  emit::FlameTree tree;
+  if (auto added = add_inputs(tree, {config.diff_before}, emit::kBefore); !added)
+    return fail(added.error());
+  if (auto added = add_inputs(tree, {config.diff_after}, emit::kAfter); !added)
+    return fail(added.error());
+  uint64_t before_total = tree.total(emit::kBefore);
+  uint64_t after_total = tree.total(emit::kAfter);
+  if (config.normalize)
+    tree.scale_before(emit::normalization_factor(before_total, after_total));
+  auto options = svg_options(config, "Differential Flame Graph");
+  options.subtitle = fmt::format(
+      "{} ({} samples) \xE2\x86\x92 {} ({} samples){} \xC2\xB7 drawn over {} \xC2\xB7 red grew, "
+      "blue shrank",
+      config.diff_before, before_total, config.diff_after, after_total,
+      config.normalize ? ", normalized" : "", config.negate ? "before" : "after");
+  emit::DiffOptions diff_options;
+  diff_options.shape = config.negate ? emit::kBefore : emit::kAfter;
+  return write_output(config.output, [&](std::ostream& out) {
+    return emit::write_svg(tree, options, out, &diff_options);
+  });
+}
+
+} // namespace flamebpf::pipeline

@@ -1,0 +1,20 @@
+// The `render` and `diff` commands: folded files in, a flame graph (or folded text) out. No BPF,
+// no root needed.
+#pragma once
+
+#include "cli/options.h"
+#include "common/result.h"
+
+namespace flamebpf::pipeline {
+
+// Sums the folded inputs and writes config.output: SVG for ".svg", else folded.
+[[nodiscard]] Result<> render(const cli::Config& config);
+
+// Writes the differential flame graph of config.diff_before and config.diff_after: SVG for
+// ".svg", else difffolded's "stack before after" form.
+[[nodiscard]] Result<> diff(const cli::Config& config);
+
+// Whether path names an SVG file (by its extension).
+bool is_svg_path(const std::string& path);
+
+} // namespace flamebpf::pipeline
