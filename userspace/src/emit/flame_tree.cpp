@@ -40,6 +40,8 @@ FlameTree::~FlameTree() = default;
 
 std::string_view FlameTree::keep(std::string_view name)
 {
+  if (name.empty())
+    return {};
   if (block_used_ + name.size() > block_size_) {
     block_size_ = std::max(kBlockSize, name.size());
     blocks_.push_back(std::unique_ptr<char[]>(new char[block_size_]));
@@ -55,7 +57,7 @@ std::string_view FlameTree::keep(std::string_view name)
 uint32_t FlameTree::child(uint32_t parent, const PathFrame& frame)
 {
   const FlameNode& up = nodes_[parent];
-  if (up.first_child == kNoNode || sorted_into_empty_)
+  if (up.first_child == kNoNode)
     return new_child(parent, frame);
   // The latest child is the likeliest: stacks that share a prefix tend to come together.
   if (const FlameNode& last = nodes_[up.last_child];
@@ -111,21 +113,6 @@ void FlameTree::drop_latest(uint32_t node, uint32_t previous_sibling)
   nodes_.resize(node);
 }
 
-void FlameTree::leave_path(size_t keep, Side side)
-{
-  // The previous path's nodes below the kept prefix are complete: no later sorted path comes
-  // back to them. The deepest go first, so each is the latest subtree of the table.
-  if (prune_below_ > 0) {
-    for (size_t i = last_nodes_.size(); i-- > keep;) {
-      if (nodes_[last_nodes_[i]].samples[side] < prune_below_)
-        drop_latest(last_nodes_[i], last_previous_[i]);
-    }
-  }
-  last_nodes_.resize(keep);
-  last_path_.resize(keep);
-  last_previous_.resize(keep);
-}
-
 void FlameTree::add(const std::vector<PathFrame>& path, uint64_t count, Side side)
 {
   if (count == 0)
@@ -133,17 +120,16 @@ void FlameTree::add(const std::vector<PathFrame>& path, uint64_t count, Side sid
   size_t shared = 0;
   while (shared < path.size() && shared < last_path_.size() && path[shared] == last_path_[shared])
     ++shared;
-  leave_path(shared, side);
+  last_nodes_.resize(shared);
+  last_path_.resize(shared);
   nodes_[0].samples[side] += count;
   for (size_t i = 0; i < shared; ++i)
     nodes_[last_nodes_[i]].samples[side] += count;
   uint32_t parent = shared == 0 ? 0 : last_nodes_[shared - 1];
   for (size_t i = shared; i < path.size(); ++i) {
-    uint32_t previous = nodes_[parent].last_child;
     parent = child(parent, path[i]);
     nodes_[parent].samples[side] += count;
     last_nodes_.push_back(parent);
-    last_previous_.push_back(parent == previous ? kNoNode : previous);
     // The node's own name: the caller's may not outlive this call.
     last_path_.push_back({nodes_[parent].name, path[i].kind});
   }
@@ -185,13 +171,14 @@ uint64_t FlameTree::add_folded(FileContent text, Side side, double prune_share)
   texts_.push_back(std::make_unique<FileContent>(std::move(text)));
   std::string_view rest = texts_.back()->view();
   // Each line's stack and count; sorted by stack, so that stacks sharing a prefix come together
-  // and most frames need no lookup (folded files are usually sorted already).
+  // (folded files are usually sorted already).
   struct Line {
     std::string_view stack;
     uint64_t count;
   };
   std::vector<Line> lines;
   uint64_t bad = 0;
+  uint64_t total = 0;
   while (!rest.empty()) {
     size_t newline = rest.find('\n');
     std::string_view line = rest.substr(0, newline);
@@ -211,51 +198,120 @@ uint64_t FlameTree::add_folded(FileContent text, Side side, double prune_share)
       ++bad;
       continue;
     }
+    if (count == 0)
+      continue;
     lines.push_back({line.substr(0, space), count});
+    total += count;
   }
   auto by_stack = [](const Line& a, const Line& b) { return a.stack < b.stack; };
   if (!std::is_sorted(lines.begin(), lines.end(), by_stack))
     std::sort(lines.begin(), lines.end(), by_stack);
 
-  // A frame's text is unique to its name and kind, and stacks with a common prefix are
-  // contiguous once sorted: into an empty tree, a frame differing from the previous stack's is
-  // always a new node.
-  sorted_into_empty_ = nodes_.size() == 1;
+  // The nodes name their frames in the kept text.
   names_kept_ = false;
-  leave_path(0, side);
-  if (sorted_into_empty_ && prune_share > 0) {
-    uint64_t total = 0;
-    for (const Line& line : lines)
-      total += line.count;
-    prune_below_ = samples_for_share(total, prune_share);
-  } else {
-    reserve(nodes_.size() + texts_.back()->view().size() / 32);
+  if (nodes_.size() == 1) {
+    add_sorted(
+        lines.size(), [&](size_t i) { return std::pair(lines[i].stack, lines[i].count); }, side,
+        prune_share > 0 ? samples_for_share(total, prune_share) : 0);
+    return bad;
   }
+  // Into a tree that holds stacks already, each frame is looked up.
+  names_kept_ = false;
+  reserve(nodes_.size() + texts_.back()->view().size() / 32);
   std::vector<PathFrame>& path = scratch_;
   for (const Line& line : lines) {
-    std::string_view frames = line.stack;
     path.clear();
-    bool first = true;
-    for (;;) {
-      size_t semicolon = frames.find(';');
-      std::string_view name = frames.substr(0, semicolon);
-      // The first frame is the process: its name carries no kind.
-      profile::FrameKind kind =
-          first ? profile::FrameKind::kNative : profile::folded_frame_kind(name);
-      path.push_back({name, kind});
-      first = false;
-      if (semicolon == std::string_view::npos)
-        break;
-      frames.remove_prefix(semicolon + 1);
-    }
+    split_stack(line.stack, path);
     add(path, line.count, side);
   }
-  // The last stack's nodes are complete too.
-  leave_path(0, side);
-  sorted_into_empty_ = false;
   names_kept_ = true;
-  prune_below_ = 0;
+  last_path_.clear();
+  last_nodes_.clear();
   return bad;
+}
+
+void FlameTree::split_stack(std::string_view stack, std::vector<PathFrame>& path)
+{
+  bool first = true;
+  for (;;) {
+    size_t semicolon = stack.find(';');
+    std::string_view name = stack.substr(0, semicolon);
+    // The first frame is the process: its name carries no kind.
+    profile::FrameKind kind =
+        first ? profile::FrameKind::kNative : profile::folded_frame_kind(name);
+    path.push_back({name, kind});
+    first = false;
+    if (semicolon == std::string_view::npos)
+      return;
+    stack.remove_prefix(semicolon + 1);
+  }
+}
+
+void FlameTree::add_sorted(size_t count_of_lines,
+                           const std::function<std::pair<std::string_view, uint64_t>(size_t)>& line,
+                           Side side,
+                           uint64_t prune_below)
+{
+  // Sorted stacks into an empty tree: stacks that share a frame prefix are contiguous, so a
+  // frame after the prefix shared with the previous stack is always a new node, and a node is
+  // complete once a stack leaves it. Samples are counted at the leaf and handed to the parent
+  // when a node completes; a completed node with fewer than prune_below samples is dropped with
+  // its subtree, the newest nodes of the table.
+  std::vector<uint32_t> path_nodes;
+  std::vector<uint32_t> path_previous;
+  auto complete_below = [&](size_t keep) {
+    for (size_t i = path_nodes.size(); i-- > keep;) {
+      uint32_t node = path_nodes[i];
+      nodes_[nodes_[node].parent].samples[side] += nodes_[node].samples[side];
+      if (nodes_[node].samples[side] < prune_below)
+        drop_latest(node, path_previous[i]);
+    }
+    path_nodes.resize(keep);
+    path_previous.resize(keep);
+  };
+  std::string_view previous;
+  for (size_t i = 0; i < count_of_lines; ++i) {
+    auto [stack, count] = line(i);
+    // The frames shared with the previous stack: those whose text and terminator match.
+    size_t common = 0;
+    size_t shared = 0;
+    size_t frame_start = 0; // where the first frame not shared starts
+    size_t limit = std::min(stack.size(), previous.size());
+    while (common < limit && stack[common] == previous[common]) {
+      if (stack[common] == ';') {
+        ++shared;
+        frame_start = common + 1;
+      }
+      ++common;
+    }
+    bool stack_ends = common == stack.size() || stack[common] == ';';
+    bool previous_ends = common == previous.size() || previous[common] == ';';
+    if (i > 0 && stack_ends && previous_ends && common > frame_start) {
+      ++shared;
+      frame_start = common + 1;
+    }
+    shared = std::min(shared, path_nodes.size());
+    complete_below(shared);
+    uint32_t parent = shared == 0 ? 0 : path_nodes.back();
+    if (frame_start < stack.size()) {
+      std::string_view rest = stack.substr(frame_start);
+      for (;;) {
+        size_t semicolon = rest.find(';');
+        std::string_view name = rest.substr(0, semicolon);
+        profile::FrameKind kind =
+            path_nodes.empty() ? profile::FrameKind::kNative : profile::folded_frame_kind(name);
+        path_previous.push_back(nodes_[parent].last_child);
+        parent = new_child(parent, {name, kind});
+        path_nodes.push_back(parent);
+        if (semicolon == std::string_view::npos)
+          break;
+        rest.remove_prefix(semicolon + 1);
+      }
+    }
+    nodes_[parent].samples[side] += count;
+    previous = stack;
+  }
+  complete_below(0);
 }
 
 void FlameTree::scale_before(double factor)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,8 +83,13 @@ private:
   uint32_t child(uint32_t parent, const PathFrame& frame);
   // Removes node, the parent's latest child, with its subtree, the last nodes of the table.
   void drop_latest(uint32_t node, uint32_t previous_sibling);
-  // Forgets the previous path below its first keep frames, pruning what completed.
-  void leave_path(size_t keep, Side side);
+  // The frames of one folded stack, its first (the process) without a kind.
+  static void split_stack(std::string_view stack, std::vector<PathFrame>& path);
+  // Adds sorted stacks (line(i) for i below count_of_lines) to an empty tree; see add_folded.
+  void add_sorted(size_t count_of_lines,
+                  const std::function<std::pair<std::string_view, uint64_t>(size_t)>& line,
+                  Side side,
+                  uint64_t prune_below);
   uint32_t new_child(uint32_t parent, const PathFrame& frame);
   std::string_view keep(std::string_view name);
 
@@ -105,18 +111,13 @@ private:
     }
   };
   std::unordered_map<uint32_t, std::unordered_map<WideKey, uint32_t, WideKeyHash>> wide_;
-  // The previous path's frames and nodes, for prefix reuse, and each node's previous sibling.
+  // The previous path's frames and nodes, for prefix reuse.
   std::vector<PathFrame> last_path_;
   std::vector<uint32_t> last_nodes_;
-  std::vector<uint32_t> last_previous_;
-  uint64_t prune_below_ = 0; // while adding sorted folded text: see add_folded
   std::vector<PathFrame> scratch_;
   // Folded texts the tree keeps, so that names can point into them; never moved, since a short
   // string's characters move with it.
   std::vector<std::unique_ptr<FileContent>> texts_;
-  // While set, the paths come sorted into an empty tree: a frame that differs from the previous
-  // path's is new, so no sibling needs a look.
-  bool sorted_into_empty_ = false;
   bool names_kept_ = true; // whether child() copies names into the tree's storage
 };
 
