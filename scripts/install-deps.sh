@@ -12,9 +12,10 @@ build_packages=(
 # images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
 # container tests, each test with a private daemon or storage of its own; xmllint
-# (libxml2-utils) checks every SVG the tests write.
+# (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
+# playwright-core from npm, which tests/browser/run.sh installs).
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils)
+  docker.io podman runc libxml2-utils chromium)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

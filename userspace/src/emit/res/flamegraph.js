@@ -23,6 +23,9 @@
   const HIDDEN = 1;
   const ANCESTOR = 2;
 
+  // The <svg> this script belongs to: the document's root when the SVG is opened on its own, or
+  // the enclosing element when it is inlined in an HTML page.
+  const script = document.currentScript;
   let svg = null;
   let total = 0;
   let width = 0;
@@ -31,11 +34,11 @@
 
   // Frames, in document order: element, samples to the left (x), samples (w), depth, name.
   let count = 0;
-  let frames = [];
+  const frames = [];
   let fx = new Float64Array(0);
   let fw = new Float64Array(0);
   let fd = new Int32Array(0);
-  let names = [];
+  const names = [];
   const indexOf = new Map();
   let root = -1;
 
@@ -103,19 +106,19 @@
 
   function init() {
     const started = performance.now();
-    svg = document.documentElement;
+    svg = script && script.closest ? script.closest("svg") : document.documentElement;
     if (!svg || svg.namespaceURI !== SVG_NS) return;
     total = Math.max(0, number(svg.getAttribute("data-total"), 0));
     const viewBox = (svg.getAttribute("viewBox") || "").trim().split(/[\s,]+/);
     width = number(svg.getAttribute("width"), number(viewBox[2], 0));
     padLeft = number(svg.getAttribute("data-pad-left"), 10);
     plotWidth = Math.max(0, width - 2 * padLeft);
-    unzoomButton = document.getElementById("unzoom");
-    searchButton = document.getElementById("search");
-    matchedText = document.getElementById("matched");
-    detailsText = document.getElementById("details");
+    unzoomButton = svg.querySelector("#unzoom");
+    searchButton = svg.querySelector("#search");
+    matchedText = svg.querySelector("#matched");
+    detailsText = svg.querySelector("#details");
 
-    const container = document.getElementById("frames");
+    const container = svg.querySelector("#frames");
     if (container) {
       for (let g = container.firstElementChild; g; g = g.nextElementSibling) {
         if (g.localName === "g" && g.classList.contains("f")) frames.push(g);
@@ -155,7 +158,7 @@
     let initial = null;
     try {
       initial = new URLSearchParams(window.location.search).get("s");
-    } catch (ignored) {
+    } catch {
       // No usable location (an embedding that hides it): no search from the URL.
     }
     if (initial) search(initial);
@@ -339,10 +342,10 @@
       const caseless = text.startsWith("(?i)");
       try {
         compiled = new RegExp(caseless ? text.slice(4) : text, caseless ? "iu" : "u");
-      } catch (unicodeError) {
+      } catch {
         try {
           compiled = new RegExp(caseless ? text.slice(4) : text, caseless ? "i" : "");
-        } catch (error) {
+        } catch {
           setText(matchedText, "Invalid regular expression");
           return false;
         }
@@ -408,6 +411,7 @@
     clearTimeout(typingTimer);
     searchBox.classList.add("hide");
     searchInput.blur();
+    showMatched(); // in place of an invalid-regex message
   }
 
   // Searches as one types, once typing pauses.
