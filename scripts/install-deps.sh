@@ -13,9 +13,10 @@ build_packages=(
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
 # container tests, each test with a private daemon or storage of its own; xmllint
 # (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
-# playwright-core from npm, which tests/browser/run.sh installs).
+# playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
+# the pprof files.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium)
+  docker.io podman runc libxml2-utils chromium golang-go)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then
