@@ -31,7 +31,8 @@ int main(int argc, char** argv)
   flamebpf::log::init(config.verbose);
   if (config.mode != flamebpf::cli::Mode::kRecord) {
     auto done = config.mode == flamebpf::cli::Mode::kRender ? flamebpf::pipeline::render(config)
-                                                            : flamebpf::pipeline::diff(config);
+                : config.mode == flamebpf::cli::Mode::kDiff ? flamebpf::pipeline::diff(config)
+                                                            : flamebpf::pipeline::merge(config);
     if (!done) {
       spdlog::error("{}", done.error().message);
       return done.error().usage ? kExitUsage : kExitRuntimeFailure;
@@ -46,6 +47,12 @@ int main(int argc, char** argv)
   if (!summary) {
     spdlog::error("{}", summary.error().message);
     return summary.error().usage ? kExitUsage : kExitRuntimeFailure;
+  }
+  if (!summary->output_dir.empty()) {
+    spdlog::info("wrote {} files of {} intervals to {}: {} targets in {:.1f} s",
+                 summary->dump_files, summary->intervals, summary->output_dir, summary->targets,
+                 summary->seconds);
+    return 0;
   }
   std::string written = summary->outputs.front().path;
   if (summary->outputs.size() > 1) {

@@ -1,7 +1,35 @@
 #include "cli/options.h"
 
+#include "agent/dump_files.h"
+#include "emit/formats.h"
+
 namespace flamebpf::cli {
 namespace {
+
+// Validators that say what was wrong in one line, as CLI11 reports them.
+const CLI::Validator kDuration(
+    [](std::string& text) {
+      return agent::parse_duration(text) ? std::string()
+                                         : "not a duration like 90s, 30m, 12h or 7d";
+    },
+    "DURATION");
+const CLI::Validator kSize(
+    [](std::string& text) {
+      return agent::parse_size(text) ? std::string() : "not a size like 500M or 2G";
+    },
+    "SIZE");
+const CLI::Validator kTime(
+    [](std::string& text) {
+      return agent::parse_time(text, std::chrono::system_clock::now())
+                 ? std::string()
+                 : "not a time like 2026-11-22T16:20:00Z, @1795000000 or -30m";
+    },
+    "TIME");
+const CLI::Validator kFormat(
+    [](std::string& text) {
+      return emit::parse_format(text) ? std::string() : "not one of folded, svg, pprof";
+    },
+    "FORMAT");
 
 void add_graph_options(CLI::App& app, Config& config)
 {
@@ -64,6 +92,23 @@ void add_options(CLI::App& app, Config& config)
   app.add_flag("-v,--verbose", config.verbose, "Debug logging, including libbpf's");
   add_graph_options(app, config);
 
+  app.add_option("--output-dir", config.output_dir,
+                 "Agent mode: every --interval (default 60 s here), write "
+                 "DIR/<target>/<UTC start>_<UTC end>.<format> for each target with samples");
+  app.add_option("--format", config.formats, "Formats of each dump: folded, svg, pprof")
+      ->delimiter(',')
+      ->check(kFormat)
+      ->capture_default_str();
+  app.add_option("--retain-age", config.retain_age, "Remove dumps older than this (e.g. 7d)")
+      ->check(kDuration);
+  app.add_option("--retain-count", config.retain_count, "Keep at most this many dumps per target")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retain-size", config.retain_size,
+                 "Keep at most this much of dumps per target (e.g. 2G)")
+      ->check(kSize);
+  app.add_flag("--diff-previous", config.diff_previous,
+               "Also write, each interval, a differential SVG against the previous interval");
+
   auto* render = app.add_subcommand(
       "render", "Draw folded stacks (flamebpf's, flamegraph.pl's, inferno's, stackcollapse's)");
   render->add_option("inputs", config.render_inputs, "Folded files, summed; - for stdin")
@@ -82,6 +127,18 @@ void add_options(CLI::App& app, Config& config)
   diff->add_flag("--normalize", config.normalize, "Scale before's counts to after's total samples");
   diff->add_flag("--negate", config.negate, "Draw over before's shape instead of after's");
   add_graph_options(*diff, config);
+
+  auto* merge = app.add_subcommand(
+      "merge", "Sum the dumps of one target (agent mode) whose windows fall in a time range");
+  merge->add_option("directory", config.merge_dir, "The target's directory: DIR/<target>")
+      ->required();
+  merge->add_option("--from", config.merge_from, "Start of the range (default: the first dump)")
+      ->check(kTime);
+  merge->add_option("--to", config.merge_to, "End of the range (default: the last dump)")
+      ->check(kTime);
+  merge->add_option("-o,--output", config.output, "Output: FILE.svg, FILE.pb.gz or folded text")
+      ->required();
+  add_graph_options(*merge, config);
 }
 
 void finish_parse(const CLI::App& app, Config& config)
@@ -90,6 +147,11 @@ void finish_parse(const CLI::App& app, Config& config)
     config.mode = Mode::kRender;
   else if (app.got_subcommand("diff"))
     config.mode = Mode::kDiff;
+  else if (app.got_subcommand("merge"))
+    config.mode = Mode::kMerge;
+  // Agent mode writes one set of dumps per interval: a minute unless asked otherwise.
+  if (!config.output_dir.empty() && app.count("--interval") == 0)
+    config.interval_seconds = 60;
 }
 
 } // namespace flamebpf::cli

@@ -10,7 +10,7 @@
 namespace flamebpf::cli {
 
 // What the command line asks for: a recording (the default), or a command on folded files.
-enum class Mode { kRecord, kRender, kDiff };
+enum class Mode { kRecord, kRender, kDiff, kMerge };
 
 struct Config {
   Mode mode = Mode::kRecord;
@@ -39,6 +39,19 @@ struct Config {
   std::string diff_after;                 // diff: the folded file compared with it
   bool normalize = false;                 // diff: scale before to after's total samples
   bool negate = false;                    // diff: draw over before's shape
+
+  // Agent mode (--output-dir): periodic dumps.
+  std::string output_dir;                            // empty: recording mode
+  std::vector<std::string> formats{"folded", "svg"}; // of each dump
+  std::string retain_age;                            // e.g. "7d"; empty: no limit
+  uint64_t retain_count = 0;                         // dumps per target; 0: no limit
+  std::string retain_size;                           // e.g. "2G"; empty: no limit
+  bool diff_previous = false; // a differential SVG against the previous interval
+
+  // merge: sum the dumps of one target over a time range.
+  std::string merge_dir;                            // DIR/<target>
+  std::string merge_from;                           // empty: from the first dump
+  std::string merge_to;                             // empty: to the last dump
   std::chrono::steady_clock::time_point started_at; // set by main, for start-up timing
 };
 

@@ -1,22 +1,26 @@
 #include "pipeline/recorder.h"
 
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <optional>
 #include <set>
 #include <signal.h>
+#include <unordered_map>
 
+#include "agent/dump_writer.h"
+#include "agent/stats.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
 #include "drain/drain.h"
 #include "drain/drop_report.h"
 #include "emit/folded.h"
+#include "emit/formats.h"
 #include "emit/svg.h"
 #include "jvm/agent_attacher.h"
 #include "jvm/agent_library.h"
 #include "pipeline/output_paths.h"
-#include "pipeline/render.h"
 #include "profile/accumulator.h"
 #include "profile/by_target.h"
 #include "sampler/sampler.h"
@@ -27,6 +31,7 @@
 namespace flamebpf::pipeline {
 
 std::atomic<bool> g_stop_requested{false};
+std::atomic<bool> g_reresolve_requested{false};
 
 namespace {
 
@@ -86,7 +91,7 @@ std::string describe_target(const target::TargetSet& targets, const fb_process_n
   return "the host";
 }
 
-void install_stop_handlers()
+void install_signal_handlers()
 {
   struct sigaction action {};
   action.sa_handler = [](int) { g_stop_requested.store(true); };
@@ -94,26 +99,75 @@ void install_stop_handlers()
   action.sa_flags = 0; // no SA_RESTART: the ring-buffer wait returns at once
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  struct sigaction hangup {};
+  hangup.sa_handler = [](int) { g_reresolve_requested.store(true); };
+  sigemptyset(&hangup.sa_mask);
+  sigaction(SIGHUP, &hangup, nullptr);
 }
 
-// Writes profile to path: an SVG flame graph for ".svg", else folded stacks; "-" is stdout.
+// The dump options of agent mode, the directory created.
+Result<agent::DumpOptions> dump_options(const cli::Config& config)
+{
+  agent::DumpOptions options;
+  options.directory = config.output_dir;
+  std::error_code failed;
+  std::filesystem::create_directories(options.directory, failed);
+  if (failed)
+    return fail(error("cannot create " + options.directory + ": " + failed.message()));
+  options.formats.clear();
+  for (const auto& name : config.formats) {
+    auto format = emit::parse_format(name);
+    if (!format)
+      return fail(usage_error("unknown --format " + name + "; use folded, svg or pprof"));
+    if (std::find(options.formats.begin(), options.formats.end(), *format) == options.formats.end())
+      options.formats.push_back(*format);
+  }
+  if (!config.retain_age.empty())
+    options.retention.max_age = agent::parse_duration(config.retain_age);
+  if (config.retain_count > 0)
+    options.retention.max_count = config.retain_count;
+  if (!config.retain_size.empty())
+    options.retention.max_bytes = agent::parse_size(config.retain_size);
+  options.diff_previous = config.diff_previous;
+  options.svg.title = config.title.empty() ? "Flame Graph" : config.title;
+  options.svg.width = config.width;
+  options.svg.inverted = config.inverted;
+  options.svg.min_frame_width = config.min_frame_width;
+  return options;
+}
+
+// The age of the JIT perf maps of the processes in interval, with their targets.
+std::vector<agent::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbolizer,
+                                             const profile::SymbolizedProfile& interval)
+{
+  std::unordered_map<uint32_t, std::string> targets;
+  for (const auto& stack : interval.stacks)
+    targets.try_emplace(stack.pid, stack.target);
+  std::vector<agent::PerfMapAge> ages;
+  auto now = agent::Clock::now();
+  for (const auto& map : symbolizer.perf_maps()) {
+    auto target = targets.find(map.pid);
+    if (target == targets.end())
+      continue;
+    std::chrono::duration<double> age = now - map.modified;
+    ages.push_back({map.pid, target->second, age.count()});
+  }
+  return ages;
+}
+
+// Writes profile to path in the format its extension names; "-" is stdout (folded).
 Result<> write_profile(const std::string& path,
                        const profile::SymbolizedProfile& profile,
                        const cli::Config& config,
                        bool target_frame)
 {
-  std::unique_ptr<emit::Emitter> emitter;
-  if (is_svg_path(path)) {
-    emit::SvgOptions options;
-    options.title = config.title.empty() ? "Flame Graph" : config.title;
-    options.width = config.width;
-    options.inverted = config.inverted;
-    options.min_frame_width = config.min_frame_width;
-    options.target_frame = target_frame;
-    emitter = std::make_unique<emit::SvgEmitter>(options);
-  } else {
-    emitter = std::make_unique<emit::FoldedEmitter>(target_frame);
-  }
+  emit::SvgOptions svg;
+  svg.title = config.title.empty() ? "Flame Graph" : config.title;
+  svg.width = config.width;
+  svg.inverted = config.inverted;
+  svg.min_frame_width = config.min_frame_width;
+  svg.target_frame = target_frame;
+  auto emitter = emit::make_emitter(emit::format_of_path(path), svg);
   if (path == "-") {
     if (!emitter->write(profile, std::cout))
       return fail(error("cannot write to stdout"));
@@ -170,6 +224,14 @@ Result<RecordSummary> record(const cli::Config& config)
   auto targets = resolve_targets(config);
   if (!targets)
     return fail(targets.error());
+  bool agent_mode = !config.output_dir.empty();
+  std::optional<agent::DumpWriter> dumps;
+  if (agent_mode) {
+    auto options = dump_options(config);
+    if (!options)
+      return fail(options.error());
+    dumps.emplace(std::move(*options));
+  }
   // Without -o: the folded file and its flame graph beside it.
   std::vector<std::string> outputs{config.output};
   if (config.output.empty()) {
@@ -205,7 +267,7 @@ Result<RecordSummary> record(const cli::Config& config)
     if (image.jvm)
       attacher.on_jvm(notice.tgid, image.keeps_perf_map, describe_target(*targets, notice));
   };
-  install_stop_handlers();
+  install_signal_handlers();
   auto sampler = sampler::Sampler::start(sampler_options(config, *targets), on_notice);
   if (!sampler)
     return fail(sampler.error());
@@ -219,9 +281,9 @@ Result<RecordSummary> record(const cli::Config& config)
 
   target::CgroupWatcher watcher;
   auto last_refresh = Clock::now();
-  auto refresh_targets = [&]() -> Result<> {
+  auto refresh_targets = [&](bool reresolve) -> Result<> {
     last_refresh = Clock::now();
-    auto changes = targets->refresh();
+    auto changes = targets->refresh(reresolve);
     for (const auto& removed : changes.removed) {
       if (removed.pid != 0)
         sampler->remove_pid_target(removed.pid);
@@ -242,7 +304,38 @@ Result<RecordSummary> record(const cli::Config& config)
 
   drain::Drainer drainer(sampler->map_reader());
   profile::Accumulator accumulator;
-  auto drain_once = [&]() -> Result<> {
+  // Agent mode: each interval's window, from one wall-clock boundary to the next.
+  auto window_start = agent::Clock::now();
+  agent::OwnUsage usage_before = agent::own_usage();
+  uint64_t intervals = 0;
+  uint64_t dump_files = 0;
+  auto write_dumps = [&](const profile::SymbolizedProfile& interval,
+                         agent::Clock::time_point window_end) {
+    agent::Window window{window_start, window_end};
+    window_start = window_end;
+    ++intervals;
+    agent::DumpReport report = dumps->write(interval, window);
+    dump_files += report.files;
+    agent::IntervalStats stats;
+    stats.window = window;
+    stats.profile = &interval;
+    stats.perf_maps = perf_map_ages(*symbolizer, interval);
+    stats.usage = agent::own_usage();
+    stats.interval_cpu_seconds = stats.usage.cpu_seconds - usage_before.cpu_seconds;
+    usage_before = stats.usage;
+    stats.files_written = report.files;
+    stats.dumps_pending = report.pending;
+    spdlog::info("{}", agent::summary_line(stats));
+    auto appended =
+        agent::append_line(config.output_dir + "/flamebpf-stats.jsonl", agent::stats_json(stats));
+    // A full disk is said once per interval; sampling goes on and the writes are retried.
+    if (!report.error.empty())
+      spdlog::error("{}; {} intervals kept in memory, retried at the next one", report.error,
+                    report.pending);
+    else if (!appended)
+      spdlog::error("{}", appended.error().message);
+  };
+  auto drain_once = [&](agent::Clock::time_point window_end) -> Result<> {
     // Pending notices first, so processes are captured before their samples are symbolized.
     if (auto polled = sampler->poll_notices(std::chrono::milliseconds(0)); !polled)
       return fail(polled.error());
@@ -259,7 +352,10 @@ Result<RecordSummary> record(const cli::Config& config)
     symbolized->frequency_hz = config.frequency_hz;
     spdlog::debug("interval: {} samples in {} stacks", symbolized->total_samples(),
                   symbolized->stacks.size());
-    accumulator.add(std::move(*symbolized));
+    if (agent_mode)
+      write_dumps(*symbolized, window_end);
+    else
+      accumulator.add(std::move(*symbolized));
     for (const auto& image : symbolizer->forget_exited_processes())
       sampler->forget_image(image.pid, image.image_id);
     return {};
@@ -268,7 +364,12 @@ Result<RecordSummary> record(const cli::Config& config)
   auto started = Clock::now();
   auto interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(config.interval_seconds));
-  auto next_drain = started + interval;
+  // Agent mode drains at wall-clock multiples of the interval, so that every dump's window is.
+  auto next_wall_drain = agent::next_boundary(agent::Clock::now(), interval);
+  auto wall_to_steady = [&](agent::Clock::time_point wall) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(wall - agent::Clock::now());
+  };
+  auto next_drain = agent_mode ? wall_to_steady(next_wall_drain) : started + interval;
   bool bounded = config.duration_seconds > 0;
   auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(config.duration_seconds));
@@ -283,18 +384,30 @@ Result<RecordSummary> record(const cli::Config& config)
       next_perf_map_poll = now + kPerfMapPollInterval;
     }
     if (now >= next_drain) {
-      if (auto drained = drain_once(); !drained)
+      if (auto drained = drain_once(next_wall_drain); !drained)
         return fail(drained.error());
-      if (auto refreshed = refresh_targets(); !refreshed)
+      if (auto refreshed = refresh_targets(false); !refreshed)
         return fail(refreshed.error());
       refresh_pending = false;
-      next_drain += interval;
+      if (agent_mode) {
+        // After a stall (a suspended machine), the next boundary, not every missed one.
+        next_wall_drain = agent::next_boundary(
+            std::max(next_wall_drain, agent::Clock::now()) - std::chrono::nanoseconds(1), interval);
+        next_drain = wall_to_steady(next_wall_drain);
+      } else {
+        next_drain += interval;
+      }
       continue;
+    }
+    if (g_reresolve_requested.exchange(false)) {
+      spdlog::info("SIGHUP: resolving the targets again");
+      if (auto refreshed = refresh_targets(true); !refreshed)
+        return fail(refreshed.error());
     }
     refresh_pending |= watcher.changed();
     if (refresh_pending && now - last_refresh >= kMinRefreshGap) {
       refresh_pending = false;
-      if (auto refreshed = refresh_targets(); !refreshed)
+      if (auto refreshed = refresh_targets(false); !refreshed)
         return fail(refreshed.error());
     }
     auto wake = std::min(next_drain, next_perf_map_poll);
@@ -310,9 +423,23 @@ Result<RecordSummary> record(const cli::Config& config)
   }
   // JVMs being attached get the chance to name the last interval's frames.
   attacher.wait_idle(Clock::now() + attacher_options.timeout);
-  if (auto drained = drain_once(); !drained)
+  if (auto drained = drain_once(agent::Clock::now()); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Clock::now() - started;
+
+  if (agent_mode) {
+    agent::DumpReport last = dumps->flush();
+    dump_files += last.files;
+    if (!last.error.empty())
+      spdlog::error("{}; the dumps of {} intervals are lost", last.error, last.pending);
+    RecordSummary summary;
+    summary.output_dir = config.output_dir;
+    summary.intervals = intervals;
+    summary.dump_files = dump_files;
+    summary.targets = target_names.size();
+    summary.seconds = sampled.count();
+    return summary;
+  }
 
   const auto& total = accumulator.total();
   auto written = write_outputs(config, outputs, *targets, target_names, total);

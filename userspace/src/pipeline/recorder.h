@@ -22,6 +22,9 @@ struct OutputFile {
 
 struct RecordSummary {
   std::vector<OutputFile> outputs; // one per target when the profile is split
+  std::string output_dir;          // agent mode: where the dumps went
+  uint64_t intervals = 0;          // agent mode: intervals dumped
+  uint64_t dump_files = 0;         // agent mode: files written
   uint64_t samples = 0;            // samples in the profile
   uint64_t processes = 0;          // distinct processes in the profile
   uint64_t targets = 0;            // targets profiled at some point
@@ -31,6 +34,8 @@ struct RecordSummary {
 
 // Set by the SIGINT/SIGTERM handler; the recorder stops at the next poll.
 extern std::atomic<bool> g_stop_requested;
+// Set by the SIGHUP handler; the recorder resolves its targets again.
+extern std::atomic<bool> g_reresolve_requested;
 
 // Resolves targets and fails with a usage error if one is unknown; otherwise runs to the end and
 // writes the output.

@@ -1,14 +1,18 @@
 #include "pipeline/render.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <optional>
 
+#include "agent/dump_files.h"
 #include "common/atomic_file.h"
 #include "common/file_content.h"
 #include "common/log.h"
 #include "emit/diff_folded.h"
 #include "emit/folded.h"
+#include "emit/formats.h"
 #include "emit/svg.h"
 #include "profile/folded_reader.h"
 
@@ -151,6 +155,47 @@ Result<> diff(const cli::Config& config)
   return write_output(config.output, [&](std::ostream& out) {
     return emit::write_svg(tree, options, out, &diff_options);
   });
+}
+
+Result<> merge(const cli::Config& config)
+{
+  auto now = agent::Clock::now();
+  auto from = config.merge_from.empty() ? std::nullopt : agent::parse_time(config.merge_from, now);
+  auto to = config.merge_to.empty() ? std::nullopt : agent::parse_time(config.merge_to, now);
+  std::string directory = config.merge_dir;
+  while (directory.size() > 1 && directory.back() == '/')
+    directory.pop_back();
+  std::vector<std::string> inputs;
+  std::optional<agent::Window> span;
+  for (const auto& dump : agent::list_dumps(directory)) {
+    // Whole windows only: a dump that straddles an end of the range is left out.
+    if ((from && dump.window.start < *from) || (to && dump.window.end > *to))
+      continue;
+    auto folded = std::find_if(dump.files.begin(), dump.files.end(),
+                               [](const std::string& file) { return file.ends_with(".folded"); });
+    if (folded == dump.files.end())
+      continue;
+    inputs.push_back(directory + "/" + *folded);
+    span = span ? agent::Window{span->start, dump.window.end} : dump.window;
+  }
+  if (inputs.empty())
+    return fail(usage_error("no folded dump in " + directory +
+                            " lies within the range; agent mode writes them with --format folded"));
+  auto input = read_inputs(inputs);
+  if (!input)
+    return fail(input.error());
+  std::string target = std::filesystem::path(directory).filename();
+  for (auto& stack : input->profile.stacks)
+    stack.target = target;
+  input->profile.start = span->start;
+  input->profile.end = span->end;
+  emit::SvgOptions svg = svg_options(config, "Flame Graph");
+  svg.subtitle =
+      emit::describe_profile(input->profile) + fmt::format(" \xC2\xB7 {} dumps", inputs.size());
+  auto emitter = emit::make_emitter(emit::format_of_path(config.output), svg);
+  spdlog::info("merged {} dumps of {} ({})", inputs.size(), target, agent::window_name(*span));
+  return write_output(config.output,
+                      [&](std::ostream& out) { return emitter->write(input->profile, out); });
 }
 
 } // namespace flamebpf::pipeline

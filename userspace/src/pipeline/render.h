@@ -14,6 +14,10 @@ namespace flamebpf::pipeline {
 // ".svg", else difffolded's "stack before after" form.
 [[nodiscard]] Result<> diff(const cli::Config& config);
 
+// Sums the folded dumps in config.merge_dir whose windows lie within config.merge_from and
+// config.merge_to, and writes config.output in the format its extension names.
+[[nodiscard]] Result<> merge(const cli::Config& config);
+
 // Whether path names an SVG file (by its extension).
 bool is_svg_path(const std::string& path);
 

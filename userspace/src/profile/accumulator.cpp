@@ -32,6 +32,8 @@ void Accumulator::add(SymbolizedProfile interval)
   }
   total_.end = interval.end;
   total_.counters += interval.counters;
+  total_.symbolize_stats += interval.symbolize_stats;
+  total_.build_ids.merge(interval.build_ids);
   for (auto& stack : interval.stacks) {
     auto [it, inserted] = index_.try_emplace(identity(stack), total_.stacks.size());
     if (inserted)

@@ -12,6 +12,7 @@ std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile
       it->second.end = profile.end;
       it->second.frequency_hz = profile.frequency_hz;
       it->second.counters = profile.counters;
+      it->second.build_ids = profile.build_ids;
     }
     it->second.stacks.push_back(stack);
   }

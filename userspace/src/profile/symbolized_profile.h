@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,31 @@ struct Stack {
   uint64_t count = 0;
 };
 
+// How many user frames the symbolizer could not name, by where the code was.
+struct SymbolizeStats {
+  uint64_t native_frames = 0;  // in ELF files
+  uint64_t native_unnamed = 0; // of those, without a symbol
+  uint64_t jit_frames = 0;     // in anonymous executable memory (JIT code)
+  uint64_t jit_unnamed = 0;    // of those, not in the process's perf map
+  SymbolizeStats& operator+=(const SymbolizeStats& other)
+  {
+    native_frames += other.native_frames;
+    native_unnamed += other.native_unnamed;
+    jit_frames += other.jit_frames;
+    jit_unnamed += other.jit_unnamed;
+    return *this;
+  }
+};
+
 struct SymbolizedProfile {
   std::chrono::system_clock::time_point start;
   std::chrono::system_clock::time_point end;
   uint32_t frequency_hz = 0;
   std::vector<Stack> stacks;
   DropCounters counters;
+  // GNU build ID (hex) of each ELF file named as a frame's module, where it has one.
+  std::map<std::string, std::string> build_ids;
+  SymbolizeStats symbolize_stats;
 
   // Total samples over all stacks.
   uint64_t total_samples() const

@@ -92,6 +92,17 @@ std::string PerfMapReader::path() const
          std::to_string(ns_pid_) + ".map";
 }
 
+std::optional<std::chrono::system_clock::time_point> PerfMapReader::modified() const
+{
+  struct stat status {};
+  if (!fd_.valid() || ::fstat(fd_.get(), &status) != 0)
+    return std::nullopt;
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(status.st_mtim.tv_sec) +
+          std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
+}
+
 void PerfMapReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
 {
   fd_ = std::move(fd);

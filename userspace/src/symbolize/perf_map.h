@@ -5,6 +5,7 @@
 // container is not trusted.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -57,6 +58,8 @@ public:
   bool found() const { return fd_.valid(); }
   // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
   std::string path() const;
+  // When the map file was last written; nullopt if it was never found.
+  std::optional<std::chrono::system_clock::time_point> modified() const;
 
   static constexpr size_t kMaxLine = 64 * 1024;          // longer lines are skipped
   static constexpr size_t kMaxReadPerRefresh = 32 << 20; // the rest waits for the next refresh

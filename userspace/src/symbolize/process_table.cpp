@@ -157,6 +157,18 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   return &image.perf_map->table();
 }
 
+std::vector<PerfMapStatus> ProcessTable::perf_maps() const
+{
+  std::vector<PerfMapStatus> maps;
+  for (const auto& [key, image] : processes_) {
+    if (!image.perf_map)
+      continue;
+    if (auto modified = image.perf_map->modified())
+      maps.push_back({key.pid, image.perf_map->path(), *modified, image.perf_map->table().size()});
+  }
+  return maps;
+}
+
 void ProcessTable::poll_perf_maps()
 {
   for (auto& [key, image] : processes_) {

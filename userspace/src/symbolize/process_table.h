@@ -3,6 +3,7 @@
 // exits before the interval ends can still be symbolized.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +22,14 @@ namespace flamebpf::symbolize {
 struct MappedCode {
   Mapping mapping;
   std::shared_ptr<const ElfSymbols> symbols; // null when the file could not be read
+};
+
+// A JIT's perf map as last read, for the agent's statistics.
+struct PerfMapStatus {
+  uint32_t pid = 0;
+  std::string path;
+  std::chrono::system_clock::time_point modified; // when the JIT last wrote it
+  size_t entries = 0;
 };
 
 struct ProcessImage {
@@ -91,6 +100,8 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
+  // The perf maps found so far, of processes still known.
+  std::vector<PerfMapStatus> perf_maps() const;
   // Reads what JVMs appended to their perf maps since the last call, so that the map of a JVM
   // that exits soon after its agent loaded is open (and readable to its end) before it is gone.
   void poll_perf_maps();

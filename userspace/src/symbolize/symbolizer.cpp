@@ -53,21 +53,27 @@ profile::Frame Symbolizer::kernel_frame(uint64_t address) const
 
 void Symbolizer::add_user_frames(const ImageKey& key,
                                  uint64_t address,
-                                 std::vector<profile::Frame>& out)
+                                 std::vector<profile::Frame>& out,
+                                 profile::SymbolizedProfile& profile)
 {
+  auto& stats = profile.symbolize_stats;
   const MappedCode* code = processes_.get(key).find(address);
   if (!code)
     code = processes_.refresh(key).find(address); // code mapped after the process was captured
   if (!code || !code->mapping.file_backed()) {
     // Anonymous code is a JIT's: its perf map names it.
+    bool anonymous_code = code && code->mapping.path.empty();
+    stats.jit_frames += anonymous_code;
     if (const PerfMapTable* map = processes_.perf_map(key)) {
       if (const PerfMapEntry* entry = map->find(address)) {
         auto frames = perf_map_frames(entry->name, options_.java_signatures);
         out.insert(out.end(), std::make_move_iterator(frames.begin()),
                    std::make_move_iterator(frames.end()));
+        stats.jit_frames += !anonymous_code; // a map that names code outside any mapping
         return;
       }
     }
+    stats.jit_unnamed += anonymous_code;
   }
   if (!code) {
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
@@ -75,12 +81,16 @@ void Symbolizer::add_user_frames(const ImageKey& key,
   }
   const Mapping& mapping = code->mapping;
   uint64_t file_offset = address - mapping.start + mapping.offset;
+  stats.native_frames += mapping.file_backed();
   if (code->symbols) {
+    if (!code->symbols->build_id().empty())
+      profile.build_ids.try_emplace(mapping.path, code->symbols->build_id());
     if (auto name = code->symbols->symbolize_file_offset(file_offset)) {
       out.push_back({*name, mapping.path, profile::FrameKind::kNative});
       return;
     }
   }
+  stats.native_unnamed += mapping.file_backed();
   if (mapping.path.empty())
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
   else if (!mapping.file_backed())
@@ -110,7 +120,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     if (sample.user_stack_lost)
       frames.push_back({"[user stack lost]", "", profile::FrameKind::kUnknown});
     for (size_t i = sample.user_frames.size(); i-- > 0;)
-      add_user_frames(key, call_site(sample.user_frames[i], i == 0), frames);
+      add_user_frames(key, call_site(sample.user_frames[i], i == 0), frames, out);
     if (sample.kernel_stack_lost)
       frames.push_back({"[kernel stack lost]", "", profile::FrameKind::kKernel});
     for (size_t i = sample.kernel_frames.size(); i-- > 0;)

@@ -31,6 +31,9 @@ public:
   [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw,
                                                              const profile::TargetNames& targets);
 
+  // The JIT perf maps being read, for statistics.
+  std::vector<PerfMapStatus> perf_maps() const { return processes_.perf_maps(); }
+
   // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).
   void poll_perf_maps() { processes_.poll_perf_maps(); }
 
@@ -39,8 +42,12 @@ public:
 
 private:
   profile::Frame kernel_frame(uint64_t address) const;
-  // Appends the frames of one user address: one, or several for JIT code with inlined methods.
-  void add_user_frames(const ImageKey& key, uint64_t address, std::vector<profile::Frame>& out);
+  // Appends the frames of one user address: one, or several for JIT code with inlined methods;
+  // notes build IDs and what could not be named in profile.
+  void add_user_frames(const ImageKey& key,
+                       uint64_t address,
+                       std::vector<profile::Frame>& out,
+                       profile::SymbolizedProfile& profile);
 
   KernelSymbols kernel_;
   SymbolizerOptions options_;

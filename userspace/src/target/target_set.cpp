@@ -147,7 +147,7 @@ void TargetSet::forget_dropped()
   retired_.clear();
 }
 
-TargetChanges TargetSet::refresh()
+TargetChanges TargetSet::refresh(bool reresolve)
 {
   TargetChanges changes;
   for (auto it = live_.begin(); it != live_.end();) {
@@ -170,10 +170,30 @@ TargetChanges TargetSet::refresh()
       waiting_.push_back(gone);
     retire(std::move(gone));
   }
-  if (!follows_changes())
+  if (!follows_changes() && !reresolve)
     return changes;
 
-  directory_.refresh(false);
+  directory_.refresh(reresolve);
+  if (reresolve) {
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (it->argument.empty() || it->pid != 0) {
+        ++it;
+        continue;
+      }
+      auto found = resolve_target(it->argument, directory_);
+      if (!found || found->cgroup_id == it->cgroup_id) {
+        ++it;
+        continue;
+      }
+      found->name = it->name;
+      spdlog::info("target {}: now {}", found->name, describe(*found));
+      changes.removed.push_back(*it);
+      retire(std::move(*it));
+      it = live_.erase(it);
+      changes.added.push_back(*found);
+      live_.push_back(std::move(*found));
+    }
+  }
   const auto& inventory = directory_.inventory();
   std::unordered_set<uint64_t> live_ids;
   for (const auto& target : live_)

@@ -50,8 +50,10 @@ public:
   const std::vector<std::string>& watched_directories() const;
 
   // Checks every live target, drops stopped ones, re-resolves waiting ones and (with
-  // all_containers) adds new containers. Reports each change once in the log.
-  TargetChanges refresh();
+  // all_containers) adds new containers. With reresolve (SIGHUP), every requested target is
+  // resolved again too, and follows its argument to another cgroup if it names one now.
+  // Reports each change once in the log.
+  TargetChanges refresh(bool reresolve = false);
 
   // Names of every target whose samples may still be in the kernel's buffers: live ones and
   // those dropped since forget_dropped().

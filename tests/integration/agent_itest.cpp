@@ -1,0 +1,259 @@
+// Agent mode against the real kernel: periodic dumps aligned to the wall clock, a kill -9 in the
+// middle of writing, a full output disk, merging dumps over a time range, SIGHUP and SIGTERM.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <random>
+#include <sys/mount.h>
+#include <thread>
+#include <unistd.h>
+
+#include "agent/dump_files.h"
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// xmllint's verdict on a file, "" if well-formed.
+std::string xml_problems(const std::string& path)
+{
+  TempDir dir;
+  Child lint({"/usr/bin/xmllint", "--noout", path}, "", dir.path() + "/out");
+  return lint.wait() == 0 ? "" : read_text(dir.path() + "/out");
+}
+
+// Whether every line of a folded file is whole: "stack count\n".
+bool folded_is_whole(const std::string& path)
+{
+  std::string text = read_text(path);
+  if (!text.empty() && text.back() != '\n')
+    return false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    auto space = line.rfind(' ');
+    if (space == std::string::npos ||
+        line.find_first_not_of("0123456789", space + 1) != std::string::npos)
+      return false;
+  }
+  return true;
+}
+
+// Every file below dir that has a final name is whole: folded files parse, SVGs are XML,
+// latest links point at files that exist.
+void expect_only_whole_files(const std::string& dir)
+{
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    std::string name = entry.path().filename();
+    if (name.find(".tmp.") != std::string::npos || entry.is_directory())
+      continue;
+    if (entry.is_symlink()) {
+      EXPECT_TRUE(fs::exists(entry.path())) << entry.path() << " points nowhere";
+      continue;
+    }
+    if (name.ends_with(".folded")) {
+      EXPECT_TRUE(folded_is_whole(entry.path())) << entry.path();
+    } else if (name.ends_with(".svg")) {
+      EXPECT_EQ(xml_problems(entry.path()), "") << entry.path();
+    }
+  }
+}
+
+class AgentTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    out_ = dir_.path() + "/dumps";
+  }
+
+  // Waits until the wall clock is just past a multiple of two seconds.
+  static void align_to_even_second()
+  {
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    auto next = std::chrono::seconds(
+        (std::chrono::duration_cast<std::chrono::seconds>(now).count() / 2 + 1) * 2);
+    std::this_thread::sleep_for(next - now + 50ms);
+  }
+
+  TempDir dir_;
+  std::string out_;
+};
+
+TEST_F(AgentTest, ThreeIntervalsGiveThreeDumpsPerTarget)
+{
+  TempCgroup web;
+  TempCgroup db;
+  Child a({copy_burner(dir_.path(), "burner_web"), "30"}, web.path());
+  Child b({copy_burner(dir_.path(), "burner_db"), "30"}, db.path());
+  align_to_even_second();
+  // Starts just after a boundary and ends well before the third: three windows.
+  auto run = run_flamebpf({"--cgroup", web.path(), "--cgroup", db.path(), "--output-dir", out_,
+                           "--interval", "2", "-d", "5.4"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const auto& [cgroup, comm] : {std::pair(&web, "burner_web"), std::pair(&db, "burner_db")}) {
+    std::string target = out_ + "/" + agent::target_directory(cgroup->relative_path());
+    auto dumps = agent::list_dumps(target);
+    ASSERT_EQ(dumps.size(), 3u) << target << "\n" << run.output;
+    // The middle window is one whole interval on the wall clock's multiples of 2 s.
+    auto middle = dumps[1].window;
+    EXPECT_EQ(middle.end - middle.start, 2s);
+    EXPECT_EQ(middle.start.time_since_epoch() % 2s, std::chrono::system_clock::duration::zero());
+    EXPECT_EQ(dumps[0].window.end, middle.start);
+    EXPECT_EQ(dumps[2].window.start, middle.end);
+    for (const auto& dump : dumps) {
+      ASSERT_EQ(dump.files.size(), 2u); // folded and svg, the default formats
+      auto folded = read_folded(target + "/" + dump.files[0]);
+      EXPECT_GT(count_containing(folded, "main;run;a;b;c"), 10u) << dump.files[0];
+      EXPECT_EQ(total_count(folded), count_with_prefix(folded, std::string(comm) + ";"));
+    }
+    EXPECT_EQ(fs::read_symlink(target + "/latest.folded"), dumps[2].files[0]);
+  }
+  // One stats line per interval.
+  std::string stats = read_text(out_ + "/flamebpf-stats.jsonl");
+  EXPECT_EQ(std::count(stats.begin(), stats.end(), '\n'), 3) << stats;
+  EXPECT_NE(stats.find("\"samples\""), std::string::npos);
+  EXPECT_NE(run.output.find("interval "), std::string::npos) << run.output;
+  expect_only_whole_files(out_);
+}
+
+TEST_F(AgentTest, MergeSumsTheDumpsOfARange)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_merge"), "30"}, web.path());
+  auto run =
+      run_flamebpf({"--cgroup", web.path(), "--output-dir", out_, "--interval", "1", "-d", "3.5"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
+  auto dumps = agent::list_dumps(target);
+  ASSERT_GE(dumps.size(), 4u);
+  std::map<std::string, uint64_t> sum;
+  for (const auto& dump : dumps) {
+    for (const auto& [stack, count] : read_folded(target + "/" + dump.files[0]))
+      sum[stack] += count;
+  }
+  auto merged = run_flamebpf({"merge", target, "-o", dir_.path() + "/all.folded"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  EXPECT_EQ(read_folded(dir_.path() + "/all.folded"), sum);
+
+  // A range that holds the second and third windows only.
+  auto from = agent::window_name(dumps[1].window).substr(0, 16);
+  auto to = agent::window_name(dumps[2].window).substr(17, 16);
+  std::map<std::string, uint64_t> middle;
+  for (size_t i = 1; i <= 2; ++i) {
+    for (const auto& [stack, count] : read_folded(target + "/" + dumps[i].files[0]))
+      middle[stack] += count;
+  }
+  auto ranged = run_flamebpf(
+      {"merge", target, "--from", from, "--to", to, "-o", dir_.path() + "/range.folded"});
+  ASSERT_EQ(ranged.exit_code, 0) << ranged.output;
+  EXPECT_EQ(read_folded(dir_.path() + "/range.folded"), middle) << from << " " << to;
+  auto svg =
+      run_flamebpf({"merge", target, "--from", from, "--to", to, "-o", dir_.path() + "/range.svg"});
+  ASSERT_EQ(svg.exit_code, 0) << svg.output;
+  EXPECT_EQ(xml_problems(dir_.path() + "/range.svg"), "");
+  auto empty = run_flamebpf(
+      {"merge", target, "--from", "@0", "--to", "@1", "-o", dir_.path() + "/none.folded"});
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+}
+
+TEST_F(AgentTest, KillNineMidWriteLeavesOnlyWholeFiles)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_kill"), "60"}, web.path());
+  std::mt19937 random(std::random_device{}());
+  for (int round = 0; round < 6; ++round) {
+    // Short intervals: a write is in progress much of the time.
+    Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--output-dir", out_, "--interval", "0.1",
+                 "--format", "folded,svg"},
+                "", dir_.path() + "/log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(700 + random() % 600));
+    agent.signal(SIGKILL);
+    agent.wait();
+    expect_only_whole_files(out_);
+  }
+  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
+  EXPECT_GT(agent::list_dumps(target).size(), 10u);
+  // The next run removes what the killed ones left half-written.
+  auto run =
+      run_flamebpf({"--cgroup", web.path(), "--output-dir", out_, "--interval", "1", "-d", "0.5"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const auto& entry : fs::recursive_directory_iterator(out_))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+}
+
+TEST_F(AgentTest, FullDiskIsLoggedSurvivedAndRecovered)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_full"), "60"}, web.path());
+  fs::create_directories(out_);
+  ASSERT_EQ(::mount("flamebpf-test", out_.c_str(), "tmpfs", 0, "size=512k"), 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{out_};
+  std::string log = dir_.path() + "/log";
+  Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--output-dir", out_, "--interval", "1",
+               "--format", "folded,svg"},
+              "", log);
+  ASSERT_TRUE(wait_for_text(log, "interval ", 10)) << read_text(log);
+  // Fill the disk to the last byte.
+  {
+    std::ofstream filler(out_ + "/filler", std::ios::binary);
+    std::string block(4096, 'x');
+    while (filler.write(block.data(), block.size()))
+      ;
+  }
+  ASSERT_TRUE(wait_for_text(log, "No space left on device", 10)) << read_text(log);
+  std::this_thread::sleep_for(2500ms);
+  std::string during = read_text(log);
+  EXPECT_EQ(during.find("dropping the dumps"), std::string::npos) << during;
+  // Space returns: the kept intervals are written, and the agent goes on.
+  fs::remove(out_ + "/filler");
+  std::this_thread::sleep_for(2500ms);
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.wait(), 0) << read_text(log);
+  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
+  auto dumps = agent::list_dumps(target);
+  // Every interval is there, those of the full disk too: the windows follow each other.
+  ASSERT_GE(dumps.size(), 6u) << read_text(log);
+  for (size_t i = 1; i < dumps.size(); ++i)
+    EXPECT_EQ(dumps[i].window.start, dumps[i - 1].window.end) << i;
+  expect_only_whole_files(out_);
+  // Said once per interval, not once per file.
+  std::string text = read_text(log);
+  size_t lines = 0;
+  for (size_t at = text.find("No space left"); at != std::string::npos;
+       at = text.find("No space left", at + 1))
+    ++lines;
+  EXPECT_LE(lines, 8u) << text;
+}
+
+TEST_F(AgentTest, SigtermWritesThePartialLastInterval)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_term"), "30"}, web.path());
+  std::string log = dir_.path() + "/log";
+  Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--output-dir", out_, "--interval", "60"},
+              "", log);
+  std::this_thread::sleep_for(1500ms);
+  agent.signal(SIGHUP); // resolves the targets again; nothing changes
+  std::this_thread::sleep_for(500ms);
+  agent.signal(SIGTERM);
+  ASSERT_EQ(agent.wait(), 0) << read_text(log);
+  EXPECT_NE(read_text(log).find("SIGHUP"), std::string::npos);
+  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
+  auto dumps = agent::list_dumps(target);
+  ASSERT_EQ(dumps.size(), 1u) << read_text(log);
+  EXPECT_LT(dumps[0].window.end - dumps[0].window.start, 60s);
+  auto folded = read_folded(target + "/" + dumps[0].files[0]);
+  EXPECT_GT(count_with_prefix(folded, "burner_term;"), 100u);
+  EXPECT_GT(count_containing(folded, "main;run;a;b;c"), 100u);
+}
+
+} // namespace
+} // namespace flamebpf::testing

@@ -1,0 +1,188 @@
+#include "agent/stats.h"
+
+#include <cerrno>
+#include <ctime>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common/procfs.h"
+#include "common/unique_fd.h"
+#include "drain/drop_report.h"
+
+namespace flamebpf::agent {
+namespace {
+
+std::string iso_time(Clock::time_point time)
+{
+  std::time_t seconds = Clock::to_time_t(time);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch() %
+                                                                      std::chrono::seconds(1))
+                    .count();
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:03}Z", text, millis);
+}
+
+std::string clock_time(Clock::time_point time)
+{
+  std::time_t seconds = Clock::to_time_t(time);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[16];
+  std::strftime(text, sizeof text, "%H:%M:%S", &utc);
+  return text;
+}
+
+double share(uint64_t part, uint64_t whole)
+{
+  return whole == 0 ? 0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// The drop counters by the names the stats file uses.
+const std::vector<std::pair<int, const char*>>& drop_kinds()
+{
+  static const std::vector<std::pair<int, const char*>> kinds{
+      {FB_COUNTER_KSTACK_COLLISION, "kernel_stack_collisions"},
+      {FB_COUNTER_USTACK_COLLISION, "user_stack_collisions"},
+      {FB_COUNTER_STACK_MAP_FULL, "stack_map_full"},
+      {FB_COUNTER_COUNT_MAP_FULL, "count_map_full"},
+      {FB_COUNTER_KSTACK_ERROR, "kernel_stack_errors"},
+      {FB_COUNTER_USTACK_MISSING, "user_stacks_unreadable"},
+      {FB_COUNTER_NOTICE_LOST, "process_notices_lost"},
+  };
+  return kinds;
+}
+
+} // namespace
+
+OwnUsage own_usage()
+{
+  OwnUsage usage;
+  rusage self{};
+  if (::getrusage(RUSAGE_SELF, &self) == 0)
+    usage.cpu_seconds = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+                        static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
+  if (auto statm = procfs::read_file("/proc/self/statm", 256)) {
+    unsigned long long size = 0;
+    unsigned long long resident = 0;
+    if (std::sscanf(statm->c_str(), "%llu %llu", &size, &resident) == 2)
+      usage.rss_bytes = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  }
+  return usage;
+}
+
+std::string json_string(std::string_view s)
+{
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20 || c == 0x7f)
+        out += fmt::format("\\u{:04x}", c);
+      else
+        out.push_back(static_cast<char>(c));
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string stats_json(const IntervalStats& stats)
+{
+  const profile::SymbolizedProfile& profile = *stats.profile;
+  std::map<std::string, std::pair<uint64_t, std::set<uint32_t>>> targets;
+  for (const auto& stack : profile.stacks) {
+    auto& target = targets[stack.target];
+    target.first += stack.count;
+    target.second.insert(stack.pid);
+  }
+  std::string json = "{";
+  json +=
+      fmt::format("\"start\":\"{}\",\"end\":\"{}\",\"samples\":{}", iso_time(stats.window.start),
+                  iso_time(stats.window.end), profile.total_samples());
+  json += ",\"targets\":{";
+  bool first = true;
+  for (const auto& [name, target] : targets) {
+    json += fmt::format("{}{}:{{\"samples\":{},\"processes\":{}}}", first ? "" : ",",
+                        json_string(name), target.first, target.second.size());
+    first = false;
+  }
+  json += fmt::format("}},\"drops\":{{\"total\":{}", drain::total_drops(profile.counters));
+  for (const auto& [counter, name] : drop_kinds())
+    json += fmt::format(",\"{}\":{}", name, profile.counters[counter]);
+  const auto& frames = profile.symbolize_stats;
+  json +=
+      fmt::format("}},\"unnamed_frames\":{{\"native\":{},\"native_unnamed\":{},"
+                  "\"native_share\":{:.4f},\"jit\":{},\"jit_unnamed\":{},\"jit_share\":{:.4f}}}",
+                  frames.native_frames, frames.native_unnamed,
+                  share(frames.native_unnamed, frames.native_frames), frames.jit_frames,
+                  frames.jit_unnamed, share(frames.jit_unnamed, frames.jit_frames));
+  json += ",\"perf_maps\":[";
+  first = true;
+  for (const auto& map : stats.perf_maps) {
+    json += fmt::format("{}{{\"pid\":{},\"target\":{},\"age_seconds\":{:.1f}}}", first ? "" : ",",
+                        map.pid, json_string(map.target), map.age_seconds);
+    first = false;
+  }
+  json += fmt::format("],\"flamebpf\":{{\"cpu_seconds\":{:.3f},\"interval_cpu_seconds\":{:.3f},"
+                      "\"rss_bytes\":{}}},\"files_written\":{},\"dumps_pending\":{}}}",
+                      stats.usage.cpu_seconds, stats.interval_cpu_seconds, stats.usage.rss_bytes,
+                      stats.files_written, stats.dumps_pending);
+  return json;
+}
+
+std::string summary_line(const IntervalStats& stats)
+{
+  const profile::SymbolizedProfile& profile = *stats.profile;
+  std::set<std::string> targets;
+  for (const auto& stack : profile.stacks)
+    targets.insert(stack.target);
+  const auto& frames = profile.symbolize_stats;
+  return fmt::format("interval {}\xE2\x80\x93{}: {} samples in {} targets, {} drops, unnamed "
+                     "frames: native {:.1f}%, JIT {:.1f}%; flamebpf CPU {:.2f} s, RSS {} MB",
+                     clock_time(stats.window.start), clock_time(stats.window.end),
+                     profile.total_samples(), targets.size(), drain::total_drops(profile.counters),
+                     100 * share(frames.native_unnamed, frames.native_frames),
+                     100 * share(frames.jit_unnamed, frames.jit_frames), stats.interval_cpu_seconds,
+                     stats.usage.rss_bytes >> 20);
+}
+
+Result<> append_line(const std::string& path, const std::string& line)
+{
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid())
+    return fail(system_error(errno, "cannot open " + path));
+  std::string whole = line + "\n";
+  ssize_t n = ::write(fd.get(), whole.data(), whole.size());
+  if (n != static_cast<ssize_t>(whole.size())) {
+    int saved = n < 0 ? errno : ENOSPC;
+    // A torn line would corrupt the file for readers: cut it off again.
+    if (n > 0) {
+      off_t end = ::lseek(fd.get(), 0, SEEK_END);
+      if (end >= n)
+        (void)::ftruncate(fd.get(), end - n);
+    }
+    return fail(system_error(saved, "cannot append to " + path));
+  }
+  return {};
+}
+
+} // namespace flamebpf::agent

@@ -1,0 +1,56 @@
+// Agent mode's record of each interval: one JSON line appended to DIR/flamebpf-stats.jsonl
+// (samples per target, drops by kind, unnamed frames, JIT perf maps' age, flamebpf's own CPU time
+// and memory) and one summary line for the log.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/dump_files.h"
+#include "common/result.h"
+#include "profile/symbolized_profile.h"
+
+namespace flamebpf::agent {
+
+// flamebpf's own use of the machine.
+struct OwnUsage {
+  double cpu_seconds = 0; // user + system since start
+  uint64_t rss_bytes = 0; // resident memory now
+};
+
+// Reads this process's CPU time and resident memory.
+OwnUsage own_usage();
+
+// A JIT's perf map, by process, with the target the process belongs to.
+struct PerfMapAge {
+  uint32_t pid = 0;
+  std::string target;
+  double age_seconds = 0; // since the JIT last wrote it
+};
+
+struct IntervalStats {
+  Window window;
+  const profile::SymbolizedProfile* profile = nullptr; // the interval's samples
+  std::vector<PerfMapAge> perf_maps;
+  OwnUsage usage;
+  double interval_cpu_seconds = 0; // flamebpf's CPU time over the interval
+  size_t files_written = 0;
+  size_t dumps_pending = 0;
+};
+
+// The interval's JSON object, on one line without its newline.
+std::string stats_json(const IntervalStats& stats);
+
+// "interval 16:20:00–16:21:00: 5940 samples in 3 targets, 0 drops, unnamed frames: native 1.2%,
+// JIT 0.0%; flamebpf CPU 0.03 s, RSS 28 MB".
+std::string summary_line(const IntervalStats& stats);
+
+// Appends line and a newline to path in one write, so concurrent readers see whole lines.
+[[nodiscard]] Result<> append_line(const std::string& path, const std::string& line);
+
+// s as a JSON string literal, quotes included.
+std::string json_string(std::string_view s);
+
+} // namespace flamebpf::agent
