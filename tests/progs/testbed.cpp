@@ -1,10 +1,11 @@
 // flamebpf-testbed: real containers to try flamebpf on, from the container tests' harness (a
 // private dockerd, images built locally, nothing left behind even after a crash). Run as root:
 //
-//   flamebpf-testbed jvm-demo [--seconds S] -- COMMAND...
+//   flamebpf-testbed jvm-demo [--seconds S] [--burners N] -- COMMAND...
 //
 // starts a private dockerd, builds the JDK 17 image, runs the container flamebpf-demo with
-// `java -XX:+PreserveFramePointer -cp /app Burner <S+30>`, waits for "burner ready", then runs
+// `java -XX:+PreserveFramePointer -cp /app Burner <S+30>` (and with --burners, N more containers
+// flamebpf-burner-<i> each running the native burner workload), waits for "burner ready", then runs
 // COMMAND with every {container} in its arguments replaced by the container's name and every
 // {pid} by the JVM's host pid. When COMMAND ends it prints COMMAND's exit code, removes the
 // container, the image and the daemon, and exits with that code. Ctrl-C, SIGTERM and SIGHUP are
@@ -62,9 +63,10 @@ void say(const std::string& message)
 
 int usage()
 {
-  std::fprintf(stderr, "usage: flamebpf-testbed jvm-demo [--seconds S] -- COMMAND...\n"
-                       "  {container} in COMMAND becomes the container's name, {pid} the JVM's "
-                       "host pid\n");
+  std::fprintf(stderr,
+               "usage: flamebpf-testbed jvm-demo [--seconds S] [--burners N] -- COMMAND...\n"
+               "  {container} in COMMAND becomes the container's name, {pid} the JVM's "
+               "host pid\n");
   return 2;
 }
 
@@ -122,11 +124,22 @@ int wait_command(pid_t pid)
   }
 }
 
-int jvm_demo(int seconds, std::vector<std::string> command)
+int jvm_demo(int seconds, int burners, std::vector<std::string> command)
 {
   say("starting a private dockerd");
   DockerDaemon daemon;
   check_signal();
+  if (burners > 0) {
+    std::string image = daemon.burner_image();
+    for (int i = 0; i < burners; ++i) {
+      std::string name = "flamebpf-burner-" + std::to_string(i + 1);
+      // The image's burner copies have names of their own, so each container's comm differs.
+      std::string program = std::string(flamebpf::testing::kBurnerNames[i % 4]);
+      daemon.run(name, {}, image, {"/usr/bin/" + program, std::to_string(seconds + kExtraSeconds)});
+      say("container " + name + " runs " + program);
+      check_signal();
+    }
+  }
   say("building the JDK 17 image (jlink of the host JDK, Burner.class)");
   std::string image = daemon.java_image(JavaVersion::kJdk17);
   check_signal();
@@ -159,14 +172,17 @@ int main(int argc, char** argv)
   if (args.empty() || args[0] != "jvm-demo")
     return usage();
   int seconds = kDefaultSeconds;
+  int burners = 0;
   size_t i = 1;
   for (; i < args.size() && args[i] != "--"; ++i) {
-    if (args[i] == "--seconds" && i + 1 < args.size()) {
+    bool is_seconds = args[i] == "--seconds";
+    if ((is_seconds || args[i] == "--burners") && i + 1 < args.size()) {
       char* end = nullptr;
       long value = std::strtol(args[++i].c_str(), &end, 10);
-      if (*end != '\0' || value < 1 || value > 86400)
+      if (*end != '\0' || value < 0 || value > 86400 || (is_seconds && value < 1) ||
+          (!is_seconds && value > 4))
         return usage();
-      seconds = static_cast<int>(value);
+      (is_seconds ? seconds : burners) = static_cast<int>(value);
     } else {
       return usage();
     }
@@ -188,7 +204,7 @@ int main(int argc, char** argv)
 
   int code = 1;
   try {
-    code = jvm_demo(seconds, command);
+    code = jvm_demo(seconds, burners, command);
   } catch (const Interrupted&) {
     code = 128 + g_signal;
   } catch (const std::exception& e) {

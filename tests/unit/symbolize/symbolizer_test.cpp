@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "common/procfs.h"
 #include "symbolize/symbolizer.h"
 
 namespace flamebpf::symbolize {
@@ -224,6 +225,22 @@ TEST_F(SymbolizerSelf, TargetNamesComeFromCgroupIdsAndPids)
   // The innermost kernel frame is not adjusted: the exact symbol address is its first byte.
   ASSERT_EQ(symbolized->stacks[0].frames.size(), 1u);
   EXPECT_EQ(symbolized->stacks[0].frames[0].name, "do_syscall_64");
+}
+
+TEST_F(SymbolizerSelf, UnmatchedSampleBelongsToTheTargetItsCgroupIsIn)
+{
+  // Sampled before its container's cgroup joined the kernel's filter: the process's own cgroup
+  // (read when it was first seen) names the target.
+  auto own = procfs::read_cgroup2_path(static_cast<uint32_t>(::getpid()));
+  ASSERT_TRUE(own.has_value());
+  auto raw = one_sample({}, {});
+  targets_.by_cgroup_path = {{"/elsewhere", "other"}, {*own, "mine"}};
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  EXPECT_EQ(symbolized->stacks[0].target, "mine");
+  targets_.by_cgroup_path = {{*own + "x", "a sibling"}, {*own + "/child", "below"}};
+  symbolized = symbolizer_->symbolize(raw, targets_);
+  EXPECT_EQ(symbolized->stacks[0].target, "host");
 }
 
 TEST_F(SymbolizerSelf, CommFromTheFirstSighting)

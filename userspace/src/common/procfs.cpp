@@ -218,6 +218,22 @@ std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root)
   return tgid;
 }
 
+std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root)
+{
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/cgroup", 1 << 16);
+  if (!text)
+    return std::nullopt;
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    size_t newline = rest.find('\n');
+    std::string_view line = rest.substr(0, newline);
+    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
+    if (line.starts_with("0::/"))
+      return std::string(line.substr(3));
+  }
+  return std::nullopt;
+}
+
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root)
 {
   auto text = read_file(proc_root + "/" + std::to_string(pid) + "/status", 1 << 16);

@@ -51,6 +51,10 @@ std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root = "
 // <proc_root>/<pid>/status; nullopt if the process does not exist.
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root = "/proc");
 
+// The cgroup2 path of a process (the "0::" line of <proc_root>/<pid>/cgroup), e.g.
+// "/docker/<id>"; nullopt if the process is gone or has none.
+std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root = "/proc");
+
 // Value number index (0 first, -1 last) of the line "<field>:\t<values…>" of /proc/<pid>/status
 // text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed.
 std::optional<uint32_t>

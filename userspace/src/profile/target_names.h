@@ -4,12 +4,18 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace flamebpf::profile {
 
 struct TargetNames {
   std::unordered_map<uint64_t, std::string> by_cgroup; // target cgroup id -> name
   std::unordered_map<uint32_t, std::string> by_pid;    // --pid target (host pid) -> name
+  // Cgroup targets by their cgroup2 path below the mount ("/docker/<id>"): a sample the kernel
+  // matched to no target, taken before a new container's cgroup joined the filter, still
+  // belongs to the target whose cgroup its process was in.
+  std::vector<std::pair<std::string, std::string>> by_cgroup_path;
   std::string unmatched = "host"; // samples of no target: the host outside every container
 };
 

@@ -78,6 +78,8 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   image.maps_read = true;
   if (image.ns_pid == 0)
     image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
+  if (image.cgroup.empty())
+    image.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
   std::vector<MappedCode> code;
   bool openj9 = false;
   for (auto& mapping : parse_proc_maps(*text)) {

@@ -39,6 +39,7 @@ struct ProcessImage {
   bool jvm = false;             // a HotSpot JVM: libjvm.so is mapped (and OpenJ9's VM is not)
   bool keeps_perf_map = false;  // an agent that keeps /tmp/perf-<pid>.map current is loaded
   uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
+  std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
   uint64_t capture_generation = 0;
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the

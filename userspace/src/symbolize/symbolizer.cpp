@@ -19,7 +19,9 @@ uint64_t call_site(uint64_t address, bool innermost)
   return innermost || address == 0 ? address : address - 1;
 }
 
-std::string target_name(const profile::TargetNames& targets, const profile::RawSample& sample)
+std::string target_name(const profile::TargetNames& targets,
+                        const profile::RawSample& sample,
+                        const std::string& process_cgroup)
 {
   if (sample.target_cgroup_id != 0) {
     if (auto it = targets.by_cgroup.find(sample.target_cgroup_id); it != targets.by_cgroup.end())
@@ -27,7 +29,19 @@ std::string target_name(const profile::TargetNames& targets, const profile::RawS
   } else if (auto it = targets.by_pid.find(sample.tgid); it != targets.by_pid.end()) {
     return it->second;
   }
-  return targets.unmatched;
+  // Sampled before its container joined the kernel's filter: the cgroup it was in decides; the
+  // deepest target wins, as in the kernel.
+  const std::string* best = nullptr;
+  size_t best_length = 0;
+  for (const auto& [path, name] : targets.by_cgroup_path) {
+    bool inside = process_cgroup == path ||
+                  (process_cgroup.starts_with(path) && process_cgroup[path.size()] == '/');
+    if (inside && path.size() > best_length) {
+      best = &name;
+      best_length = path.size();
+    }
+  }
+  return best ? *best : targets.unmatched;
 }
 
 } // namespace
@@ -114,7 +128,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.count = sample.count;
     ImageKey key{sample.tgid, sample.image_id};
     stack.comm = processes_.get(key).comm;
-    stack.target = target_name(targets, sample);
+    stack.target = target_name(targets, sample, processes_.get(key).cgroup);
     auto& frames = stack.frames;
     frames.reserve(sample.user_frames.size() + sample.kernel_frames.size() + 2);
     if (sample.user_stack_lost)

@@ -244,10 +244,14 @@ profile::TargetNames TargetSet::names() const
   profile::TargetNames names;
   for (const auto* list : {&retired_, &live_}) {
     for (const auto& target : *list) {
-      if (target.pid != 0)
+      if (target.pid != 0) {
         names.by_pid[target.pid] = target.name;
-      else
+      } else {
         names.by_cgroup[target.cgroup_id] = target.name;
+        const std::string& mount = directory_.cgroup2_mount();
+        if (target.cgroup_path.starts_with(mount) && target.cgroup_path.size() > mount.size())
+          names.by_cgroup_path.emplace_back(target.cgroup_path.substr(mount.size()), target.name);
+      }
     }
   }
   return names;
