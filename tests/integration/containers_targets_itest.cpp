@@ -16,27 +16,6 @@
 namespace flamebpf::testing {
 namespace {
 
-constexpr const char* kChain = "main;run;a;b;c";
-
-// Samples of process comm, checking that at least 80% of them end in the workload's call chain.
-uint64_t workload_samples(const std::map<std::string, uint64_t>& folded,
-                          const std::string& comm,
-                          const std::string& context)
-{
-  uint64_t samples = 0;
-  uint64_t with_chain = 0;
-  for (const auto& [stack, count] : folded) {
-    if (!stack.starts_with(comm + ";"))
-      continue;
-    samples += count;
-    with_chain += stack.ends_with(kChain) ? count : 0;
-  }
-  EXPECT_GE(with_chain * 100, samples * 80)
-      << "the call chain " << kChain << " of " << comm << " is missing or unnamed\n"
-      << context;
-  return samples;
-}
-
 // The host pid of the process named comm, waiting up to 10 s for it to appear.
 pid_t find_process(const std::string& comm)
 {
@@ -87,7 +66,7 @@ TEST_F(ContainerTargetTest, ByNameAndByShortIdOnlyThatContainer)
     auto run = run_flamebpf({"--cgroup", argument, "-d", "3", "-o", out});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     auto folded = read_folded(out);
-    EXPECT_GT(workload_samples(folded, "burner_a", run.output), 100u) << argument;
+    EXPECT_GT(burner_chain_samples(folded, "burner_a", run.output), 100u) << argument;
     EXPECT_EQ(count_with_prefix(folded, "burner_b"), 0u) << argument;
     EXPECT_GE(count_with_prefix(folded, "burner_a;") * 100, total_count(folded) * 90) << argument;
   }
@@ -124,10 +103,10 @@ TEST_F(ContainerTargetTest, AllContainersOneFilePerContainerAndLaterOnes)
   auto b = read_folded(dir_.path() + "/all.ct-b.folded");
   auto c = read_folded(dir_.path() + "/all.ct-c.folded");
   auto host_profile = read_folded(dir_.path() + "/all.host.folded");
-  EXPECT_GT(workload_samples(a, "burner_a", context), 50u);
-  EXPECT_GT(workload_samples(b, "burner_b", context), 50u);
-  EXPECT_GT(workload_samples(c, "burner_c", context), 30u);
-  EXPECT_GT(workload_samples(host_profile, "burner_host", context), 50u);
+  EXPECT_GT(burner_chain_samples(a, "burner_a", context), 50u);
+  EXPECT_GT(burner_chain_samples(b, "burner_b", context), 50u);
+  EXPECT_GT(burner_chain_samples(c, "burner_c", context), 30u);
+  EXPECT_GT(burner_chain_samples(host_profile, "burner_host", context), 50u);
   // Each file holds its own container's processes only (a starting container also shows runc).
   const std::map<std::string, const std::map<std::string, uint64_t>*> files{
       {"burner_a", &a}, {"burner_b", &b}, {"burner_c", &c}, {"burner_host", &host_profile}};
@@ -151,8 +130,9 @@ TEST_F(ContainerTargetTest, ContainersOnlyWritesNoHostFile)
   auto run = run_flamebpf({"--all-containers", "--containers-only", "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/all.host.folded")) << run.output;
-  EXPECT_GT(workload_samples(read_folded(dir_.path() + "/all.ct-a.folded"), "burner_a", run.output),
-            50u);
+  EXPECT_GT(
+      burner_chain_samples(read_folded(dir_.path() + "/all.ct-a.folded"), "burner_a", run.output),
+      50u);
 }
 
 TEST_F(ContainerTargetTest, TargetFrameSeparatesContainersInOneStream)
@@ -187,7 +167,7 @@ TEST_F(ContainerTargetTest, KubernetesShapedParentResolvesById)
     auto run = run_flamebpf({"--cgroup", argument, "-d", "2", "-o", out});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     auto folded = read_folded(out);
-    EXPECT_GT(workload_samples(folded, "burner_k8s", run.output), 50u) << argument;
+    EXPECT_GT(burner_chain_samples(folded, "burner_k8s", run.output), 50u) << argument;
     EXPECT_EQ(count_with_prefix(folded, "burner_b"), 0u) << argument;
   }
 }
@@ -207,7 +187,7 @@ TEST_F(ContainerTargetTest, ProcessInASubCgroupCountsForTheContainer)
   std::string out = dir_.path() + "/sub.folded";
   auto run = run_flamebpf({"--cgroup", "ct-sub", "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_GT(workload_samples(read_folded(out), "burner_sub", run.output), 50u);
+  EXPECT_GT(burner_chain_samples(read_folded(out), "burner_sub", run.output), 50u);
 }
 
 TEST_F(ContainerTargetTest, ContainerRestartedUnderTheSameNameIsFollowed)
@@ -227,8 +207,8 @@ TEST_F(ContainerTargetTest, ContainerRestartedUnderTheSameNameIsFollowed)
   ASSERT_EQ(profiler.wait(), 0) << read_text(log);
   std::string context = read_text(log);
   auto folded = read_folded(out);
-  EXPECT_GT(workload_samples(folded, "burner_r1", context), 50u);
-  EXPECT_GT(workload_samples(folded, "burner_r2", context), 50u);
+  EXPECT_GT(burner_chain_samples(folded, "burner_r1", context), 50u);
+  EXPECT_GT(burner_chain_samples(folded, "burner_r2", context), 50u);
   EXPECT_NE(context.find("target ct-r: container " + first.id.substr(0, 12) +
                          " stopped; waiting for it to start again"),
             std::string::npos)
@@ -262,7 +242,7 @@ TEST_F(ContainerTargetTest, AgentDumpsEachContainerEveryIntervalInEveryFormat)
     for (const auto& dump : dumps) {
       ASSERT_EQ(dump.files.size(), 3u);
       auto folded = read_folded(target + "/" + dump.files[0]);
-      EXPECT_GT(workload_samples(folded, comm, run.output), 30u) << dump.files[0];
+      EXPECT_GT(burner_chain_samples(folded, comm, run.output), 30u) << dump.files[0];
       std::string other = std::string(comm) == "burner_a" ? "burner_b" : "burner_a";
       EXPECT_EQ(count_with_prefix(folded, other + ";"), 0u);
     }

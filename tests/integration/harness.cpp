@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -199,6 +200,24 @@ uint64_t total_count(const std::map<std::string, uint64_t>& folded)
   for (const auto& [stack, count] : folded)
     sum += count;
   return sum;
+}
+
+uint64_t burner_chain_samples(const std::map<std::string, uint64_t>& folded,
+                              const std::string& comm,
+                              const std::string& context)
+{
+  uint64_t samples = 0;
+  uint64_t with_chain = 0;
+  for (const auto& [stack, count] : folded) {
+    if (!stack.starts_with(comm + ";"))
+      continue;
+    samples += count;
+    with_chain += stack.ends_with(kBurnerChain) ? count : 0;
+  }
+  EXPECT_GE(with_chain * 100, samples * 80)
+      << "the call chain " << kBurnerChain << " of " << comm << " is missing or unnamed\n"
+      << context;
+  return samples;
 }
 
 double cpu_seconds(pid_t pid)

@@ -82,6 +82,15 @@ uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded,
 uint64_t count_containing(const std::map<std::string, uint64_t>& folded, const std::string& text);
 uint64_t total_count(const std::map<std::string, uint64_t>& folded);
 
+// The call chain of the burner workload (tests/progs/burner.c), root to leaf.
+inline constexpr const char* kBurnerChain = "main;run;a;b;c";
+
+// The samples of process comm in folded, checking (as a test expectation) that at least 80% of
+// them end in the burner's call chain, fully named; context goes into the failure message.
+uint64_t burner_chain_samples(const std::map<std::string, uint64_t>& folded,
+                              const std::string& comm,
+                              const std::string& context);
+
 // User plus system CPU time of a process so far, in seconds.
 double cpu_seconds(pid_t pid);
 

@@ -1,58 +1,21 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
+#include "fake_proc.h"
 #include "target/container_names.h"
 #include "test_support.h"
 
 namespace flamebpf::target {
 namespace {
 
+using flamebpf::testing::FakeProc;
+using flamebpf::testing::nul_joined;
 using flamebpf::testing::read_data;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
 
 constexpr const char* kWeb = "474d492e3c1f0a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7bbeec";
 constexpr const char* kOld = "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b";
-
-std::string nul_joined(std::initializer_list<std::string> args)
-{
-  std::string joined;
-  for (const auto& arg : args) {
-    joined += arg;
-    joined.push_back('\0');
-  }
-  return joined;
-}
-
-// A /proc tree with processes that flamebpf reads names from. A process shares flamebpf's PID
-// namespace when its ns/pid is the same file as self/ns/pid.
-class FakeProc {
-public:
-  FakeProc() { write_file(root() + "/self/ns/pid", "ours"); }
-
-  std::string root() const { return dir_.path().string() + "/proc"; }
-
-  // A process named comm; its own root directory is <proc>/<pid>/root.
-  std::string add_process(int pid,
-                          const std::string& comm,
-                          const std::string& cmdline,
-                          bool same_namespace = true)
-  {
-    std::string base = root() + "/" + std::to_string(pid);
-    write_file(base + "/comm", comm + "\n");
-    write_file(base + "/cmdline", cmdline);
-    std::filesystem::create_directories(base + "/ns");
-    if (same_namespace)
-      std::filesystem::create_hard_link(root() + "/self/ns/pid", base + "/ns/pid");
-    else
-      write_file(base + "/ns/pid", "theirs");
-    std::filesystem::create_directories(base + "/root");
-    return base + "/root";
-  }
-
-private:
-  TempDir dir_;
-};
 
 TEST(DockerdCmdline, DataRootAndConfigFileInEverySpelling)
 {

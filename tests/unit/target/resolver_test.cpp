@@ -1,12 +1,14 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
+#include "fake_proc.h"
 #include "target/resolver.h"
 #include "test_support.h"
 
 namespace flamebpf::target {
 namespace {
 
+using flamebpf::testing::FakeProc;
 using flamebpf::testing::read_data;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
@@ -20,17 +22,12 @@ class ResolverTest : public ::testing::Test {
 protected:
   void SetUp() override
   {
-    write_file(proc() + "/self/ns/pid", "ours");
-    std::string dockerd = proc() + "/100";
-    write_file(dockerd + "/comm", "dockerd\n");
-    write_file(dockerd + "/cmdline", std::string("dockerd\0", 8));
-    std::filesystem::create_directories(dockerd + "/ns");
-    std::filesystem::create_hard_link(proc() + "/self/ns/pid", dockerd + "/ns/pid");
-    write_file(dockerd + "/root/var/lib/docker/containers/" + kWeb + "/config.v2.json",
+    std::string dockerd = proc_.add_process(100, "dockerd", "dockerd");
+    write_file(dockerd + "/var/lib/docker/containers/" + kWeb + "/config.v2.json",
                read_data("docker/config.v2.json"));
   }
 
-  std::string proc() const { return dir_.path().string() + "/proc"; }
+  std::string proc() const { return proc_.root(); }
   std::string mount() const { return dir_.path().string() + "/cgroup"; }
   void mkdir(const std::string& below) { std::filesystem::create_directories(mount() + below); }
 
@@ -42,6 +39,7 @@ protected:
   }
 
   TempDir dir_;
+  FakeProc proc_;
 };
 
 TEST_F(ResolverTest, ContainerByNameFullIdAndPrefix)

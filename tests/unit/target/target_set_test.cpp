@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "fake_proc.h"
 #include "target/target_set.h"
 #include "test_support.h"
 
 namespace flamebpf::target {
 namespace {
 
+using flamebpf::testing::FakeProc;
 using flamebpf::testing::read_data;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
@@ -19,16 +21,11 @@ class TargetSetTest : public ::testing::Test {
 protected:
   void SetUp() override
   {
-    write_file(proc() + "/self/ns/pid", "ours");
-    std::string dockerd = proc() + "/100";
-    write_file(dockerd + "/comm", "dockerd\n");
-    write_file(dockerd + "/cmdline", std::string("dockerd\0", 8));
-    std::filesystem::create_directories(dockerd + "/ns");
-    std::filesystem::create_hard_link(proc() + "/self/ns/pid", dockerd + "/ns/pid");
+    std::string dockerd = proc_.add_process(100, "dockerd", "dockerd");
     std::filesystem::create_directories(mount() + "/docker");
   }
 
-  std::string proc() const { return dir_.path().string() + "/proc"; }
+  std::string proc() const { return proc_.root(); }
   std::string mount() const { return dir_.path().string() + "/cgroup"; }
 
   // Starts a container as Docker would: its state, then its cgroup.
@@ -58,6 +55,7 @@ protected:
   }
 
   TempDir dir_;
+  FakeProc proc_;
 };
 
 TEST_F(TargetSetTest, AllContainersFollowsStartsAndStops)

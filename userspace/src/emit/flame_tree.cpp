@@ -172,37 +172,15 @@ uint64_t FlameTree::add_folded(FileContent text, Side side, double prune_share)
   std::string_view rest = texts_.back()->view();
   // Each line's stack and count; sorted by stack, so that stacks sharing a prefix come together
   // (folded files are usually sorted already).
-  struct Line {
-    std::string_view stack;
-    uint64_t count;
-  };
+  using Line = profile::FoldedLine;
   std::vector<Line> lines;
-  uint64_t bad = 0;
   uint64_t total = 0;
-  while (!rest.empty()) {
-    size_t newline = rest.find('\n');
-    std::string_view line = rest.substr(0, newline);
-    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    if (line.empty())
-      continue;
-    size_t space = line.rfind(' ');
-    uint64_t count = 0;
-    if (space == std::string_view::npos || space == 0 || space + 1 == line.size()) {
-      ++bad;
-      continue;
-    }
-    auto [end, ec] = std::from_chars(line.data() + space + 1, line.data() + line.size(), count);
-    if (ec != std::errc() || end != line.data() + line.size()) {
-      ++bad;
-      continue;
-    }
-    if (count == 0)
-      continue;
-    lines.push_back({line.substr(0, space), count});
-    total += count;
-  }
+  uint64_t bad = profile::for_each_folded_line(rest, [&](const Line& line) {
+    if (line.count == 0)
+      return;
+    lines.push_back(line);
+    total += line.count;
+  });
   auto by_stack = [](const Line& a, const Line& b) { return a.stack < b.stack; };
   if (!std::is_sorted(lines.begin(), lines.end(), by_stack))
     std::sort(lines.begin(), lines.end(), by_stack);

@@ -19,28 +19,24 @@ FrameKind folded_frame_kind(std::string_view& name)
   return name == "[unknown]" ? FrameKind::kUnknown : FrameKind::kNative;
 }
 
+std::optional<FoldedLine> parse_folded_line(std::string_view line)
+{
+  size_t space = line.rfind(' ');
+  if (space == std::string_view::npos || space == 0 || space + 1 == line.size())
+    return std::nullopt;
+  uint64_t count = 0;
+  auto [end, ec] = std::from_chars(line.data() + space + 1, line.data() + line.size(), count);
+  if (ec != std::errc() || end != line.data() + line.size())
+    return std::nullopt;
+  return FoldedLine{line.substr(0, space), count};
+}
+
 void parse_folded(std::string_view text, FoldedInput& input)
 {
-  while (!text.empty()) {
-    size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    if (line.empty())
-      continue;
-    size_t space = line.rfind(' ');
-    uint64_t count = 0;
-    std::string_view number = space == std::string_view::npos ? "" : line.substr(space + 1);
-    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), count);
-    std::string_view frames = space == std::string_view::npos ? "" : line.substr(0, space);
-    if (number.empty() || ec != std::errc() || end != number.data() + number.size() ||
-        frames.empty()) {
-      ++input.bad_lines;
-      continue;
-    }
+  input.bad_lines += for_each_folded_line(text, [&](const FoldedLine& line) {
+    std::string_view frames = line.stack;
     Stack stack;
-    stack.count = count;
+    stack.count = line.count;
     size_t semicolon = frames.find(';');
     stack.comm = std::string(frames.substr(0, semicolon));
     while (semicolon != std::string_view::npos) {
@@ -51,7 +47,7 @@ void parse_folded(std::string_view text, FoldedInput& input)
       stack.frames.push_back({std::string(name), "", kind});
     }
     input.profile.stacks.push_back(std::move(stack));
-  }
+  });
 }
 
 Result<> read_folded_file(const std::string& path, FoldedInput& input)

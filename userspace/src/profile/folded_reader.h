@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,10 +21,42 @@ struct FoldedInput {
 // "_[i]" inlined), which is removed from name; "[unknown]" is unknown, anything else native.
 FrameKind folded_frame_kind(std::string_view& name);
 
+// One line of folded text: its stack (frames joined by ';') and count.
+struct FoldedLine {
+  std::string_view stack;
+  uint64_t count = 0;
+};
+
+// Calls on_line for each well-formed line of text ("stack count", a whole-number count; a
+// trailing '\r' is ignored), skipping empty lines; returns the number of malformed lines.
+template <class OnLine> uint64_t for_each_folded_line(std::string_view text, OnLine on_line);
+
+// Parses one line without its newline; nullopt if it is malformed.
+std::optional<FoldedLine> parse_folded_line(std::string_view line);
+
 // Adds the stacks of folded text to input. Counts are whole numbers.
 void parse_folded(std::string_view text, FoldedInput& input);
 
 // Reads a folded file ("-" for stdin) into input.
 [[nodiscard]] Result<> read_folded_file(const std::string& path, FoldedInput& input);
+
+template <class OnLine> uint64_t for_each_folded_line(std::string_view text, OnLine on_line)
+{
+  uint64_t bad = 0;
+  while (!text.empty()) {
+    size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    if (line.empty())
+      continue;
+    if (auto parsed = parse_folded_line(line))
+      on_line(*parsed);
+    else
+      ++bad;
+  }
+  return bad;
+}
 
 } // namespace flamebpf::profile

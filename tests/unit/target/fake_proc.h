@@ -1,0 +1,55 @@
+// A /proc tree for the target tests: processes that flamebpf reads container names from
+// (dockerd, conmon), each with its own root directory.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "test_support.h"
+
+namespace flamebpf::testing {
+
+// A NUL-separated command line, as /proc/<pid>/cmdline holds it.
+inline std::string nul_joined(std::initializer_list<std::string> args)
+{
+  std::string joined;
+  for (const auto& arg : args) {
+    joined += arg;
+    joined.push_back('\0');
+  }
+  return joined;
+}
+
+// The tree lives in a scratch directory, removed with it.
+class FakeProc {
+public:
+  FakeProc() : root_(dir_.path().string() + "/proc") { write_file(root_ + "/self/ns/pid", "ours"); }
+
+  const std::string& root() const { return root_; }
+
+  // A process named comm with a command line; it shares flamebpf's PID namespace when
+  // same_namespace (its ns/pid is then the same file as self/ns/pid). Returns its root
+  // directory, <proc>/<pid>/root.
+  std::string add_process(int pid,
+                          const std::string& comm,
+                          const std::string& cmdline,
+                          bool same_namespace = true) const
+  {
+    std::string base = root_ + "/" + std::to_string(pid);
+    write_file(base + "/comm", comm + "\n");
+    write_file(base + "/cmdline", cmdline);
+    std::filesystem::create_directories(base + "/ns");
+    if (same_namespace)
+      std::filesystem::create_hard_link(root_ + "/self/ns/pid", base + "/ns/pid");
+    else
+      write_file(base + "/ns/pid", "theirs");
+    std::filesystem::create_directories(base + "/root");
+    return base + "/root";
+  }
+
+private:
+  TempDir dir_;
+  std::string root_;
+};
+
+} // namespace flamebpf::testing
