@@ -59,9 +59,11 @@ void add_options(CLI::App& app, Config& config)
                  "Seconds between drains of the in-kernel counts")
       ->check(CLI::Range(0.01, 86400.0))
       ->capture_default_str();
-  app.add_option("-o,--output", config.output,
-                 "Output file (.folded), or - for stdout (default: ./flamebpf-<UTC time>.folded); "
-                 "with several targets, one file per target: FILE.<target>.folded");
+  auto* output = app.add_option(
+      "-o,--output", config.output,
+      "Output file: FILE.svg (flame graph), FILE.pb.gz (pprof), else folded, or - for stdout "
+      "(default: ./flamebpf-<UTC time>.folded and .svg); with several targets, one file per "
+      "target: FILE.<target>.<ext>");
   app.add_option("-p,--pid", config.pids, "Profile only this process (repeatable)")
       ->check(CLI::PositiveNumber);
   app.add_option("-c,--cgroup", config.cgroups,
@@ -94,7 +96,8 @@ void add_options(CLI::App& app, Config& config)
 
   app.add_option("--output-dir", config.output_dir,
                  "Agent mode: every --interval (default 60 s here), write "
-                 "DIR/<target>/<UTC start>_<UTC end>.<format> for each target with samples");
+                 "DIR/<target>/<UTC start>_<UTC end>.<format> for each target with samples")
+      ->excludes(output);
   app.add_option("--format", config.formats, "Formats of each dump: folded, svg, pprof")
       ->delimiter(',')
       ->check(kFormat)
