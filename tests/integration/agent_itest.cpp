@@ -247,10 +247,18 @@ TEST_F(AgentTest, SigtermWritesThePartialLastInterval)
   ASSERT_EQ(agent.wait(), 0) << read_text(log);
   EXPECT_NE(read_text(log).find("SIGHUP"), std::string::npos);
   std::string target = out_ + "/" + agent::target_directory(web.relative_path());
+  // One dump, or two when the run straddled a minute boundary; together about 2 s.
   auto dumps = agent::list_dumps(target);
-  ASSERT_EQ(dumps.size(), 1u) << read_text(log);
-  EXPECT_LT(dumps[0].window.end - dumps[0].window.start, 60s);
-  auto folded = read_folded(target + "/" + dumps[0].files[0]);
+  ASSERT_GE(dumps.size(), 1u) << read_text(log);
+  ASSERT_LE(dumps.size(), 2u) << read_text(log);
+  auto covered = dumps.back().window.end - dumps.front().window.start;
+  EXPECT_GT(covered, 1500ms);
+  EXPECT_LT(covered, 10s);
+  std::map<std::string, uint64_t> folded;
+  for (const auto& dump : dumps) {
+    for (const auto& [stack, count] : read_folded(target + "/" + dump.files[0]))
+      folded[stack] += count;
+  }
   EXPECT_GT(count_with_prefix(folded, "burner_term;"), 100u);
   EXPECT_GT(count_containing(folded, "main;run;a;b;c"), 100u);
 }

@@ -39,6 +39,9 @@ using Clock = std::chrono::steady_clock;
 
 // Refreshes triggered by cgroup directories coming and going are at most this frequent.
 constexpr auto kMinRefreshGap = std::chrono::milliseconds(100);
+// Agent mode drains the kernel at least this often whatever its interval, adding up the window in
+// memory: the kernel's maps then hold a few seconds of distinct stacks, not a whole minute's.
+constexpr auto kAgentDrainPeriod = std::chrono::seconds(2);
 // How often JVMs' perf maps are read between drains.
 constexpr auto kPerfMapPollInterval = std::chrono::milliseconds(250);
 
@@ -335,7 +338,7 @@ Result<RecordSummary> record(const cli::Config& config)
     else if (!appended)
       spdlog::error("{}", appended.error().message);
   };
-  auto drain_once = [&](agent::Clock::time_point window_end) -> Result<> {
+  auto drain_once = [&]() -> Result<> {
     // Pending notices first, so processes are captured before their samples are symbolized.
     if (auto polled = sampler->poll_notices(std::chrono::milliseconds(0)); !polled)
       return fail(polled.error());
@@ -352,10 +355,7 @@ Result<RecordSummary> record(const cli::Config& config)
     symbolized->frequency_hz = config.frequency_hz;
     spdlog::debug("interval: {} samples in {} stacks", symbolized->total_samples(),
                   symbolized->stacks.size());
-    if (agent_mode)
-      write_dumps(*symbolized, window_end);
-    else
-      accumulator.add(std::move(*symbolized));
+    accumulator.add(std::move(*symbolized));
     for (const auto& image : symbolizer->forget_exited_processes())
       sampler->forget_image(image.pid, image.image_id);
     return {};
@@ -364,12 +364,20 @@ Result<RecordSummary> record(const cli::Config& config)
   auto started = Clock::now();
   auto interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(config.interval_seconds));
-  // Agent mode drains at wall-clock multiples of the interval, so that every dump's window is.
-  auto next_wall_drain = agent::next_boundary(agent::Clock::now(), interval);
+  // Agent mode dumps at wall-clock multiples of the interval, so that every dump's window is, and
+  // drains the kernel in between too.
+  auto next_boundary = agent::next_boundary(agent::Clock::now(), interval);
   auto wall_to_steady = [&](agent::Clock::time_point wall) {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(wall - agent::Clock::now());
   };
-  auto next_drain = agent_mode ? wall_to_steady(next_wall_drain) : started + interval;
+  auto drain_period =
+      agent_mode ? std::min<Clock::duration>(interval, kAgentDrainPeriod) : interval;
+  auto next_periodic_drain = started + drain_period;
+  auto schedule_drain = [&] {
+    return agent_mode ? std::min(next_periodic_drain, wall_to_steady(next_boundary))
+                      : next_periodic_drain;
+  };
+  auto next_drain = schedule_drain();
   bool bounded = config.duration_seconds > 0;
   auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(config.duration_seconds));
@@ -384,19 +392,22 @@ Result<RecordSummary> record(const cli::Config& config)
       next_perf_map_poll = now + kPerfMapPollInterval;
     }
     if (now >= next_drain) {
-      if (auto drained = drain_once(next_wall_drain); !drained)
+      // A drain scheduled for the boundary may wake a hair early by the wall clock.
+      bool at_boundary =
+          agent_mode && agent::Clock::now() + std::chrono::milliseconds(5) >= next_boundary;
+      if (auto drained = drain_once(); !drained)
         return fail(drained.error());
+      if (at_boundary) {
+        write_dumps(accumulator.take(), next_boundary);
+        // After a stall (a suspended machine), the next boundary, not every missed one.
+        next_boundary = agent::next_boundary(
+            std::max(next_boundary, agent::Clock::now()) - std::chrono::nanoseconds(1), interval);
+      }
       if (auto refreshed = refresh_targets(false); !refreshed)
         return fail(refreshed.error());
       refresh_pending = false;
-      if (agent_mode) {
-        // After a stall (a suspended machine), the next boundary, not every missed one.
-        next_wall_drain = agent::next_boundary(
-            std::max(next_wall_drain, agent::Clock::now()) - std::chrono::nanoseconds(1), interval);
-        next_drain = wall_to_steady(next_wall_drain);
-      } else {
-        next_drain += interval;
-      }
+      next_periodic_drain = std::max(next_periodic_drain + drain_period, Clock::now());
+      next_drain = schedule_drain();
       continue;
     }
     if (g_reresolve_requested.exchange(false)) {
@@ -423,11 +434,12 @@ Result<RecordSummary> record(const cli::Config& config)
   }
   // JVMs being attached get the chance to name the last interval's frames.
   attacher.wait_idle(Clock::now() + attacher_options.timeout);
-  if (auto drained = drain_once(agent::Clock::now()); !drained)
+  if (auto drained = drain_once(); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Clock::now() - started;
 
   if (agent_mode) {
+    write_dumps(accumulator.take(), agent::Clock::now());
     agent::DumpReport last = dumps->flush();
     dump_files += last.files;
     if (!last.error.empty())

@@ -43,4 +43,13 @@ void Accumulator::add(SymbolizedProfile interval)
   }
 }
 
+SymbolizedProfile Accumulator::take()
+{
+  SymbolizedProfile taken = std::move(total_);
+  total_ = SymbolizedProfile{};
+  index_.clear();
+  empty_ = true;
+  return taken;
+}
+
 } // namespace flamebpf::profile

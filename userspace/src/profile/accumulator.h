@@ -13,6 +13,8 @@ public:
   // Adds interval's stacks and counters; the result spans from the first start to the last end.
   void add(SymbolizedProfile interval);
   const SymbolizedProfile& total() const { return total_; }
+  // The total so far; the accumulator starts empty again.
+  SymbolizedProfile take();
 
 private:
   SymbolizedProfile total_;
