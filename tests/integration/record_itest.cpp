@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <thread>
@@ -319,6 +320,44 @@ TEST_F(RecordTest, BadFrequencyIsAUsageError)
   auto run = run_flamebpf({"-F", "0", "-d", "1"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("--frequency"), std::string::npos) << run.output;
+}
+
+TEST_F(RecordTest, FrequencyAboveTheKernelsLimitIsAUsageError)
+{
+  auto limit = std::stoul(read_text("/proc/sys/kernel/perf_event_max_sample_rate"));
+  if (limit >= 100000)
+    GTEST_SKIP() << "the kernel allows any frequency flamebpf accepts";
+  auto run = run_flamebpf({"-F", std::to_string(limit + 1), "-d", "1", "-o", "/dev/null"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("perf_event_max_sample_rate"), std::string::npos) << run.output;
+}
+
+// sysfs as flamebpf sees it in a mount namespace where the online list is replaced: CPUs listed
+// online that are not possible are left out, and CPUs missing from the list are not sampled.
+TEST_F(RecordTest, OnlineCpuListThatDisagreesWithTheKernel)
+{
+  auto burner = copy_burner(dir_.path(), "burner_cpus");
+  Child workload({burner, "15"});
+  settle();
+  auto possible = read_text("/sys/devices/system/cpu/possible");
+  for (const std::string& online : {std::string("0-511\n"), std::string("0\n")}) {
+    std::string fake = dir_.path() + "/online";
+    std::ofstream(fake) << online;
+    std::string out = dir_.path() + "/cpus.folded";
+    std::string log = dir_.path() + "/cpus.log";
+    Child run({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+               "mount --bind \"$0\" /sys/devices/system/cpu/online && exec \"$@\"", fake,
+               FLAMEBPF_BINARY, "--pid", std::to_string(workload.pid()), "-d", "2", "-o", out},
+              "", log);
+    ASSERT_EQ(run.wait(), 0) << online << read_text(log);
+    // The burner runs on whatever CPU the scheduler gives it; with CPU 0 alone sampled, it is
+    // seen only while it is there.
+    uint64_t samples = total_count(read_folded(out));
+    if (online == "0-511\n") {
+      EXPECT_GT(samples, 60u) << "possible CPUs " << possible << read_text(log);
+    }
+    EXPECT_EQ(read_text(log).find("error"), std::string::npos) << read_text(log);
+  }
 }
 
 TEST_F(RecordTest, UnprivilegedUserGetsOneLineWithTheFix)

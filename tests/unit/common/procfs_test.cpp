@@ -162,6 +162,20 @@ TEST(OnlineCpus, ReadsSysRoot)
   EXPECT_EQ(online_cpus(sys.path().string()), (std::vector<int>{0, 1, 4}));
 }
 
+TEST(OnlineCpus, OnlyPossibleCpusCount)
+{
+  // A CPU listed online that is not possible (a stale or tampered sysfs) is not sampled.
+  TempDir sys;
+  write_file(sys.path() / "devices/system/cpu/online", "0-3\n");
+  write_file(sys.path() / "devices/system/cpu/possible", "0-1\n");
+  EXPECT_EQ(online_cpus(sys.path().string()), (std::vector<int>{0, 1}));
+  write_file(sys.path() / "devices/system/cpu/possible", "4-5\n");
+  auto none = online_cpus(sys.path().string());
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.error().message.find("no CPU is both online and possible"), std::string::npos)
+      << none.error().message;
+}
+
 TEST(ReadFile, CapsAtMaxBytes)
 {
   TempDir dir;

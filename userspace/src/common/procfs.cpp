@@ -1,8 +1,10 @@
 #include "common/procfs.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <fcntl.h>
+#include <iterator>
 #include <unistd.h>
 
 #include "common/unique_fd.h"
@@ -137,7 +139,22 @@ Result<std::vector<int>> online_cpus(const std::string& sys_root)
   auto text = read_file(sys_root + "/devices/system/cpu/online");
   if (!text)
     return fail(text.error());
-  return parse_cpu_list(*text);
+  auto online = parse_cpu_list(*text);
+  if (!online)
+    return fail(online.error());
+  auto possible_text = read_file(sys_root + "/devices/system/cpu/possible");
+  if (!possible_text)
+    return online;
+  auto possible = parse_cpu_list(*possible_text);
+  if (!possible)
+    return online;
+  std::vector<int> both;
+  std::set_intersection(online->begin(), online->end(), possible->begin(), possible->end(),
+                        std::back_inserter(both));
+  if (both.empty())
+    return fail(error("no CPU is both online and possible (" + sys_root +
+                      "/devices/system/cpu/online, possible)"));
+  return both;
 }
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes)

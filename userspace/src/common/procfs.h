@@ -33,7 +33,9 @@ Result<std::string> cgroup2_mount(const std::string& proc_root = "/proc");
 // Parses a kernel CPU list such as "0-3,8,10-11" (sysfs "online"/"possible").
 Result<std::vector<int>> parse_cpu_list(std::string_view text);
 
-// CPUs listed in <sys_root>/devices/system/cpu/online.
+// CPUs listed in <sys_root>/devices/system/cpu/online that are also possible CPUs
+// (<sys_root>/devices/system/cpu/possible): a CPU listed online that the kernel cannot have is
+// left out rather than trusted.
 Result<std::vector<int>> online_cpus(const std::string& sys_root = "/sys");
 
 // Reads at most max_bytes of a file. Reads the whole file (up to the cap) even for /proc files

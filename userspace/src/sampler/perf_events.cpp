@@ -1,12 +1,15 @@
 #include "sampler/perf_events.h"
 
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <linux/perf_event.h>
 #include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procfs.h"
 
 namespace flamebpf::sampler {
 
@@ -27,23 +30,29 @@ Result<PerfEvents> PerfEvents::open_and_attach(bpf_program* program,
   attr.config = PERF_COUNT_SW_CPU_CLOCK;
   attr.freq = 1;
   attr.sample_freq = frequency_hz;
+  // A frequency above the kernel's limit fails every CPU with EINVAL: say so before trying.
+  if (auto limit = procfs::read_file("/proc/sys/kernel/perf_event_max_sample_rate", 64)) {
+    unsigned long max_rate = std::strtoul(limit->c_str(), nullptr, 10);
+    if (max_rate > 0 && frequency_hz > max_rate) {
+      Error failure = usage_error("cannot sample at " + std::to_string(frequency_hz) +
+                                  " Hz: the kernel allows at most " + std::to_string(max_rate) +
+                                  " (/proc/sys/kernel/perf_event_max_sample_rate); choose a "
+                                  "lower -F");
+      return fail(failure);
+    }
+  }
   int last_errno = 0;
   for (int cpu : cpus) {
     int fd =
         static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       last_errno = errno;
-      // ENODEV: the CPU went offline after the online list was read.
-      if (errno == ENODEV) {
-        spdlog::debug("CPU {} is offline; not sampled", cpu);
+      // ENODEV: the CPU went offline after the online list was read; EINVAL: a CPU the kernel
+      // does not know. Either way the others are sampled.
+      if (errno == ENODEV || errno == EINVAL) {
+        spdlog::warn("CPU {} cannot be sampled ({}); profiling the other CPUs", cpu,
+                     std::strerror(errno));
         continue;
-      }
-      if (errno == EINVAL) {
-        auto failure =
-            system_error(errno, "cannot sample at " + std::to_string(frequency_hz) + " Hz");
-        failure.message += "; choose a -F below /proc/sys/kernel/perf_event_max_sample_rate";
-        failure.usage = true;
-        return fail(failure);
       }
       return fail(system_error(errno, "cannot open the cpu-clock perf event on CPU " +
                                           std::to_string(cpu)));
