@@ -121,12 +121,15 @@ TEST(AttachReply, TruncatedAndGarbageRepliesAreCleanErrors)
   }
   for (std::string garbage :
        {std::string("\n"), std::string("HTTP/1.1 400 Bad Request\n"), std::string("+0\nbody"),
-        std::string(" 0\n"), std::string("0 \n"), std::string("99999999999\n"), "\x01\x02\n"s}) {
+        std::string(" 0\n"), std::string("0 \n"), std::string("99999999999\n"), "\x01\x02\n"s,
+        "\xde\xad\xbe\xef\x7f\n"s}) {
     auto reply = parse_reply(garbage);
     ASSERT_FALSE(reply.has_value()) << garbage;
     EXPECT_TRUE(contains(reply.error().message, "malformed")) << reply.error().message;
-    for (char c : reply.error().message)
+    for (char c : reply.error().message) {
       EXPECT_GE(static_cast<unsigned char>(c), 0x20) << "control character in the message";
+      EXPECT_LT(static_cast<unsigned char>(c), 0x7f) << "non-ASCII byte in the message";
+    }
   }
 }
 

@@ -1,9 +1,12 @@
+#include <charconv>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/unique_fd.h"
 #include "symbolize/perf_map.h"
 #include "test_support.h"
 
@@ -183,6 +186,56 @@ TEST_F(PerfMapReaderTest, LongLinesAreSkippedAndCounted)
   EXPECT_EQ(reader.bad_lines(), 1u);
   EXPECT_EQ(reader.table().size(), 1u);
   EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
+}
+
+TEST_F(PerfMapReaderTest, ManyMegabyteLinesAreSkippedInOneRefresh)
+{
+  // More bytes of overlong lines than one refresh parses: skipping them is not parsing.
+  std::string line_of_a_megabyte = "1000 10 " + std::string(1 << 20, 'x') + "\n";
+  std::string text;
+  for (int i = 0; i < 40; ++i)
+    text += line_of_a_megabyte;
+  write_file(map_path(), text + "2000 10 B.b()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  EXPECT_EQ(reader.bad_lines(), 40u);
+  ASSERT_NE(reader.table().find(0x2000), nullptr);
+  EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
+}
+
+TEST_F(PerfMapReaderTest, HoleOfASparseFileIsSkippedUnread)
+{
+  write_file(map_path(), "1000 10 A.a()\n");
+  {
+    // A terabyte of NULs (one endless line), then a line: reading the hole would take minutes.
+    UniqueFd fd(::open(map_path().c_str(), O_WRONLY));
+    ASSERT_TRUE(fd.valid());
+    std::string tail = "\n2000 10 B.b()\n";
+    ASSERT_EQ(::pwrite(fd.get(), tail.data(), tail.size(), off_t{1} << 40),
+              static_cast<ssize_t>(tail.size()));
+  }
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  EXPECT_EQ(reader.bad_lines(), 1u);
+  ASSERT_EQ(reader.table().size(), 2u);
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A.a()");
+  EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
+}
+
+TEST_F(PerfMapReaderTest, EntriesBeyondTheCapAreIgnoredAndCounted)
+{
+  std::string text;
+  char start[32];
+  for (size_t i = 0; i < PerfMapReader::kMaxEntries + 5; ++i) {
+    auto end = std::to_chars(start, start + sizeof start, 0x10000 + i * 0x10, 16).ptr;
+    text += std::string(start, end) + " 10 F" + std::to_string(i) + "\n";
+  }
+  write_file(map_path(), text);
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  EXPECT_EQ(reader.table().size(), PerfMapReader::kMaxEntries);
+  EXPECT_EQ(reader.ignored_lines(), 5u);
+  EXPECT_EQ(reader.bad_lines(), 0u);
 }
 
 TEST_F(PerfMapReaderTest, HostileFilesAreNotRead)

@@ -36,7 +36,9 @@ std::string first_line(std::string_view text)
       line += "...";
       break;
     }
-    line += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+    // The reply comes from a process in a container: only printable ASCII reaches the log.
+    auto byte = static_cast<unsigned char>(c);
+    line += (byte < 0x20 || byte >= 0x7f) ? '?' : c;
   }
   return line;
 }

@@ -61,8 +61,9 @@ struct ProcessStatus {
 inline constexpr size_t kMaxCommandBytes = 16;
 inline constexpr size_t kMaxArgumentBytes = 1024;
 inline constexpr size_t kArgumentCount = 3;
-// The most reply bytes read before giving up; a thread dump of a very large JVM stays below.
-inline constexpr size_t kMaxReplyBytes = 64 << 20;
+// The most reply bytes read before giving up. flamebpf sends only load and jcmd VM.flags, whose
+// replies are a few KiB; a JVM that sends more is not trusted with more memory.
+inline constexpr size_t kMaxReplyBytes = 1 << 20;
 // The status a JVM sends when it does not speak the request's protocol version.
 inline constexpr int kStatusBadVersion = 101;
 

@@ -1,5 +1,6 @@
 #include "symbolize/perf_map.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <sys/stat.h>
@@ -137,23 +138,36 @@ void PerfMapReader::refresh()
     UniqueFd same(::dup(fd_.get()));
     start_over(std::move(same), device_, inode_);
   }
-  size_t budget = kMaxReadPerRefresh;
+  size_t read_budget = kMaxReadPerRefresh;
+  size_t parse_budget = kMaxParsePerRefresh;
   std::string chunk;
-  while (offset_ < size && budget > 0) {
-    chunk.resize(std::min<uint64_t>({size - offset_, budget, 1 << 20}));
+  while (offset_ < size && read_budget > 0 && parse_budget > 0) {
+    if (skipping_) {
+      // A hole (a sparse file's NULs) inside a line being skipped need not be read.
+      off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_DATA);
+      if (data < 0 && errno == ENXIO)
+        data = static_cast<off_t>(size); // nothing but hole up to the end
+      if (data > static_cast<off_t>(offset_)) {
+        offset_ = std::min<uint64_t>(static_cast<uint64_t>(data), size);
+        continue;
+      }
+    }
+    chunk.resize(std::min<uint64_t>({size - offset_, read_budget, 1 << 20}));
     ssize_t n = ::pread(fd_.get(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
       break;
     offset_ += static_cast<uint64_t>(n);
-    budget -= static_cast<size_t>(n);
-    take_lines(std::string_view(chunk.data(), static_cast<size_t>(n)));
+    read_budget -= static_cast<size_t>(n);
+    size_t parsed = take_lines(std::string_view(chunk.data(), static_cast<size_t>(n)));
+    parse_budget -= std::min(parse_budget, parsed);
   }
 }
 
-void PerfMapReader::take_lines(std::string_view text)
+size_t PerfMapReader::take_lines(std::string_view text)
 {
+  size_t parsed = 0;
   while (!text.empty()) {
     size_t newline = text.find('\n');
     std::string_view piece = text.substr(0, newline);
@@ -169,6 +183,7 @@ void PerfMapReader::take_lines(std::string_view text)
       skipping_ = !complete;
       continue;
     }
+    parsed += piece.size() + (complete ? 1 : 0);
     if (!complete) {
       // The writer has not finished this line: it waits for the next refresh.
       partial_.append(piece);
@@ -181,13 +196,16 @@ void PerfMapReader::take_lines(std::string_view text)
     }
     if (!line.empty()) {
       auto entry = parse_perf_map_line(line);
-      if (entry && table_.size() < kMaxEntries)
+      if (!entry)
+        ++bad_lines_;
+      else if (table_.size() < kMaxEntries)
         table_.insert(std::move(*entry));
       else
-        ++bad_lines_;
+        ++ignored_lines_;
     }
     partial_.clear();
   }
+  return parsed;
 }
 
 } // namespace flamebpf::symbolize

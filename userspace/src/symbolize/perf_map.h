@@ -48,12 +48,16 @@ public:
   // which names the map. proc_root is normally "/proc".
   PerfMapReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root = "/proc");
 
-  // Reads what is new. Never blocks on the file and reads at most kMaxReadPerRefresh bytes.
+  // Reads what is new. Never blocks on the file; parses at most kMaxParsePerRefresh bytes of
+  // lines and reads at most kMaxReadPerRefresh bytes in all (holes of a sparse file inside a
+  // skipped line cost nothing).
   void refresh();
 
   const PerfMapTable& table() const { return table_; }
   // Lines skipped as malformed or too long, since the reader was made.
   uint64_t bad_lines() const { return bad_lines_; }
+  // Valid lines ignored because the table already held kMaxEntries ranges.
+  uint64_t ignored_lines() const { return ignored_lines_; }
   // Whether the map was found (now or earlier).
   bool found() const { return fd_.valid(); }
   // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
@@ -61,13 +65,20 @@ public:
   // When the map file was last written; nullopt if it was never found.
   std::optional<std::chrono::system_clock::time_point> modified() const;
 
-  static constexpr size_t kMaxLine = 64 * 1024;          // longer lines are skipped
-  static constexpr size_t kMaxReadPerRefresh = 32 << 20; // the rest waits for the next refresh
-  static constexpr size_t kMaxEntries = 4 << 20;         // beyond this, new lines are skipped
+  static constexpr size_t kMaxLine = 64 * 1024; // longer lines are skipped
+  // The rest waits for the next refresh. Skipping an overlong line is cheap (no parsing), so it
+  // has the larger budget.
+  static constexpr size_t kMaxParsePerRefresh = 32 << 20;
+  static constexpr size_t kMaxReadPerRefresh = 256 << 20;
+  // About 100 bytes each: a map of a process is at most ~25 MiB of memory. A JIT with more live
+  // pieces of code than this is far beyond any real JVM; its later lines are ignored.
+  static constexpr size_t kMaxEntries = 256 * 1024;
 
 private:
   void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
-  void take_lines(std::string_view text);
+  // Takes the lines of text (the rest of a line waits in partial_); returns how many of its
+  // bytes were parsed, as opposed to skipped as part of an overlong line.
+  size_t take_lines(std::string_view text);
 
   uint32_t host_pid_;
   uint32_t ns_pid_;
@@ -80,6 +91,7 @@ private:
   bool skipping_ = false; // inside a line longer than kMaxLine
   PerfMapTable table_;
   uint64_t bad_lines_ = 0;
+  uint64_t ignored_lines_ = 0;
 };
 
 } // namespace flamebpf::symbolize

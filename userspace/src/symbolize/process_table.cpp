@@ -27,8 +27,11 @@ const MappedCode* ProcessImage::find(uint64_t address) const
 std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& mapping)
 {
   FileKey key{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
-  if (auto it = files_.find(key); it != files_.end())
-    return it->second;
+  ++uses_;
+  if (auto it = files_.find(key); it != files_.end()) {
+    it->second.last_use = uses_;
+    return it->second.symbols;
+  }
   if (failed_.contains(key))
     return nullptr;
 
@@ -53,8 +56,26 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
     return nullptr;
   }
   std::shared_ptr<const ElfSymbols> shared = std::move(*symbols);
-  files_.emplace(key, shared);
+  files_.emplace(key, Cached{shared, uses_});
   return shared;
+}
+
+void ElfCache::trim()
+{
+  std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
+  for (const auto& [key, cached] : files_) {
+    if (cached.symbols.use_count() == 1)
+      unused.emplace_back(cached.last_use, key);
+  }
+  if (unused.size() > kUnusedKept) {
+    std::sort(unused.begin(), unused.end());
+    for (size_t i = 0; i < unused.size() - kUnusedKept; ++i)
+      files_.erase(unused[i].second);
+  }
+  // A failure is remembered so that a file is not retried each sample; after many, all are
+  // forgotten at once and retried when met again.
+  if (failed_.size() > kFailuresKept)
+    failed_.clear();
 }
 
 ProcessTable::ProcessTable(std::string proc_root)
@@ -112,6 +133,11 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
 void ProcessTable::refresh_perf_map(ProcessImage& image)
 {
   image.perf_map->refresh();
+  if (image.perf_map->ignored_lines() > 0 && !image.perf_map_full_reported) {
+    spdlog::warn("{}: more than {} entries; later ones are ignored", image.perf_map->path(),
+                 PerfMapReader::kMaxEntries);
+    image.perf_map_full_reported = true;
+  }
   uint64_t bad = image.perf_map->bad_lines();
   if (bad == image.perf_map_bad_reported)
     return;
@@ -203,6 +229,7 @@ std::vector<ImageKey> ProcessTable::end_generation()
       ++it;
     }
   }
+  elf_cache_.trim();
   ++generation_;
   return gone;
 }

@@ -45,8 +45,9 @@ struct ProcessImage {
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
   // first address in anonymous code.
   std::shared_ptr<PerfMapReader> perf_map;
-  uint64_t perf_map_generation = 0;   // generation perf_map was last refreshed in
-  uint64_t perf_map_bad_reported = 0; // malformed lines of perf_map already reported
+  uint64_t perf_map_generation = 0;    // generation perf_map was last refreshed in
+  uint64_t perf_map_bad_reported = 0;  // malformed lines of perf_map already reported
+  bool perf_map_full_reported = false; // perf_map's table reached its cap, and that was said
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
@@ -65,11 +66,22 @@ public:
   // The symbols of the file behind mapping in process pid, opening it on first use.
   std::shared_ptr<const ElfSymbols> get(uint32_t pid, const Mapping& mapping);
   size_t size() const { return files_.size(); }
+  // Closes files no process holds beyond the kUnusedKept most recently used, and forgets old
+  // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
+  void trim();
+
+  static constexpr size_t kUnusedKept = 64;
+  static constexpr size_t kFailuresKept = 1024;
 
 private:
+  struct Cached {
+    std::shared_ptr<const ElfSymbols> symbols;
+    uint64_t last_use = 0;
+  };
   std::string proc_root_;
-  std::map<FileKey, std::shared_ptr<const ElfSymbols>> files_;
+  std::map<FileKey, Cached> files_;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
+  uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
 };
 
 // One process between two execs.
@@ -112,6 +124,7 @@ public:
 
   const std::string& proc_root() const { return proc_root_; }
   size_t size() const { return processes_.size(); }
+  size_t elf_files() const { return elf_cache_.size(); }
 
 private:
   // Reads what the image's perf map gained; reports malformed lines once per process.

@@ -37,6 +37,10 @@ public:
   // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).
   void poll_perf_maps() { processes_.poll_perf_maps(); }
 
+  // Processes remembered and ELF files held open, for statistics.
+  size_t processes() const { return processes_.size(); }
+  size_t elf_files() const { return processes_.elf_files(); }
+
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
   std::vector<ImageKey> forget_exited_processes();
 
