@@ -14,9 +14,9 @@ build_packages=(
 # container tests, each test with a private daemon or storage of its own; xmllint
 # (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
 # playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
-# the pprof files.
+# the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium golang-go)
+  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then
