@@ -35,12 +35,16 @@ printf '%-36s %.2f s (user %s, sys %s) = %.2f%% of one CPU\n' "CPU time over the
 printf '%-36s %.1f MB\n' "peak RSS" "$(echo "$rss_kb / 1000" | bc -l)"
 printf '%-36s %s\n' "dumps written" "$(find "$work/dumps" -type f -name '*_*' | wc -l)"
 printf '%-36s %s\n' "targets" "$(find "$work/dumps" -mindepth 1 -maxdepth 1 -type d -printf '%f ')"
-echo "per interval (from flamebpf-stats.jsonl): start, samples, CPU s, RSS MB"
+echo "per interval (from flamebpf-stats.jsonl): start, samples, CPU s, RSS MB (anonymous), fds,"
+echo "processes known to the kernel map / to the symbolizer, ELF files open"
 python3 - "$work/dumps/flamebpf-stats.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     s = json.loads(line)
     f = s["flamebpf"]
-    print(f'  {s["start"][11:19]}  {s["samples"]:6d}  {f["interval_cpu_seconds"]:6.3f}  {f["rss_bytes"] / 1e6:6.1f}')
+    o = s["occupancy"]
+    print(f'  {s["start"][11:19]}  {s["samples"]:6d}  {f["interval_cpu_seconds"]:6.3f}'
+          f'  {f["rss_bytes"] / 1e6:6.1f} ({f["rss_anon_bytes"] / 1e6:5.1f})  {f["open_fds"]:4d}'
+          f'  {o["known_images"]:5d} / {o["processes"]:5d}  {o["elf_files"]:4d}')
 PY
 grep -E 'warning|error' "$work/log" | sort | uniq -c | head -5 || true

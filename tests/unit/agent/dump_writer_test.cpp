@@ -134,7 +134,8 @@ TEST(Stats, OneJsonLinePerInterval)
   stats.window = window(0);
   stats.profile = &profile;
   stats.perf_maps = {{42, "web\"quoted", 1.5}};
-  stats.usage = {1.25, 30 << 20};
+  stats.usage = {1.25, 30 << 20, 12 << 20, 17};
+  stats.occupancy = {120, 3, 0, 118, 40};
   stats.interval_cpu_seconds = 0.05;
   std::string json = stats_json(stats);
   EXPECT_EQ(json.find('\n'), std::string::npos);
@@ -146,7 +147,13 @@ TEST(Stats, OneJsonLinePerInterval)
   EXPECT_NE(json.find("{\"pid\":42,\"target\":\"web\\\"quoted\",\"age_seconds\":1.5}"),
             std::string::npos)
       << json;
-  EXPECT_NE(json.find("\"rss_bytes\":31457280"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"rss_bytes\":31457280,\"rss_anon_bytes\":12582912,\"open_fds\":17"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"occupancy\":{\"known_images\":120,\"cgroup_targets\":3,"
+                      "\"pid_targets\":0,\"processes\":118,\"elf_files\":40}"),
+            std::string::npos)
+      << json;
   EXPECT_EQ(summary_line(stats), "interval 16:20:00\xE2\x80\x93"
                                  "16:21:00: 8 samples in 2 targets, 2 drops, unnamed "
                                  "frames: native 4.0%, JIT 2.0%; flamebpf CPU 0.05 s, RSS 30 MB");

@@ -1,8 +1,10 @@
 #include "agent/stats.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <fcntl.h>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -74,6 +76,17 @@ OwnUsage own_usage()
     if (std::sscanf(statm->c_str(), "%llu %llu", &size, &resident) == 2)
       usage.rss_bytes = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   }
+  if (auto status = procfs::read_file("/proc/self/status", 8192)) {
+    // "RssAnon:\t    1234 kB"
+    if (size_t at = status->find("\nRssAnon:"); at != std::string::npos)
+      usage.rss_anon_bytes = std::strtoull(status->c_str() + at + 9, nullptr, 10) << 10;
+  }
+  std::error_code ignored;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ignored);
+       it != std::filesystem::directory_iterator(); it.increment(ignored))
+    ++usage.open_fds;
+  if (usage.open_fds > 0)
+    --usage.open_fds; // the directory iterator's own
   return usage;
 }
 
@@ -143,9 +156,16 @@ std::string stats_json(const IntervalStats& stats)
     first = false;
   }
   json += fmt::format("],\"flamebpf\":{{\"cpu_seconds\":{:.3f},\"interval_cpu_seconds\":{:.3f},"
-                      "\"rss_bytes\":{}}},\"files_written\":{},\"dumps_pending\":{}}}",
+                      "\"rss_bytes\":{},\"rss_anon_bytes\":{},\"open_fds\":{}}}",
                       stats.usage.cpu_seconds, stats.interval_cpu_seconds, stats.usage.rss_bytes,
-                      stats.files_written, stats.dumps_pending);
+                      stats.usage.rss_anon_bytes, stats.usage.open_fds);
+  const Occupancy& held = stats.occupancy;
+  json += fmt::format(",\"occupancy\":{{\"known_images\":{},\"cgroup_targets\":{},"
+                      "\"pid_targets\":{},\"processes\":{},\"elf_files\":{}}}",
+                      held.known_images, held.cgroup_targets, held.pid_targets, held.processes,
+                      held.elf_files);
+  json += fmt::format(",\"files_written\":{},\"dumps_pending\":{}}}", stats.files_written,
+                      stats.dumps_pending);
   return json;
 }
 

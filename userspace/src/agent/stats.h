@@ -16,8 +16,19 @@ namespace flamebpf::agent {
 
 // flamebpf's own use of the machine.
 struct OwnUsage {
-  double cpu_seconds = 0; // user + system since start
-  uint64_t rss_bytes = 0; // resident memory now
+  double cpu_seconds = 0;      // user + system since start
+  uint64_t rss_bytes = 0;      // resident memory now
+  uint64_t rss_anon_bytes = 0; // of which anonymous (heap, stacks): what a leak would grow
+  size_t open_fds = 0;         // file descriptors open now
+};
+
+// What flamebpf keeps between intervals; flat over a long run unless something leaks.
+struct Occupancy {
+  size_t known_images = 0;   // BPF map of announced process images
+  size_t cgroup_targets = 0; // BPF cgroup filter
+  size_t pid_targets = 0;    // BPF pid filter
+  size_t processes = 0;      // processes the symbolizer remembers
+  size_t elf_files = 0;      // ELF files it holds open
 };
 
 // Reads this process's CPU time and resident memory.
@@ -35,6 +46,7 @@ struct IntervalStats {
   const profile::SymbolizedProfile* profile = nullptr; // the interval's samples
   std::vector<PerfMapAge> perf_maps;
   OwnUsage usage;
+  Occupancy occupancy;
   double interval_cpu_seconds = 0; // flamebpf's CPU time over the interval
   size_t files_written = 0;
   size_t dumps_pending = 0;

@@ -324,6 +324,9 @@ Result<RecordSummary> record(const cli::Config& config)
     stats.profile = &interval;
     stats.perf_maps = perf_map_ages(*symbolizer, interval);
     stats.usage = agent::own_usage();
+    auto kernel_maps = sampler->occupancy();
+    stats.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets,
+                       kernel_maps.pid_targets, symbolizer->processes(), symbolizer->elf_files()};
     stats.interval_cpu_seconds = stats.usage.cpu_seconds - usage_before.cpu_seconds;
     usage_before = stats.usage;
     stats.files_written = report.files;

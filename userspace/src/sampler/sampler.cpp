@@ -306,6 +306,35 @@ void Sampler::forget_image(uint32_t tgid, uint32_t image_id)
   bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.known_procs), &key);
 }
 
+namespace {
+
+template <class Key> size_t count_entries(bpf_map* map)
+{
+  int fd = bpf_map__fd(map);
+  size_t count = 0;
+  Key key{};
+  Key next{};
+  const void* previous = nullptr;
+  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+    ++count;
+    key = next;
+    previous = &key;
+  }
+  return count;
+}
+
+} // namespace
+
+MapOccupancy Sampler::occupancy() const
+{
+  const auto& maps = state_->skeleton->maps;
+  MapOccupancy occupancy;
+  occupancy.known_images = count_entries<fb_image_key>(maps.known_procs);
+  occupancy.cgroup_targets = count_entries<uint64_t>(maps.cgroup_targets);
+  occupancy.pid_targets = count_entries<uint32_t>(maps.pid_targets);
+  return occupancy;
+}
+
 drain::MapReader& Sampler::map_reader()
 {
   return *state_->reader;

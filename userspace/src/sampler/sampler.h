@@ -30,6 +30,13 @@ struct SamplerOptions {
   std::vector<CgroupFilter> cgroups;
 };
 
+// How full the kernel's bookkeeping maps are, for the agent's statistics.
+struct MapOccupancy {
+  size_t known_images = 0;   // process images announced (known_procs)
+  size_t cgroup_targets = 0; // cgroups in the filter
+  size_t pid_targets = 0;    // --pid targets in the filter
+};
+
 class Sampler {
 public:
   using NoticeHandler = std::function<void(const fb_process_notice&)>;
@@ -58,6 +65,10 @@ public:
   // Lets the next sample of this process image announce it again (after it exited, its pid may
   // be reused).
   void forget_image(uint32_t tgid, uint32_t image_id);
+
+  // Counts the entries of the bookkeeping maps (not the per-interval buffers, which the drain
+  // empties).
+  MapOccupancy occupancy() const;
 
   // The BPF maps, for the drain stage.
   drain::MapReader& map_reader();

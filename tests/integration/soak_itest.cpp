@@ -1,0 +1,207 @@
+// A long run of the agent, accelerated: SOAK_INTERVALS intervals (default 10,000) of 20 ms with
+// every output format, while processes start and exit all the time and containers (cgroups named
+// as Docker names them) come and go. What flamebpf holds from one interval to the next (its
+// memory, its open files, the kernel's maps, the processes and ELF files it remembers) must be as
+// large at the end as after the first thousand intervals, never growing with the run.
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "harness.h"
+
+namespace flamebpf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr double kIntervalSeconds = 0.02;
+// The window the start is measured over: after the first intervals' warm-up.
+constexpr size_t kWarmUp = 100;
+constexpr size_t kWindow = 1000;
+
+size_t intervals_wanted()
+{
+  const char* value = std::getenv("SOAK_INTERVALS");
+  return value ? std::max<size_t>(std::strtoull(value, nullptr, 10), 2 * kWindow + kWarmUp) : 10000;
+}
+
+struct Held {
+  double rss_mb = 0;
+  double rss_anon_mb = 0;
+  double fds = 0;
+  double known_images = 0;
+  double cgroup_targets = 0;
+  double processes = 0;
+  double elf_files = 0;
+};
+
+Held held_of(const nlohmann::json& line)
+{
+  const auto& own = line["flamebpf"];
+  const auto& occupancy = line["occupancy"];
+  return {own["rss_bytes"].get<double>() / (1 << 20),
+          own["rss_anon_bytes"].get<double>() / (1 << 20),
+          own["open_fds"].get<double>(),
+          occupancy["known_images"].get<double>(),
+          occupancy["cgroup_targets"].get<double>(),
+          occupancy["processes"].get<double>(),
+          occupancy["elf_files"].get<double>()};
+}
+
+// The largest of each figure over lines [begin, end).
+Held peak(const std::vector<Held>& lines, size_t begin, size_t end)
+{
+  Held most;
+  for (size_t i = begin; i < end; ++i) {
+    most.rss_mb = std::max(most.rss_mb, lines[i].rss_mb);
+    most.rss_anon_mb = std::max(most.rss_anon_mb, lines[i].rss_anon_mb);
+    most.fds = std::max(most.fds, lines[i].fds);
+    most.known_images = std::max(most.known_images, lines[i].known_images);
+    most.cgroup_targets = std::max(most.cgroup_targets, lines[i].cgroup_targets);
+    most.processes = std::max(most.processes, lines[i].processes);
+    most.elf_files = std::max(most.elf_files, lines[i].elf_files);
+  }
+  return most;
+}
+
+size_t count_lines(const std::string& path)
+{
+  std::ifstream in(path);
+  return static_cast<size_t>(
+      std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+}
+
+// Containers that come and go: every 100 ms a cgroup <parent>/docker/<random ID> with a burner
+// living 0.3 s in it; each is removed once its burner has exited.
+class ContainerChurn {
+public:
+  explicit ContainerChurn(const std::string& parent) : docker_(parent + "/docker")
+  {
+    ::mkdir(docker_.c_str(), 0755);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~ContainerChurn()
+  {
+    stop_ = true;
+    thread_.join();
+    for (auto& container : live_) {
+      container.burner->wait();
+      ::rmdir(container.cgroup.c_str());
+    }
+    ::rmdir(docker_.c_str());
+  }
+  size_t started() const { return started_; }
+
+private:
+  struct Container {
+    std::string cgroup;
+    std::unique_ptr<Child> burner;
+  };
+
+  void run()
+  {
+    std::mt19937_64 random(std::random_device{}());
+    while (!stop_) {
+      char id[65];
+      for (int i = 0; i < 4; ++i)
+        std::snprintf(id + 16 * i, 17, "%016llx", static_cast<unsigned long long>(random()));
+      std::string cgroup = docker_ + "/" + id;
+      if (::mkdir(cgroup.c_str(), 0755) == 0) {
+        live_.push_back({cgroup, std::make_unique<Child>(
+                                     std::vector<std::string>{BURNER_BINARY, "0.3"}, cgroup)});
+        ++started_;
+      }
+      // A cgroup can go once nothing runs in it.
+      while (!live_.empty() && live_.size() > 3) {
+        live_.front().burner->wait();
+        ::rmdir(live_.front().cgroup.c_str());
+        live_.pop_front();
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+
+  std::string docker_;
+  std::deque<Container> live_;
+  std::atomic<bool> stop_ = false;
+  std::atomic<size_t> started_ = 0;
+  std::thread thread_;
+};
+
+TEST(Soak, HeldResourcesStayFlatOverTenThousandIntervals)
+{
+  size_t wanted = intervals_wanted();
+  TempDir dir;
+  TempCgroup parent;
+  std::string out = dir.path() + "/out";
+  std::string stats = out + "/flamebpf-stats.jsonl";
+  // Short-lived processes, one after another, each a new process image for flamebpf to capture
+  // and forget.
+  Child process_churn(
+      {"/bin/sh", "-c", std::string("while :; do ") + BURNER_BINARY + " 0.02; done"},
+      parent.path());
+  ContainerChurn containers(parent.path());
+
+  Child agent({FLAMEBPF_BINARY, "--all-containers", "--output-dir", out, "--interval",
+               std::to_string(kIntervalSeconds), "--format", "folded,svg,pprof", "--retain-count",
+               "3"},
+              "", dir.path() + "/agent.log");
+  auto started = std::chrono::steady_clock::now();
+  // Missed boundaries are skipped, not made up: wait for the lines rather than a duration.
+  auto limit = std::chrono::duration<double>(wanted * kIntervalSeconds * 4 + 60);
+  while (count_lines(stats) < wanted && std::chrono::steady_clock::now() - started < limit) {
+    ASSERT_EQ(::kill(agent.pid(), 0), 0) << "flamebpf exited:\n"
+                                         << read_text(dir.path() + "/agent.log");
+    std::this_thread::sleep_for(500ms);
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.wait(), 0) << read_text(dir.path() + "/agent.log");
+
+  std::vector<Held> lines;
+  std::istringstream text(read_text(stats));
+  for (std::string line; std::getline(text, line);)
+    lines.push_back(held_of(nlohmann::json::parse(line)));
+  ASSERT_GE(lines.size(), wanted) << "in " << seconds << " s";
+
+  Held first = peak(lines, kWarmUp, kWarmUp + kWindow);
+  Held last = peak(lines, lines.size() - kWindow, lines.size());
+  std::printf("[ FIGURES  ] %zu intervals in %.0f s, %zu containers started; peak over intervals "
+              "%zu-%zu / the last %zu:\n"
+              "[ FIGURES  ]   RSS %.1f / %.1f MB (anonymous %.1f / %.1f MB), open fds %.0f / %.0f\n"
+              "[ FIGURES  ]   kernel map: process images %.0f / %.0f, cgroup targets %.0f / %.0f\n"
+              "[ FIGURES  ]   symbolizer: processes %.0f / %.0f, ELF files %.0f / %.0f\n",
+              lines.size(), seconds, containers.started(), kWarmUp, kWarmUp + kWindow, kWindow,
+              first.rss_mb, last.rss_mb, first.rss_anon_mb, last.rss_anon_mb, first.fds, last.fds,
+              first.known_images, last.known_images, first.cgroup_targets, last.cgroup_targets,
+              first.processes, last.processes, first.elf_files, last.elf_files);
+  // Heap use moves with what an interval holds; a leak of even 1 KiB per interval would add
+  // 10 MB over the run.
+  EXPECT_LE(last.rss_anon_mb, first.rss_anon_mb * 1.1 + 4);
+  EXPECT_LE(last.rss_mb, first.rss_mb * 1.1 + 8);
+  EXPECT_LE(last.fds, first.fds + 4);
+  // The churn is steady, so what is remembered of it is too.
+  EXPECT_LE(last.known_images, first.known_images * 1.5 + 20);
+  EXPECT_LE(last.cgroup_targets, first.cgroup_targets + 4);
+  EXPECT_LE(last.processes, first.processes * 1.5 + 20);
+  EXPECT_LE(last.elf_files, first.elf_files + 8);
+}
+
+} // namespace
+} // namespace flamebpf::testing
