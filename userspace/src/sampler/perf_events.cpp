@@ -13,10 +13,9 @@
 
 namespace flamebpf::sampler {
 
-PerfEvents::~PerfEvents()
+void PerfEvents::LinkDestroyer::operator()(bpf_link* link) const
 {
-  for (auto* link : links_)
-    bpf_link__destroy(link);
+  bpf_link__destroy(link);
 }
 
 Result<PerfEvents> PerfEvents::open_and_attach(bpf_program* program,
@@ -57,12 +56,14 @@ Result<PerfEvents> PerfEvents::open_and_attach(bpf_program* program,
       return fail(system_error(errno, "cannot open the cpu-clock perf event on CPU " +
                                           std::to_string(cpu)));
     }
-    events.event_fds_.emplace_back(fd);
-    bpf_link* link = bpf_program__attach_perf_event(program, fd);
+    UniqueFd event(fd);
+    bpf_link* link = bpf_program__attach_perf_event(program, event.get());
     if (!link)
       return fail(
           system_error(errno, "cannot attach the sampling program to CPU " + std::to_string(cpu)));
-    events.links_.push_back(link);
+    // The link closes the event when it is destroyed.
+    event.release();
+    events.links_.emplace_back(link);
     events.cpus_.push_back(cpu);
   }
   if (events.cpus_.empty())

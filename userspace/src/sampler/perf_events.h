@@ -3,6 +3,7 @@
 
 #include <bpf/libbpf.h>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/result.h"
@@ -17,7 +18,7 @@ public:
   PerfEvents& operator=(PerfEvents&&) noexcept = default;
   PerfEvents(const PerfEvents&) = delete;
   PerfEvents& operator=(const PerfEvents&) = delete;
-  ~PerfEvents();
+  ~PerfEvents() = default;
 
   // Opens a cpu-clock event sampling at frequency_hz on every CPU in cpus and attaches program
   // to each. CPUs that went offline meanwhile are skipped; failing on all CPUs is an error.
@@ -29,8 +30,12 @@ public:
 
 private:
   std::vector<int> cpus_;
-  std::vector<UniqueFd> event_fds_;
-  std::vector<bpf_link*> links_;
+  struct LinkDestroyer {
+    void operator()(bpf_link* link) const;
+  };
+  // Owned, so that moving a PerfEvents over another detaches the other's program; each link owns
+  // its perf event's descriptor and closes it.
+  std::vector<std::unique_ptr<bpf_link, LinkDestroyer>> links_;
 };
 
 } // namespace flamebpf::sampler
