@@ -59,4 +59,17 @@ struct fb_pid_target {
 #define FB_COUNTER_KSTACK_ERROR 8     /* kernel stack lost for another reason */
 #define FB_COUNTER_MAX 9
 
+/* Kernel addresses named by the kernel_names program, a batch at a time: where /proc/kallsyms
+ * hides its addresses from flamebpf (no CAP_SYSLOG while perf_event_paranoid > 1), the kernel
+ * still names its own code through bpf_snprintf's %ps. */
+#define FB_KERNEL_NAMES_BATCH 256
+#define FB_KERNEL_NAME_LEN 128 /* "name [module]", NUL-terminated, cut to fit */
+
+struct fb_kernel_names {
+  __u32 count; /* addresses to name, at most FB_KERNEL_NAMES_BATCH */
+  __u32 pad;
+  __u64 addresses[FB_KERNEL_NAMES_BATCH];
+  char names[FB_KERNEL_NAMES_BATCH][FB_KERNEL_NAME_LEN];
+};
+
 #endif /* FLAMEBPF_PROFILE_H */

@@ -67,6 +67,11 @@ JavaProfile summarize(const std::string& path, std::string log)
   return profile;
 }
 
+struct Measured {
+  int exit_code = -1;
+  JavaProfile profile;
+};
+
 // The three hottest stacks, one per line, for failure messages.
 std::string hottest(const std::map<std::string, uint64_t>& folded)
 {
@@ -216,6 +221,68 @@ TEST_F(JvmContainerTest, NonRootJvm)
   std::string map = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";
   ASSERT_EQ(::stat(map.c_str(), &status), 0);
   EXPECT_EQ(status.st_uid, static_cast<uid_t>(kContainerAppUid));
+}
+
+// The capabilities the systemd unit grants flamebpf (AmbientCapabilities=), in setpriv's
+// spelling: "-all,+bpf,+perfmon,…".
+std::string service_capabilities()
+{
+  std::istringstream unit(read_text(FLAMEBPF_SERVICE_UNIT));
+  std::string list = "-all";
+  for (std::string line; std::getline(unit, line);) {
+    if (!line.starts_with("AmbientCapabilities="))
+      continue;
+    std::istringstream names(line.substr(line.find('=') + 1));
+    for (std::string name; names >> name;) {
+      std::string lower = name.substr(4); // without "CAP_"
+      for (char& c : lower)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      list += ",+" + lower;
+    }
+  }
+  return list;
+}
+
+// flamebpf run with only the capabilities caps (setpriv's spelling), as root's uid otherwise.
+Measured profile_with_capabilities(const std::string& target,
+                                   const std::string& caps,
+                                   const std::string& dir)
+{
+  std::string out = dir + "/caps.folded";
+  std::string log = dir + "/caps.log";
+  Child run({"/usr/bin/setpriv", "--inh-caps=" + caps, "--ambient-caps=" + caps,
+             "--bounding-set=" + caps, FLAMEBPF_BINARY, "--cgroup", target, "-d", "4", "-o", out},
+            "", log);
+  return {run.wait(), summarize(out, read_text(log))};
+}
+
+TEST_F(JvmContainerTest, NonRootJvmWithTheServicesCapabilities)
+{
+  std::string caps = service_capabilities();
+  ASSERT_NE(caps.find("+bpf"), std::string::npos) << caps;
+  run_jvm("jvm-unit-caps", {"--user", std::to_string(kContainerAppUid)});
+  auto run = profile_with_capabilities("jvm-unit-caps", caps, dir_.path());
+  ASSERT_EQ(run.exit_code, 0) << run.profile.log;
+  expect_named_java(run.profile, 150);
+}
+
+TEST_F(JvmContainerTest, NonRootJvmWithFourCapabilitiesNamesWhatIsMissing)
+{
+  // Enough to sample and name everything but the JIT's code of a JVM of another user.
+  run_jvm("jvm-four-caps", {"--user", std::to_string(kContainerAppUid)});
+  auto run = profile_with_capabilities("jvm-four-caps", "-all,+bpf,+perfmon,+sys_admin,+sys_ptrace",
+                                       dir_.path());
+  ASSERT_EQ(run.exit_code, 0) << run.profile.log;
+  EXPECT_GT(run.profile.java_samples, 150u) << run.profile.log;
+  std::istringstream log(run.profile.log);
+  std::vector<std::string> about_agent;
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("cannot load flamebpf's agent") != std::string::npos)
+      about_agent.push_back(line);
+  }
+  ASSERT_EQ(about_agent.size(), 1u) << run.profile.log;
+  EXPECT_NE(about_agent[0].find("flamebpf lacks CAP_"), std::string::npos) << about_agent[0];
+  std::printf("[ FIGURES  ] %s\n", about_agent[0].c_str());
 }
 
 TEST_F(JvmContainerTest, JvmThatIsNotPid1)

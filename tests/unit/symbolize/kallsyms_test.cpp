@@ -3,6 +3,7 @@
 #include <string>
 
 #include "symbolize/kallsyms.h"
+#include "symbolize/kernel_names.h"
 #include "test_support.h"
 
 namespace flamebpf::symbolize {
@@ -184,6 +185,27 @@ TEST(Kallsyms, LookupsSurviveAMove)
   ASSERT_TRUE(symbol.has_value());
   EXPECT_EQ(symbol->name, "nft_do_chain");
   EXPECT_EQ(symbol->module, "nf_tables");
+}
+
+TEST(PrintedSymbol, NameModuleOrNothing)
+{
+  std::string name;
+  std::string module;
+  parse_printed_symbol("do_syscall_64", name, module);
+  EXPECT_EQ(name, "do_syscall_64");
+  EXPECT_EQ(module, "");
+  parse_printed_symbol("nft_do_chain [nf_tables]", name, module);
+  EXPECT_EQ(name, "nft_do_chain");
+  EXPECT_EQ(module, "nf_tables");
+  // No symbol covers the address: %ps prints the address itself.
+  parse_printed_symbol("0xffffffffc0a81234", name, module);
+  EXPECT_EQ(name, "");
+  parse_printed_symbol("", name, module);
+  EXPECT_EQ(name, "");
+  // A bracket that is not a module suffix stays part of the name.
+  parse_printed_symbol("odd[name]", name, module);
+  EXPECT_EQ(name, "odd[name]");
+  EXPECT_EQ(module, "");
 }
 
 } // namespace

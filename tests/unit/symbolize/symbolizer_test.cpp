@@ -64,7 +64,8 @@ protected:
   {
     auto kernel = KernelSymbols::parse(kKernelSymbols);
     ASSERT_TRUE(kernel.has_value()) << kernel.error().message;
-    symbolizer_.emplace(std::move(*kernel), SymbolizerOptions{}, "/proc");
+    symbolizer_.emplace(std::make_unique<KallsymsNames>(std::move(*kernel)), SymbolizerOptions{},
+                        "/proc");
     targets_.by_cgroup[77] = "docker/abc";
     targets_.by_pid[4242] = "java-4242";
   }

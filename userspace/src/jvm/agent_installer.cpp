@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/capabilities.h"
+
 namespace flamebpf::jvm {
 namespace {
 
@@ -85,7 +87,8 @@ Result<> create_library(int dir_fd,
   std::string ids = std::to_string(target.uid) + ":" + std::to_string(target.gid);
   ScopedFsIds as_jvm(target.uid, target.gid);
   if (!as_jvm.active())
-    return fail(error("cannot act as uid:gid " + ids));
+    return fail(error("cannot act as uid:gid " + ids +
+                      (caps::effective(caps::kSetuid) ? "" : "; flamebpf lacks CAP_SETUID")));
   std::string temporary = "." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
                           std::to_string(g_temporary_counter++);
   auto file =
@@ -100,8 +103,11 @@ Result<> create_library(int dir_fd,
     if (::fstat(file->get(), &status) != 0)
       return fail(system_error(errno, "cannot stat"));
     if ((status.st_uid != target.uid || status.st_gid != target.gid) &&
-        ::fchown(file->get(), target.uid, target.gid) != 0)
-      return fail(system_error(errno, "cannot chown to " + ids));
+        ::fchown(file->get(), target.uid, target.gid) != 0) {
+      Error failure = system_error(errno, "cannot chown to " + ids);
+      failure.message += caps::hint(failure.errno_value, caps::kChown);
+      return fail(failure);
+    }
     if (::fchmod(file->get(), 0644) != 0)
       return fail(system_error(errno, "cannot chmod"));
     if (::fsync(file->get()) != 0)
@@ -198,9 +204,12 @@ Result<std::string> install_agent(const AttachTarget& target,
     reasons +=
         (reasons.empty() ? "" : "; ") + std::string(directory) + ": " + installed.error().message;
   }
-  return fail(
-      error(what + ": no usable directory (" + reasons +
-            "); try: give the container a /tmp mounted with exec (e.g. --tmpfs /tmp:exec)"));
+  // A capability flamebpf lacks is the fix wherever it stopped the install.
+  std::string fix =
+      reasons.find("flamebpf lacks CAP_") != std::string::npos
+          ? "try: grant flamebpf the capability named"
+          : "try: give the container a /tmp mounted with exec (e.g. --tmpfs /tmp:exec)";
+  return fail(error(what + ": no usable directory (" + reasons + "); " + fix));
 }
 
 } // namespace flamebpf::jvm

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "common/capabilities.h"
 #include "common/procfs.h"
 
 namespace flamebpf::jvm {
@@ -41,6 +42,16 @@ std::string first_line(std::string_view text)
     line += (byte < 0x20 || byte >= 0x7f) ? '?' : c;
   }
   return line;
+}
+
+// Why acting as a JVM's user failed, when it is a missing capability.
+std::string setid_hint()
+{
+  if (!caps::effective(caps::kSetuid))
+    return "; flamebpf lacks CAP_SETUID";
+  if (!caps::effective(caps::kSetgid))
+    return "; flamebpf lacks CAP_SETGID";
+  return "";
 }
 
 template <class T> bool parse_number(std::string_view text, T& value, int base = 10)
@@ -142,8 +153,8 @@ public:
     {
       ScopedFsIds as_jvm(uid, gid);
       if (!as_jvm.active())
-        return fail(
-            error("cannot create attach trigger " + shown + ": cannot act as uid:gid " + ids));
+        return fail(error("cannot create attach trigger " + shown + ": cannot act as uid:gid " +
+                          ids + setid_hint()));
       auto created = open_resolved(
           tmp_fd_, name_, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, kResolve, shown);
       if (!created && created.error().errno_value != EEXIST)
@@ -167,8 +178,11 @@ public:
     struct stat status {};
     if (::fstat(fd.get(), &status) != 0)
       return fail(system_error(errno, "cannot stat attach trigger " + shown));
-    if ((status.st_uid != uid || status.st_gid != gid) && ::fchown(fd.get(), uid, gid) != 0)
-      return fail(system_error(errno, "cannot chown attach trigger " + shown + " to " + ids));
+    if ((status.st_uid != uid || status.st_gid != gid) && ::fchown(fd.get(), uid, gid) != 0) {
+      Error failure = system_error(errno, "cannot chown attach trigger " + shown + " to " + ids);
+      failure.message += caps::hint(failure.errno_value, caps::kChown);
+      return fail(failure);
+    }
     return {};
   }
 
@@ -203,8 +217,12 @@ Result<> send_sigquit(const AttachTarget& target)
     return fail(error("process " + std::to_string(target.host_pid) +
                       " does not handle SIGQUIT (not a HotSpot JVM, started with -Xrs, or still "
                       "starting), so it cannot be asked to start its attach listener"));
-  if (::kill(static_cast<pid_t>(target.host_pid), SIGQUIT) != 0)
-    return fail(system_error(errno, "cannot send SIGQUIT to " + std::to_string(target.host_pid)));
+  if (::kill(static_cast<pid_t>(target.host_pid), SIGQUIT) != 0) {
+    Error failure =
+        system_error(errno, "cannot send SIGQUIT to " + std::to_string(target.host_pid));
+    failure.message += caps::hint(failure.errno_value, caps::kKill);
+    return fail(failure);
+  }
   return {};
 }
 
@@ -339,7 +357,7 @@ Result<> connect_socket(int socket_fd,
   case kChildSetgidFailed:
   case kChildSetuidFailed:
     return fail(error("cannot connect to " + shown + ": cannot switch to the JVM's uid:gid " + ids +
-                      "; try: run flamebpf as root"));
+                      setid_hint()));
   case -1:
     return fail(error("cannot connect to " + shown + ": the connecting child was killed"));
   default:

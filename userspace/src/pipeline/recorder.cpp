@@ -275,12 +275,12 @@ Result<RecordSummary> record(const cli::Config& config)
   if (!sampler)
     return fail(sampler.error());
   spdlog::debug("sampling {} CPUs at {} Hz", sampler->cpus().size(), config.frequency_hz);
-  auto kernel_symbols = symbolize::KernelSymbols::load();
-  if (!kernel_symbols)
-    return fail(kernel_symbols.error());
+  auto kernel_names = symbolize::load_kernel_names();
+  if (!kernel_names)
+    return fail(kernel_names.error());
   symbolize::SymbolizerOptions symbolizer_options;
   symbolizer_options.java_signatures = config.java_signatures;
-  symbolizer.emplace(std::move(*kernel_symbols), symbolizer_options);
+  symbolizer.emplace(std::move(*kernel_names), symbolizer_options);
 
   target::CgroupWatcher watcher;
   auto last_refresh = Clock::now();

@@ -46,7 +46,9 @@ std::string target_name(const profile::TargetNames& targets,
 
 } // namespace
 
-Symbolizer::Symbolizer(KernelSymbols kernel, SymbolizerOptions options, std::string proc_root)
+Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
+                       SymbolizerOptions options,
+                       std::string proc_root)
     : kernel_(std::move(kernel)), options_(options), processes_(std::move(proc_root))
 {
 }
@@ -59,7 +61,7 @@ const ProcessImage& Symbolizer::on_process_seen(const ImageKey& key, const std::
 
 profile::Frame Symbolizer::kernel_frame(uint64_t address) const
 {
-  auto symbol = kernel_.lookup(address);
+  auto symbol = kernel_->lookup(address);
   if (!symbol)
     return {"[unknown]", "", profile::FrameKind::kUnknown};
   return {std::string(symbol->name), std::string(symbol->module), profile::FrameKind::kKernel};
@@ -122,6 +124,12 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
   out.end = raw.end;
   out.counters = raw.counters;
   out.stacks.reserve(raw.samples.size());
+  std::vector<uint64_t> kernel_addresses;
+  for (const auto& sample : raw.samples) {
+    for (size_t i = 0; i < sample.kernel_frames.size(); ++i)
+      kernel_addresses.push_back(call_site(sample.kernel_frames[i], i == 0));
+  }
+  kernel_->prepare(kernel_addresses);
   for (const auto& sample : raw.samples) {
     profile::Stack stack;
     stack.pid = sample.tgid;

@@ -2,13 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/result.h"
 #include "profile/raw_profile.h"
 #include "profile/symbolized_profile.h"
 #include "profile/target_names.h"
-#include "symbolize/kallsyms.h"
+#include "symbolize/kernel_names.h"
 #include "symbolize/process_table.h"
 
 namespace flamebpf::symbolize {
@@ -19,7 +20,7 @@ struct SymbolizerOptions {
 
 class Symbolizer {
 public:
-  explicit Symbolizer(KernelSymbols kernel,
+  explicit Symbolizer(std::unique_ptr<KernelNames> kernel,
                       SymbolizerOptions options = {},
                       std::string proc_root = "/proc");
 
@@ -53,7 +54,7 @@ private:
                        std::vector<profile::Frame>& out,
                        profile::SymbolizedProfile& profile);
 
-  KernelSymbols kernel_;
+  std::unique_ptr<KernelNames> kernel_;
   SymbolizerOptions options_;
   ProcessTable processes_;
 };

@@ -1,0 +1,32 @@
+// This process's effective capabilities, to name the one missing when the kernel says EPERM.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace flamebpf::caps {
+
+// Numbers from linux/capability.h.
+enum Capability : int {
+  kChown = 0,
+  kKill = 5,
+  kSetgid = 6,
+  kSetuid = 7,
+  kSysPtrace = 19,
+  kSysAdmin = 21,
+  kSyslog = 34,
+  kPerfmon = 38,
+  kBpf = 39,
+};
+
+// Whether capability is in this process's effective set (false if it cannot be read).
+bool effective(Capability capability);
+
+// "CAP_SYS_PTRACE" and the like.
+std::string_view name(Capability capability);
+
+// "; flamebpf lacks CAP_KILL" when errno_value is EPERM and capability is not effective, so that
+// a permission error says what to grant; otherwise empty.
+std::string hint(int errno_value, Capability capability);
+
+} // namespace flamebpf::caps
