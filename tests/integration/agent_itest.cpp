@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
+#include <sstream>
 #include <sys/mount.h>
 #include <thread>
 #include <unistd.h>
@@ -59,6 +60,9 @@ void expect_only_whole_files(const std::string& dir)
       EXPECT_TRUE(folded_is_whole(entry.path())) << entry.path();
     } else if (name.ends_with(".svg")) {
       EXPECT_EQ(xml_problems(entry.path()), "") << entry.path();
+    } else if (name.ends_with(".pb.gz")) {
+      Child gunzip({"/bin/gzip", "--test", entry.path()});
+      EXPECT_EQ(gunzip.wait(), 0) << entry.path() << " is not whole gzip";
     }
   }
 }
@@ -184,6 +188,74 @@ TEST_F(AgentTest, KillNineMidWriteLeavesOnlyWholeFiles)
   ASSERT_EQ(run.exit_code, 0) << run.output;
   for (const auto& entry : fs::recursive_directory_iterator(out_))
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+}
+
+TEST_F(AgentTest, SighupAndSigtermAtRandomPointsOfTheDumpCycle)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_hup"), "60"}, web.path());
+  std::mt19937 random(std::random_device{}());
+  for (int round = 0; round < 4; ++round) {
+    std::string log = dir_.path() + "/log" + std::to_string(round);
+    Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--output-dir", out_, "--interval", "0.1",
+                 "--format", "folded,svg,pprof"},
+                "", log);
+    ASSERT_TRUE(wait_for_text(log, "interval ", 10)) << read_text(log);
+    for (int hup = 0; hup < 5; ++hup) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(random() % 250));
+      agent.signal(SIGHUP);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 250));
+    agent.signal(SIGTERM);
+    EXPECT_EQ(agent.wait(), 0) << read_text(log);
+    EXPECT_EQ(read_text(log).find("error"), std::string::npos) << read_text(log);
+    expect_only_whole_files(out_);
+  }
+  // Every interval of every run was written; SIGTERM left no temporary file.
+  for (const auto& entry : fs::recursive_directory_iterator(out_))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+}
+
+TEST_F(AgentTest, ForkStormFillsTheMapsAndEveryDropIsCounted)
+{
+  TempCgroup storm;
+  // Thousands of short processes a second, each a new key of the count map; small maps.
+  Child forks({"/bin/sh", "-c", "while :; do /bin/true; /bin/true; /bin/true; /bin/true; done"},
+              storm.path());
+  Child forks_too({"/bin/sh", "-c", "while :; do /bin/true; /bin/true; /bin/true; done"},
+                  storm.path());
+  std::string log = dir_.path() + "/log";
+  Child agent({FLAMEBPF_BINARY, "--cgroup", storm.path(), "--output-dir", out_, "--interval", "0.5",
+               "--count-storage", "64", "--stack-storage", "64", "--format", "folded"},
+              "", log);
+  std::this_thread::sleep_for(3s);
+  forks.signal(SIGKILL);
+  forks_too.signal(SIGKILL);
+  forks.wait();
+  forks_too.wait();
+  // After the storm: intervals with nothing left to drop.
+  std::this_thread::sleep_for(2s);
+  agent.signal(SIGTERM);
+  ASSERT_EQ(agent.wait(), 0) << read_text(log);
+  std::istringstream stats(read_text(out_ + "/flamebpf-stats.jsonl"));
+  uint64_t drops_in_storm = 0;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(stats, line);)
+    lines.push_back(line);
+  ASSERT_GE(lines.size(), 8u) << read_text(log);
+  auto total_drops = [](const std::string& line) {
+    const std::string key = "\"drops\":{\"total\":";
+    auto at = line.find(key);
+    return at == std::string::npos ? UINT64_MAX : std::stoull(line.substr(at + key.size()));
+  };
+  for (size_t i = 0; i + 3 < lines.size(); ++i)
+    drops_in_storm += total_drops(lines[i]);
+  EXPECT_GT(drops_in_storm, 0u) << "the storm never filled a map:\n" << read_text(log);
+  // Every drop is said in the log too.
+  EXPECT_NE(read_text(log).find("raise --"), std::string::npos) << read_text(log);
+  // The last whole interval, after the storm, lost nothing.
+  EXPECT_EQ(total_drops(lines[lines.size() - 2]), 0u) << lines[lines.size() - 2];
+  expect_only_whole_files(out_);
 }
 
 TEST_F(AgentTest, FullDiskIsLoggedSurvivedAndRecovered)

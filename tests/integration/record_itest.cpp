@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <memory>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -358,6 +359,72 @@ TEST_F(RecordTest, OnlineCpuListThatDisagreesWithTheKernel)
     }
     EXPECT_EQ(read_text(log).find("error"), std::string::npos) << read_text(log);
   }
+}
+
+TEST_F(RecordTest, TargetCgroupRemovedWhileInTheFilter)
+{
+  auto target = std::make_unique<TempCgroup>();
+  Child workload({copy_burner(dir_.path(), "burner_gone"), "30"}, target->path());
+  settle();
+  std::string out = dir_.path() + "/gone.folded";
+  std::string log = dir_.path() + "/gone.log";
+  Child run({FLAMEBPF_BINARY, "--cgroup", target->path(), "-d", "3", "-o", out}, "", log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The workload dies and its cgroup goes while flamebpf's filter still holds it.
+  workload.signal(SIGKILL);
+  workload.wait();
+  target.reset();
+  ASSERT_EQ(run.wait(), 0) << read_text(log);
+  // The samples from before are kept, and the loss of the target is said once.
+  uint64_t samples = burner_chain_samples(read_folded(out), "burner_gone", read_text(log));
+  EXPECT_GT(samples, 40u) << read_text(log);
+  std::string text = read_text(log);
+  size_t said = 0;
+  for (size_t at = text.find("gone"); at != std::string::npos; at = text.find("gone", at + 1))
+    ++said;
+  EXPECT_GE(said, 1u) << text;
+  EXPECT_EQ(text.find("error"), std::string::npos) << text;
+}
+
+TEST_F(RecordTest, JvmExitingDuringTheAttachCostsNothing)
+{
+  // A process that looks like a JVM (libjvm.so mapped, frame pointers claimed) and listens on its
+  // attach socket without ever answering; it dies while flamebpf waits for the reply.
+  std::string spinner_log = dir_.path() + "/spinner.log";
+  // Its libjvm.so is made in the scratch directory.
+  Child jvm({"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir_.path(), JIT_SPINNER_BINARY, "--jvm",
+             "-XX:+PreserveFramePointer", "--socket", "silent", "none"},
+            "", spinner_log);
+  struct RemoveAttachFiles {
+    pid_t pid;
+    ~RemoveAttachFiles()
+    {
+      ::unlink(("/tmp/.java_pid" + std::to_string(pid)).c_str());
+      ::unlink(("/tmp/.attach_pid" + std::to_string(pid)).c_str());
+    }
+  } remove_attach_files{jvm.pid()};
+  ASSERT_TRUE(wait_for_text(spinner_log, "spinner ready", 10)) << read_text(spinner_log);
+  std::string out = dir_.path() + "/jvm.folded";
+  std::string log = dir_.path() + "/jvm.log";
+  auto started = std::chrono::steady_clock::now();
+  Child run({FLAMEBPF_BINARY, "--pid", std::to_string(jvm.pid()), "-d", "3", "-o", out}, "", log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  pid_t jvm_pid = jvm.pid();
+  jvm.signal(SIGKILL);
+  jvm.wait();
+  ASSERT_EQ(run.wait(), 0) << read_text(log);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 3 + 2.5) << read_text(log);
+  EXPECT_GT(total_count(read_folded(out)), 20u) << read_text(log);
+  std::string text = read_text(log);
+  EXPECT_EQ(text.find("error"), std::string::npos) << text;
+  // The attach that was under way ends in one line.
+  std::string about = "JVM " + std::to_string(jvm_pid) + " ";
+  size_t lines = 0;
+  for (size_t at = text.find(about); at != std::string::npos; at = text.find(about, at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << text;
 }
 
 TEST_F(RecordTest, UnprivilegedUserGetsOneLineWithTheFix)

@@ -8,7 +8,8 @@
 //
 // Options (TEXT, PATH and TARGET take the escapes \n \t \\ \xHH; "%p" in a PATH is the pid):
 //   --comm TEXT          set the process name (prctl PR_SET_NAME: at most 15 bytes)
-//   --jvm                map a file named /libjvm.so, so that profilers take this for a JVM
+//   --jvm                map a file libjvm.so (made in the working directory), so that
+//                        profilers take this for a JVM
 //   --socket KIND        listen on /tmp/.java_pid<pid> (mode 0600, as HotSpot does) and, per
 //                        connection, never answer (silent), answer a garbage line and close
 //                        (garbage), or send garbage without end (flood)
@@ -327,13 +328,14 @@ static void make_map(const char* mode, const char* path, char** names, size_t co
 
 // --- a fake JVM ---
 
+// In the working directory: "/" in a container, a scratch directory on the host.
 static void pose_as_jvm(void)
 {
-  int fd = open("/libjvm.so", O_RDWR | O_CREAT | O_CLOEXEC, 0755);
+  int fd = open("libjvm.so", O_RDWR | O_CREAT | O_CLOEXEC, 0755);
   if (fd < 0 || ftruncate(fd, 4096) != 0)
-    die("cannot create", "/libjvm.so");
+    die("cannot create", "libjvm.so");
   if (mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
-    die("cannot map", "/libjvm.so");
+    die("cannot map", "libjvm.so");
   close(fd);
 }
 

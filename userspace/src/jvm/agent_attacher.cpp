@@ -125,8 +125,8 @@ void AgentAttacher::check_frame_pointers(const Request& request, bool attached)
     std::string process = options_.proc_root + "/" + std::to_string(request.pid);
     auto cmdline = procfs::read_file(process + "/cmdline", 1 << 20);
     auto environ = procfs::read_file(process + "/environ", 1 << 20);
-    if (!cmdline)
-      return; // gone already
+    if (!cmdline || cmdline->empty())
+      return; // gone already (an exited process that is not yet reaped has an empty cmdline)
     preserved = frame_pointers_in_command_line(*cmdline, environ ? *environ : "");
   }
   if (!preserved.value_or(false))
