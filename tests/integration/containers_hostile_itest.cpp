@@ -517,6 +517,27 @@ protected:
     return run;
   }
 
+  // A fake JVM whose attach socket behaves as socket_kind, profiled for 3 s: the run ends on time
+  // (plus one attach timeout when timeout_expected), with one line about the JVM saying the agent
+  // could not be loaded. Returns the run and that line.
+  std::pair<Measured, std::string>
+  profile_fake_jvm(const std::string& name, const std::string& socket_kind, bool timeout_expected)
+  {
+    // It maps a file named libjvm.so and claims -XX:+PreserveFramePointer, so flamebpf attaches to
+    // it and has nothing else to warn about.
+    auto jvm = spin(name, {"--jvm", "-XX:+PreserveFramePointer", "--socket", socket_kind, "none"});
+    std::string scratch = dir_.path();
+    auto run = run_measured({"--cgroup", name, "-d", "3", "-o", scratch + "/out.folded"}, scratch);
+    print_figures(socket_kind + " attach socket", run);
+    expect_prompt(run, 3, timeout_expected ? kAttachTimeoutSeconds : 0);
+    EXPECT_EQ(folded_problems(read_text(scratch + "/out.folded")), "");
+    auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
+    EXPECT_EQ(about_jvm.size(), 1u) << run.log;
+    std::string line = about_jvm.empty() ? "" : about_jvm[0];
+    EXPECT_NE(line.find("cannot load flamebpf's agent"), std::string::npos) << run.log;
+    return {run, line};
+  }
+
   DockerDaemon docker_;
   std::string image_;
   TempDir dir_;
@@ -632,43 +653,21 @@ std::vector<std::string> fake_jvm(const std::vector<std::string>& extra)
 
 TEST_F(HostileContainerTest, SilentAttachSocketCostsOneTimeout)
 {
-  auto jvm = spin("ha-silent", fake_jvm({"--socket", "silent", "none"}));
-  auto run = run_measured({"--cgroup", "ha-silent", "-d", "3", "-o", dir_.path() + "/out.folded"},
-                          dir_.path());
-  print_figures("silent attach socket", run);
-  expect_prompt(run, 3, kAttachTimeoutSeconds);
-  auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
-  ASSERT_EQ(about_jvm.size(), 1u) << run.log;
-  EXPECT_NE(about_jvm[0].find("cannot load flamebpf's agent"), std::string::npos) << run.log;
-  EXPECT_NE(about_jvm[0].find("timeout"), std::string::npos) << run.log;
-  EXPECT_EQ(folded_problems(read_text(dir_.path() + "/out.folded")), "");
+  auto [run, line] = profile_fake_jvm("ha-silent", "silent", true);
+  EXPECT_NE(line.find("timeout"), std::string::npos) << run.log;
 }
 
 TEST_F(HostileContainerTest, GarbageAttachReplyFailsAtOnce)
 {
-  auto jvm = spin("ha-garbage", fake_jvm({"--socket", "garbage", "none"}));
-  auto run = run_measured({"--cgroup", "ha-garbage", "-d", "3", "-o", dir_.path() + "/out.folded"},
-                          dir_.path());
-  print_figures("garbage attach reply", run);
-  expect_prompt(run, 3);
-  auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
-  ASSERT_EQ(about_jvm.size(), 1u) << run.log;
-  EXPECT_NE(about_jvm[0].find("cannot load flamebpf's agent"), std::string::npos) << run.log;
+  auto [run, line] = profile_fake_jvm("ha-garbage", "garbage", false);
   // The reply's markup and bytes are not passed on raw.
   EXPECT_EQ(run.log.find("\xde\xad"), std::string::npos) << run.log;
 }
 
 TEST_F(HostileContainerTest, EndlessAttachReplyCostsOneTimeoutAndBoundedMemory)
 {
-  auto jvm = spin("ha-flood", fake_jvm({"--socket", "flood", "none"}));
-  auto run = run_measured({"--cgroup", "ha-flood", "-d", "3", "-o", dir_.path() + "/out.folded"},
-                          dir_.path());
-  print_figures("endless attach reply", run);
-  expect_prompt(run, 3, kAttachTimeoutSeconds);
+  auto [run, line] = profile_fake_jvm("ha-flood", "flood", true);
   EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);
-  auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
-  ASSERT_EQ(about_jvm.size(), 1u) << run.log;
-  EXPECT_NE(about_jvm[0].find("cannot load flamebpf's agent"), std::string::npos) << run.log;
 }
 
 TEST_F(HostileContainerTest, AgentFollowsATmpLinkOnlyInsideTheContainer)
