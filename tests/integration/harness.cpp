@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -202,6 +203,18 @@ uint64_t total_count(const std::map<std::string, uint64_t>& folded)
   return sum;
 }
 
+std::string hottest_stacks(const std::map<std::string, uint64_t>& folded, size_t how_many)
+{
+  std::vector<std::pair<uint64_t, std::string>> stacks;
+  for (const auto& [stack, count] : folded)
+    stacks.emplace_back(count, stack);
+  std::sort(stacks.rbegin(), stacks.rend());
+  std::string text = "hottest stacks:\n";
+  for (size_t i = 0; i < std::min(stacks.size(), how_many); ++i)
+    text += std::to_string(stacks[i].first) + " " + stacks[i].second.substr(0, 300) + "\n";
+  return text;
+}
+
 uint64_t burner_chain_samples(const std::map<std::string, uint64_t>& folded,
                               const std::string& comm,
                               const std::string& context)
@@ -216,7 +229,7 @@ uint64_t burner_chain_samples(const std::map<std::string, uint64_t>& folded,
   }
   EXPECT_GE(with_chain * 100, samples * 80)
       << "the call chain " << kBurnerChain << " of " << comm << " is missing or unnamed\n"
-      << context;
+      << hottest_stacks(folded) << context;
   return samples;
 }
 

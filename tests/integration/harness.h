@@ -82,6 +82,9 @@ uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded,
 uint64_t count_containing(const std::map<std::string, uint64_t>& folded, const std::string& text);
 uint64_t total_count(const std::map<std::string, uint64_t>& folded);
 
+// The how_many stacks with the most samples, one per line, for failure messages.
+std::string hottest_stacks(const std::map<std::string, uint64_t>& folded, size_t how_many = 8);
+
 // The call chain of the burner workload (tests/progs/burner.c), root to leaf.
 inline constexpr const char* kBurnerChain = "main;run;a;b;c";
 

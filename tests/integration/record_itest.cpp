@@ -26,7 +26,7 @@ uint64_t expect_workload_chain(const std::map<std::string, uint64_t>& folded,
                                const std::string& context)
 {
   uint64_t samples = burner_chain_samples(folded, comm, context);
-  EXPECT_GT(samples, min_samples) << context;
+  EXPECT_GT(samples, min_samples) << hottest_stacks(folded) << context;
   return samples;
 }
 

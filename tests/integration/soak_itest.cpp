@@ -63,20 +63,20 @@ Held held_of(const nlohmann::json& line)
           occupancy["elf_files"].get<double>()};
 }
 
-// The largest of each figure over lines [begin, end).
-Held peak(const std::vector<Held>& lines, size_t begin, size_t end)
+// The median of each figure over lines [begin, end): what is held from interval to interval,
+// without the moments when more processes happen to be alive at once.
+Held median(const std::vector<Held>& lines, size_t begin, size_t end)
 {
-  Held most;
-  for (size_t i = begin; i < end; ++i) {
-    most.rss_mb = std::max(most.rss_mb, lines[i].rss_mb);
-    most.rss_anon_mb = std::max(most.rss_anon_mb, lines[i].rss_anon_mb);
-    most.fds = std::max(most.fds, lines[i].fds);
-    most.known_images = std::max(most.known_images, lines[i].known_images);
-    most.cgroup_targets = std::max(most.cgroup_targets, lines[i].cgroup_targets);
-    most.processes = std::max(most.processes, lines[i].processes);
-    most.elf_files = std::max(most.elf_files, lines[i].elf_files);
-  }
-  return most;
+  auto middle = [&](double Held::*figure) {
+    std::vector<double> values;
+    for (size_t i = begin; i < end; ++i)
+      values.push_back(lines[i].*figure);
+    std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+    return values[values.size() / 2];
+  };
+  return {middle(&Held::rss_mb),       middle(&Held::rss_anon_mb),    middle(&Held::fds),
+          middle(&Held::known_images), middle(&Held::cgroup_targets), middle(&Held::processes),
+          middle(&Held::elf_files)};
 }
 
 size_t count_lines(const std::string& path)
@@ -180,9 +180,9 @@ TEST(Soak, HeldResourcesStayFlatOverTenThousandIntervals)
     lines.push_back(held_of(nlohmann::json::parse(line)));
   ASSERT_GE(lines.size(), wanted) << "in " << seconds << " s";
 
-  Held first = peak(lines, kWarmUp, kWarmUp + kWindow);
-  Held last = peak(lines, lines.size() - kWindow, lines.size());
-  std::printf("[ FIGURES  ] %zu intervals in %.0f s, %zu containers started; peak over intervals "
+  Held first = median(lines, kWarmUp, kWarmUp + kWindow);
+  Held last = median(lines, lines.size() - kWindow, lines.size());
+  std::printf("[ FIGURES  ] %zu intervals in %.0f s, %zu containers started; median over intervals "
               "%zu-%zu / the last %zu:\n"
               "[ FIGURES  ]   RSS %.1f / %.1f MB (anonymous %.1f / %.1f MB), open fds %.0f / %.0f\n"
               "[ FIGURES  ]   kernel map: process images %.0f / %.0f, cgroup targets %.0f / %.0f\n"
@@ -191,16 +191,17 @@ TEST(Soak, HeldResourcesStayFlatOverTenThousandIntervals)
               first.rss_mb, last.rss_mb, first.rss_anon_mb, last.rss_anon_mb, first.fds, last.fds,
               first.known_images, last.known_images, first.cgroup_targets, last.cgroup_targets,
               first.processes, last.processes, first.elf_files, last.elf_files);
-  // Heap use moves with what an interval holds; a leak of even 1 KiB per interval would add
-  // 10 MB over the run.
+  // A leak of even 1 KiB or one descriptor per hundred intervals would show: 10 MB, 100 fds.
   EXPECT_LE(last.rss_anon_mb, first.rss_anon_mb * 1.1 + 4);
   EXPECT_LE(last.rss_mb, first.rss_mb * 1.1 + 8);
-  EXPECT_LE(last.fds, first.fds + 4);
+  // ELF files of exited processes stay open up to ElfCache::kUnusedKept (64), each with its
+  // descriptor: the cache may fill up during the run, and no further.
+  EXPECT_LE(last.elf_files, first.elf_files + 64);
+  EXPECT_LE(last.fds, first.fds + (last.elf_files - first.elf_files) + 8);
   // The churn is steady, so what is remembered of it is too.
   EXPECT_LE(last.known_images, first.known_images * 1.5 + 20);
   EXPECT_LE(last.cgroup_targets, first.cgroup_targets + 4);
   EXPECT_LE(last.processes, first.processes * 1.5 + 20);
-  EXPECT_LE(last.elf_files, first.elf_files + 8);
 }
 
 } // namespace

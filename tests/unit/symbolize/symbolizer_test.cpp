@@ -244,14 +244,33 @@ TEST_F(SymbolizerSelf, UnmatchedSampleBelongsToTheTargetItsCgroupIsIn)
   EXPECT_EQ(symbolized->stacks[0].target, "host");
 }
 
-TEST_F(SymbolizerSelf, CommFromTheFirstSighting)
+TEST_F(SymbolizerSelf, CommIsTheProcesssOwnNameWhileItLives)
 {
-  symbolizer_->on_process_seen(ImageKey{static_cast<uint32_t>(::getpid()), kImageId}, "renamed");
+  // The first sample's name is a thread's (or, inside execve, the old program's); the process's
+  // own name wins while it can be read.
+  symbolizer_->on_process_seen(ImageKey{static_cast<uint32_t>(::getpid()), kImageId}, "a thread");
   auto symbolized = symbolizer_->symbolize(one_sample({}, {}), targets_);
   ASSERT_TRUE(symbolized.has_value());
   ASSERT_EQ(symbolized->stacks.size(), 1u);
-  EXPECT_EQ(symbolized->stacks[0].comm, "renamed");
+  EXPECT_EQ(symbolized->stacks[0].comm, "unit_tests");
   EXPECT_TRUE(symbolized->stacks[0].frames.empty());
+}
+
+TEST_F(SymbolizerSelf, CommFromTheFirstSampleOfAProcessAlreadyGone)
+{
+  // No such pid (above pid_max): nothing but the sample's name is known.
+  ImageKey gone{0x7ffffff0u, kImageId};
+  symbolizer_->on_process_seen(gone, "gone_too_soon");
+  profile::RawProfile raw;
+  profile::RawSample sample;
+  sample.tgid = gone.pid;
+  sample.image_id = gone.image_id;
+  sample.count = 1;
+  raw.samples.push_back(sample);
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  ASSERT_EQ(symbolized->stacks.size(), 1u);
+  EXPECT_EQ(symbolized->stacks[0].comm, "gone_too_soon");
 }
 
 } // namespace

@@ -97,6 +97,11 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   if (!text)
     return; // gone already; keep whatever an earlier capture found
   image.maps_read = true;
+  // While the process lives, its own name wins over the one the first sample carried: that is a
+  // thread's, and a sample taken inside execve after the new memory image but before the new name
+  // carries the old program's.
+  if (auto now = procfs::read_comm(pid, proc_root_); now && !now->empty())
+    image.comm = *now;
   if (image.ns_pid == 0)
     image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
   if (image.cgroup.empty())
