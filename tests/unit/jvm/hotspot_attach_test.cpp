@@ -356,6 +356,22 @@ TEST_F(AttachFakeJvm, ClosingWithoutReplyIsAnError)
   EXPECT_TRUE(contains(body.error().message, "without a reply")) << body.error().message;
 }
 
+TEST_F(AttachFakeJvm, JvmThatExitsMidExchangeIsSaidSo)
+{
+  listener_ = listen_at(socket_path());
+  server_ = std::thread([this] {
+    int connection = ::accept(listener_, nullptr, nullptr);
+    char request[256];
+    (void)!::read(connection, request, sizeof request);
+    // The process exits: its /proc entry (and root) goes, and the connection closes.
+    std::filesystem::rename(dir_.path() / "proc" / "4242", dir_.path() / "gone");
+    ::close(connection);
+  });
+  auto body = jcmd(target_, "VM.version", 2s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "the JVM exited")) << body.error().message;
+}
+
 TEST_F(AttachFakeJvm, HangingUpAtOnceIsAnError)
 {
   // HotSpot refusing a peer's credentials closes before reading: a reset, or a failed send.

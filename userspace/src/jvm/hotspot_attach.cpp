@@ -645,8 +645,13 @@ Result<Reply> exchange(const AttachTarget& target,
   if (!raw)
     return fail(raw.error());
   auto reply = parse_reply(*raw);
-  if (!reply)
+  if (!reply) {
+    // A JVM that died mid-exchange closes the connection too; say so rather than guess why.
+    // Its root is gone with it (and already for a process that exited but is not yet reaped).
+    if (raw->empty() && ::access(target.root.c_str(), F_OK) != 0)
+      return fail(error("no reply to " + what + ": the JVM exited"));
     return fail(error("bad reply to " + what + ": " + reply.error().message));
+  }
   return reply;
 }
 
