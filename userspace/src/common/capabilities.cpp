@@ -50,4 +50,12 @@ std::string hint(int errno_value, Capability capability)
   return "; flamebpf lacks " + std::string(name(capability));
 }
 
+std::string setid_hint()
+{
+  for (Capability needed : {kSetuid, kSetgid})
+    if (!effective(needed))
+      return "; flamebpf lacks " + std::string(name(needed));
+  return "";
+}
+
 } // namespace flamebpf::caps

@@ -29,4 +29,8 @@ std::string_view name(Capability capability);
 // a permission error says what to grant; otherwise empty.
 std::string hint(int errno_value, Capability capability);
 
+// "; flamebpf lacks CAP_SETUID" (or CAP_SETGID) when acting as another user failed for want of
+// the capability to do so; otherwise empty.
+std::string setid_hint();
+
 } // namespace flamebpf::caps

@@ -87,8 +87,7 @@ Result<> create_library(int dir_fd,
   std::string ids = std::to_string(target.uid) + ":" + std::to_string(target.gid);
   ScopedFsIds as_jvm(target.uid, target.gid);
   if (!as_jvm.active())
-    return fail(error("cannot act as uid:gid " + ids +
-                      (caps::effective(caps::kSetuid) ? "" : "; flamebpf lacks CAP_SETUID")));
+    return fail(error("cannot act as uid:gid " + ids + caps::setid_hint()));
   std::string temporary = "." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
                           std::to_string(g_temporary_counter++);
   auto file =

@@ -44,16 +44,6 @@ std::string first_line(std::string_view text)
   return line;
 }
 
-// Why acting as a JVM's user failed, when it is a missing capability.
-std::string setid_hint()
-{
-  if (!caps::effective(caps::kSetuid))
-    return "; flamebpf lacks CAP_SETUID";
-  if (!caps::effective(caps::kSetgid))
-    return "; flamebpf lacks CAP_SETGID";
-  return "";
-}
-
 template <class T> bool parse_number(std::string_view text, T& value, int base = 10)
 {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
@@ -154,7 +144,7 @@ public:
       ScopedFsIds as_jvm(uid, gid);
       if (!as_jvm.active())
         return fail(error("cannot create attach trigger " + shown + ": cannot act as uid:gid " +
-                          ids + setid_hint()));
+                          ids + caps::setid_hint()));
       auto created = open_resolved(
           tmp_fd_, name_, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, kResolve, shown);
       if (!created && created.error().errno_value != EEXIST)
@@ -357,7 +347,7 @@ Result<> connect_socket(int socket_fd,
   case kChildSetgidFailed:
   case kChildSetuidFailed:
     return fail(error("cannot connect to " + shown + ": cannot switch to the JVM's uid:gid " + ids +
-                      setid_hint()));
+                      caps::setid_hint()));
   case -1:
     return fail(error("cannot connect to " + shown + ": the connecting child was killed"));
   default:
