@@ -54,6 +54,11 @@ int main(int argc, char** argv)
                  summary->seconds);
     return 0;
   }
+  if (summary->outputs.empty()) {
+    // --all-containers --containers-only on a host where no container ran.
+    spdlog::warn("no target had samples in {:.1f} s; no profile written", summary->seconds);
+    return 0;
+  }
   std::string written = summary->outputs.front().path;
   if (summary->outputs.size() > 1) {
     for (const auto& file : summary->outputs)
