@@ -1,6 +1,7 @@
 // Kernel frames named without /proc/kallsyms: the kernel names its own addresses through the
-// kernel_names BPF program, which is what flamebpf uses when kallsyms hides its addresses (no
-// CAP_SYSLOG while perf_event_paranoid > 1). Checked against kallsyms, read here as root.
+// kernel_names BPF program, which is how flamebpf names them wherever the kernel runs it (and the
+// only way without CAP_SYSLOG while perf_event_paranoid > 1). Checked against kallsyms, read here
+// as root.
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -83,8 +84,8 @@ TEST(BpfKernelNames, AgreeWithKallsyms)
               named, addresses.size(), modules);
 }
 
-// The fallback as flamebpf uses it: with only the capabilities of the systemd unit, kallsyms
-// shows zeros here, and kernel frames are still named.
+// As flamebpf uses it: with only the capabilities of the systemd unit, kallsyms shows zeros
+// here, and kernel frames are still named.
 TEST(BpfKernelNames, FlamebpfWithTheServicesCapabilitiesNamesKernelFrames)
 {
   if (::access("/usr/bin/setpriv", X_OK) != 0)
@@ -92,6 +93,8 @@ TEST(BpfKernelNames, FlamebpfWithTheServicesCapabilitiesNamesKernelFrames)
   TempDir dir;
   std::string burner = copy_burner(dir.path(), "burner_caps");
   Child workload({burner, "10"});
+  // Work in the kernel, so that kernel frames are sampled on a quiet machine too.
+  Child kernel_work({"/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=4k"});
   std::string caps = "-all,+bpf,+perfmon,+sys_admin,+sys_ptrace";
   std::string out = dir.path() + "/caps.folded";
   std::string log = dir.path() + "/caps.log";

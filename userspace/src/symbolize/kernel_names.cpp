@@ -111,18 +111,19 @@ void parse_printed_symbol(std::string_view printed, std::string& name, std::stri
 
 Result<std::unique_ptr<KernelNames>> load_kernel_names()
 {
-  auto kallsyms = KernelSymbols::load();
-  if (kallsyms)
-    return std::make_unique<KallsymsNames>(std::move(*kallsyms));
+  // The kernel names only the addresses sampled, for a few kilobytes; /proc/kallsyms would cost
+  // megabytes of memory and a tenth of a second of CPU to read whole.
   auto bpf = BpfKernelNames::load();
-  if (!bpf) {
-    Error failure = kallsyms.error();
-    failure.message += "; and " + bpf.error().message;
+  if (bpf)
+    return std::make_unique<BpfKernelNames>(std::move(*bpf));
+  auto kallsyms = KernelSymbols::load();
+  if (!kallsyms) {
+    Error failure = bpf.error();
+    failure.message += "; and " + kallsyms.error().message;
     return fail(failure);
   }
-  spdlog::debug("{}; kernel frames are named by the kernel through BPF instead",
-                kallsyms.error().message);
-  return std::make_unique<BpfKernelNames>(std::move(*bpf));
+  spdlog::debug("{}; kernel frames are named from /proc/kallsyms instead", bpf.error().message);
+  return std::make_unique<KallsymsNames>(std::move(*kallsyms));
 }
 
 } // namespace flamebpf::symbolize

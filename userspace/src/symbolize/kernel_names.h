@@ -55,7 +55,7 @@ public:
   std::optional<KernelSymbol> lookup(uint64_t address) const override;
   std::string source() const override { return "the kernel (BPF %ps)"; }
 
-  static constexpr size_t kMaxRemembered = 1 << 18;
+  static constexpr size_t kMaxRemembered = 1 << 16;
 
 private:
   struct Program;
@@ -76,8 +76,8 @@ private:
 // covers it) into name and module; the name is empty for a bare address.
 void parse_printed_symbol(std::string_view printed, std::string& name, std::string& module);
 
-// /proc/kallsyms if its addresses are visible, else the BPF source; fails if neither works,
-// naming what is missing.
+// The BPF source where the kernel runs it (5.14+), else /proc/kallsyms if its addresses are
+// visible; fails if neither works, naming what is missing.
 [[nodiscard]] Result<std::unique_ptr<KernelNames>> load_kernel_names();
 
 } // namespace flamebpf::symbolize
