@@ -57,20 +57,21 @@ struct {
   __uint(max_entries, 256 * 1024);
 } notices SEC(".maps");
 
-// Per-CPU event counters indexed by FB_COUNTER_*.
+// Task cgroup id -> whether it lies in a target: a sample outside every target costs one lookup
+// here rather than one per target level.
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __type(key, __u32);
-  __type(value, __u64);
-  __uint(max_entries, FB_COUNTER_MAX);
-} counters SEC(".maps");
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __type(key, __u64);
+  __type(value, struct fb_cgroup_match);
+  __uint(max_entries, 8192);
+} cgroup_matches SEC(".maps");
 
-// Per-CPU write sequence: odd while the program on that CPU writes a buffer.
+// Per-CPU counters, write sequence and last announced image (struct fb_cpu_state).
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct fb_cpu_state);
   __uint(max_entries, 1);
-} write_seq SEC(".maps");
+} cpu_state SEC(".maps");
 
 #endif /* FLAMEBPF_MAPS_BPF_H */

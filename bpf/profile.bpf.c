@@ -26,65 +26,105 @@ volatile __u32 keep_unmatched = 1;
 volatile __u32 pid_targets_present = 0;
 // Bit N set: some cgroup target sits at cgroup2 level N, so ancestors at that level are checked.
 volatile __u64 cgroup_level_mask = 0;
+// Bumped by userspace after each change of cgroup_targets: cgroup_matches decided before are
+// stale.
+volatile __u32 filter_generation = 0;
+// Bumped by userspace after it deletes from known_procs: the per-CPU last announced image may
+// be one that has to be announced again.
+volatile __u64 image_generation = 0;
 
-static __always_inline void count_event(__u32 counter)
+static __always_inline void count_event(struct fb_cpu_state* cpu, __u32 counter)
 {
-  __u64* value = bpf_map_lookup_elem(&counters, &counter);
-  if (value)
-    *value += 1; // per-CPU slot: no other writer
+  if (counter < FB_COUNTER_MAX)
+    cpu->counts[counter] += 1; // per-CPU, and the program does not nest on a CPU: no other writer
+}
+
+// Whether the current task's cgroup lies in a cgroup target (the deepest, if nested). Decided
+// once per cgroup until the targets change, and remembered per CPU for the cgroup seen last.
+static __always_inline int
+match_cgroup(struct fb_cpu_state* cpu, struct task_struct* task, __u64* target_cgroup_id)
+{
+  __u64 mask = cgroup_level_mask;
+  if (!mask)
+    return 0;
+  // Read before the walk: a decision made while userspace changes the targets is stored under
+  // the old generation and never used.
+  __u32 generation = filter_generation;
+  // What bpf_get_current_cgroup_id() returns, read as plain loads without the helper call.
+  __u64 cgroup_id = task->cgroups->dfl_cgrp->kn->id;
+  if (cpu->last_cgroup_id == cgroup_id && cpu->last_cgroup.generation == generation) {
+    *target_cgroup_id = cpu->last_cgroup.target_cgroup_id;
+    return cpu->last_cgroup.matched;
+  }
+  struct fb_cgroup_match decided = {.generation = generation};
+  struct fb_cgroup_match* cached = bpf_map_lookup_elem(&cgroup_matches, &cgroup_id);
+  if (cached && cached->generation == generation) {
+    decided = *cached;
+  } else {
+    // Deepest first, so the most specific of nested targets wins.
+    for (int level = FB_MAX_CGROUP_LEVEL; level >= 0; level--) {
+      if (!(mask & (1ULL << level)))
+        continue;
+      __u64 ancestor = bpf_get_current_ancestor_cgroup_id(level);
+      if (!ancestor)
+        continue; // the task's cgroup is shallower than this level
+      if (bpf_map_lookup_elem(&cgroup_targets, &ancestor)) {
+        decided.target_cgroup_id = ancestor;
+        decided.matched = 1;
+        break;
+      }
+    }
+    bpf_map_update_elem(&cgroup_matches, &cgroup_id, &decided, BPF_ANY);
+  }
+  cpu->last_cgroup_id = cgroup_id;
+  cpu->last_cgroup = decided;
+  *target_cgroup_id = decided.target_cgroup_id;
+  return decided.matched;
 }
 
 // Returns 1 if the current task belongs to a target, setting *target_cgroup_id for cgroup targets.
-static __always_inline int match_target(__u32 tgid, __u64* target_cgroup_id)
+static __always_inline int match_target(struct fb_cpu_state* cpu,
+                                        struct task_struct* task,
+                                        __u32 tgid,
+                                        __u64* target_cgroup_id)
 {
   *target_cgroup_id = 0;
   if (pid_targets_present && bpf_map_lookup_elem(&pid_targets, &tgid))
     return 1;
-
-  __u64 mask = cgroup_level_mask;
-  if (!mask)
-    return 0;
-  // Deepest first, so the most specific of nested targets wins.
-  for (int level = FB_MAX_CGROUP_LEVEL; level >= 0; level--) {
-    if (!(mask & (1ULL << level)))
-      continue;
-    __u64 ancestor = bpf_get_current_ancestor_cgroup_id(level);
-    if (!ancestor)
-      continue; // the task's cgroup is shallower than this level
-    if (bpf_map_lookup_elem(&cgroup_targets, &ancestor)) {
-      *target_cgroup_id = ancestor;
-      return 1;
-    }
-  }
-  return 0;
+  return match_cgroup(cpu, task, target_cgroup_id);
 }
 
-static __always_inline void classify_stack_error(long error, int user)
+static __always_inline void classify_stack_error(struct fb_cpu_state* cpu, long error, int user)
 {
   if (error == -EEXIST)
-    count_event(user ? FB_COUNTER_USTACK_COLLISION : FB_COUNTER_KSTACK_COLLISION);
+    count_event(cpu, user ? FB_COUNTER_USTACK_COLLISION : FB_COUNTER_KSTACK_COLLISION);
   else if (error == -ENOMEM)
-    count_event(FB_COUNTER_STACK_MAP_FULL);
+    count_event(cpu, FB_COUNTER_STACK_MAP_FULL);
   else if (user)
-    count_event(FB_COUNTER_USTACK_MISSING);
+    count_event(cpu, FB_COUNTER_USTACK_MISSING);
   else
-    count_event(FB_COUNTER_KSTACK_ERROR);
+    count_event(cpu, FB_COUNTER_KSTACK_ERROR);
 }
 
-static __always_inline void notice_new_image(struct task_struct* task, struct fb_sample_key* key)
+static __always_inline void
+notice_new_image(struct fb_cpu_state* cpu, struct task_struct* task, struct fb_sample_key* key)
 {
+  __u64 image_tag = ((__u64)key->tgid << 32) | key->image_id;
+  __u64 generation = image_generation;
+  if (cpu->last_image == image_tag && cpu->last_image_generation == generation)
+    return;
   struct fb_image_key image = {.tgid = key->tgid, .image_id = key->image_id};
   // Look up first: an LRU update takes a free node before it finds the key exists.
   if (bpf_map_lookup_elem(&known_procs, &image))
-    return;
+    goto announced;
   __u8 seen = 1;
   if (bpf_map_update_elem(&known_procs, &image, &seen, BPF_NOEXIST))
-    return; // another CPU announced it first
+    goto announced; // another CPU announced it first
   struct fb_process_notice* notice = bpf_ringbuf_reserve(&notices, sizeof(*notice), 0);
   if (!notice) {
     // Forget the process so that its next sample tries again.
     bpf_map_delete_elem(&known_procs, &image);
-    count_event(FB_COUNTER_NOTICE_LOST);
+    count_event(cpu, FB_COUNTER_NOTICE_LOST);
     return;
   }
   notice->tgid = key->tgid;
@@ -93,9 +133,13 @@ static __always_inline void notice_new_image(struct task_struct* task, struct fb
   notice->sample_time_ns = bpf_ktime_get_ns();
   BPF_CORE_READ_STR_INTO(&notice->comm, task, group_leader, comm);
   bpf_ringbuf_submit(notice, 0);
+announced:
+  cpu->last_image = image_tag;
+  cpu->last_image_generation = generation;
 }
 
-static __always_inline void add_sample(struct fb_sample_key* key, void* count_map)
+static __always_inline void
+add_sample(struct fb_cpu_state* cpu, struct fb_sample_key* key, void* count_map)
 {
   __u64* count = bpf_map_lookup_elem(count_map, key);
   if (count) {
@@ -110,12 +154,13 @@ static __always_inline void add_sample(struct fb_sample_key* key, void* count_ma
     if (count)
       __sync_fetch_and_add(count, 1);
   } else if (error) {
-    count_event(FB_COUNTER_COUNT_MAP_FULL);
+    count_event(cpu, FB_COUNTER_COUNT_MAP_FULL);
   }
 }
 
 // Takes both stacks into the active buffer's stack map and counts them in its count map.
 static __always_inline void record(struct bpf_perf_event_data* ctx,
+                                   struct fb_cpu_state* cpu,
                                    struct fb_sample_key* key,
                                    int kernel_thread,
                                    void* stack_map,
@@ -124,52 +169,50 @@ static __always_inline void record(struct bpf_perf_event_data* ctx,
   long kernel_stack = bpf_get_stackid(ctx, stack_map, 0);
   // -EFAULT: the task was in user mode, so there is no kernel stack; that is not a loss.
   if (kernel_stack < 0 && kernel_stack != -EFAULT)
-    classify_stack_error(kernel_stack, 0);
+    classify_stack_error(cpu, kernel_stack, 0);
   long user_stack = -EFAULT;
   if (!kernel_thread) {
     user_stack = bpf_get_stackid(ctx, stack_map, BPF_F_USER_STACK);
     if (user_stack < 0)
-      classify_stack_error(user_stack, 1);
+      classify_stack_error(cpu, user_stack, 1);
   }
   key->kernel_stack_id = kernel_stack;
   key->user_stack_id = user_stack;
-  add_sample(key, count_map);
+  add_sample(cpu, key, count_map);
 }
 
 SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data* ctx)
 {
-  count_event(FB_COUNTER_SAMPLES);
-  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-  if (tgid == 0) {
-    // The idle task: the CPU had nothing to run.
-    count_event(FB_COUNTER_FILTERED);
+  __u32 zero = 0;
+  struct fb_cpu_state* cpu = bpf_map_lookup_elem(&cpu_state, &zero);
+  if (!cpu)
     return 0;
-  }
+  // A BTF pointer: its fields are plain loads, not bpf_probe_read calls.
+  struct task_struct* task = bpf_get_current_task_btf();
+  __u32 tgid = task->tgid;
   struct fb_sample_key key = {.tgid = tgid};
-  if (!match_target(tgid, &key.target_cgroup_id) && !keep_unmatched) {
-    count_event(FB_COUNTER_FILTERED);
+  // tgid 0 is the idle task: the CPU had nothing to run.
+  if (tgid == 0 || (!match_target(cpu, task, tgid, &key.target_cgroup_id) && !keep_unmatched)) {
+    count_event(cpu, FB_COUNTER_FILTERED);
     return 0;
   }
+  count_event(cpu, FB_COUNTER_SAMPLES);
 
-  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  int kernel_thread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
-  // exec gives the process a new mm: samples before and after it name different code.
+  int kernel_thread = task->flags & PF_KTHREAD;
+  // exec gives the process a new mm: samples before and after it name different code. Read as a
+  // number (the verifier allows no arithmetic on a BTF pointer).
   __u64 mm = (__u64)BPF_CORE_READ(task, mm);
   key.image_id = (__u32)(mm >> 6) ^ (__u32)(mm >> 38);
-  notice_new_image(task, &key);
+  notice_new_image(cpu, task, &key);
 
-  // Odd while this CPU writes a buffer; userspace waits for it to turn even after a flip, so
-  // the buffer it drains has no writer left. The locked add orders it before the index load.
-  __u32 zero = 0;
-  __u64* in_flight = bpf_map_lookup_elem(&write_seq, &zero);
-  if (!in_flight)
-    return 0;
-  __sync_fetch_and_add(in_flight, 1);
+  // The locked add orders the odd write sequence before the index load, so that userspace,
+  // after a switch, waits for this CPU if it may have read the old index.
+  __sync_fetch_and_add(&cpu->write_seq, 1);
   if (active_buffer == 0)
-    record(ctx, &key, kernel_thread, &stacks_0, &counts_0);
+    record(ctx, cpu, &key, kernel_thread, &stacks_0, &counts_0);
   else
-    record(ctx, &key, kernel_thread, &stacks_1, &counts_1);
-  __sync_fetch_and_add(in_flight, 1);
+    record(ctx, cpu, &key, kernel_thread, &stacks_1, &counts_1);
+  __sync_fetch_and_add(&cpu->write_seq, 1);
   return 0;
 }

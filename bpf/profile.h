@@ -47,8 +47,9 @@ struct fb_pid_target {
   __u32 pad;          /* explicit padding */
 };
 
-/* Ids of the per-CPU event counters (fb_counters), bumped by BPF and summed by userspace. */
-#define FB_COUNTER_SAMPLES 0          /* every run of the program */
+/* Ids of the per-CPU event counters (fb_cpu_state.counts), bumped by BPF and summed by
+ * userspace. */
+#define FB_COUNTER_SAMPLES 0          /* samples kept: of a target, or of the host when kept */
 #define FB_COUNTER_FILTERED 1         /* samples outside every target, ignored by design */
 #define FB_COUNTER_KSTACK_COLLISION 2 /* kernel stack lost: hash collision in the stack map */
 #define FB_COUNTER_USTACK_COLLISION 3 /* user stack lost: hash collision in the stack map */
@@ -58,6 +59,30 @@ struct fb_pid_target {
 #define FB_COUNTER_NOTICE_LOST 7      /* new-process notice lost: ring buffer full */
 #define FB_COUNTER_KSTACK_ERROR 8     /* kernel stack lost for another reason */
 #define FB_COUNTER_MAX 9
+
+/* Value of the cgroup_matches cache: whether a task's own cgroup lies in a target, as decided
+ * under filter_generation = generation. */
+struct fb_cgroup_match {
+  __u64 target_cgroup_id; /* the matched target, 0 if none */
+  __u32 generation;       /* filter_generation when decided; stale once it changed */
+  __u32 matched;          /* 1 if some target contains the cgroup */
+};
+
+/* What the program keeps per CPU, in one map entry so that a sample looks it up once. */
+struct fb_cpu_state {
+  /* Odd while the program on this CPU writes a buffer; userspace waits for it to move on after
+   * switching buffers, so that the buffer it drains has no writer left. */
+  __u64 write_seq;
+  /* The process image this CPU announced last and the image_generation it did so in: samples of
+   * the same busy process skip the lookup in known_procs. */
+  __u64 last_image;
+  __u64 last_image_generation;
+  /* The cgroup this CPU matched last, as cached in cgroup_matches: a CPU that keeps running the
+   * same cgroup decides without a map lookup. */
+  __u64 last_cgroup_id;
+  struct fb_cgroup_match last_cgroup;
+  __u64 counts[FB_COUNTER_MAX];
+};
 
 /* Kernel addresses named by the kernel_names program, a batch at a time: where /proc/kallsyms
  * hides its addresses from flamebpf (no CAP_SYSLOG while perf_event_paranoid > 1), the kernel

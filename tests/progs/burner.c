@@ -4,6 +4,10 @@
 //   burner 0.5            a short-lived process
 //   burner --rounds N     does N rounds of fixed work and prints the seconds they took, so that
 //                         elapsed time grows with whatever a profiler takes from it
+//   burner --late-thread D S
+//                         sleeps D seconds, then burns S seconds in a thread it starts then
+//                         (late_thread;run;a;b;c), for a profiler attached before the thread was
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +52,28 @@ __attribute__((noinline)) unsigned long run(double seconds, unsigned long rounds
   return done;
 }
 
+static double late_thread_seconds;
+
+__attribute__((noinline)) static void* late_thread(void* unused)
+{
+  (void)unused;
+  run(late_thread_seconds, 0);
+  return NULL;
+}
+
 int main(int argc, char** argv)
 {
+  if (argc == 4 && strcmp(argv[1], "--late-thread") == 0) {
+    double delay = atof(argv[2]);
+    late_thread_seconds = atof(argv[3]);
+    struct timespec pause = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
+    nanosleep(&pause, NULL);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, late_thread, NULL) != 0)
+      return 1;
+    pthread_join(thread, NULL);
+    return 0;
+  }
   if (argc == 3 && strcmp(argv[1], "--rounds") == 0) {
     double start = now_seconds();
     run(0, strtoul(argv[2], NULL, 10));
@@ -57,7 +81,7 @@ int main(int argc, char** argv)
     return 0;
   }
   if (argc != 2) {
-    fprintf(stderr, "usage: %s SECONDS | --rounds N\n", argv[0]);
+    fprintf(stderr, "usage: %s SECONDS | --rounds N | --late-thread DELAY SECONDS\n", argv[0]);
     return 2;
   }
   unsigned long rounds = run(atof(argv[1]), 0);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <fcntl.h>
+#include <filesystem>
 #include <iterator>
 #include <unistd.h>
 
@@ -233,6 +234,23 @@ std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root)
   if (!tgid || *tgid == 0)
     return std::nullopt;
   return tgid;
+}
+
+std::vector<uint32_t> thread_ids(uint32_t pid, const std::string& proc_root)
+{
+  std::vector<uint32_t> threads;
+  std::error_code failed;
+  // increment(failed) rather than ++: a process exiting mid-listing is not an exception.
+  for (std::filesystem::directory_iterator it(proc_root + "/" + std::to_string(pid) + "/task",
+                                              failed);
+       !failed && it != std::filesystem::directory_iterator(); it.increment(failed)) {
+    std::string name = it->path().filename().string();
+    uint32_t tid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
+    if (ec == std::errc() && end == name.data() + name.size() && tid != 0)
+      threads.push_back(tid);
+  }
+  return threads;
 }
 
 std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root)

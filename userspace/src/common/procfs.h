@@ -49,6 +49,9 @@ std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root 
 // does not exist.
 std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root = "/proc");
 
+// The thread ids of process pid, from <proc_root>/<pid>/task; empty if the process is gone.
+std::vector<uint32_t> thread_ids(uint32_t pid, const std::string& proc_root = "/proc");
+
 // The pid of a process inside its own (innermost) pid namespace: the last NSpid entry of
 // <proc_root>/<pid>/status; nullopt if the process does not exist.
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root = "/proc");

@@ -64,7 +64,7 @@ Result<target::TargetSet> resolve_targets(const cli::Config& config)
 
 sampler::CgroupFilter filter_of(const target::Target& target)
 {
-  return {target.cgroup_id, target.level, 0};
+  return {target.cgroup_id, target.level, 0, target.cgroup_path};
 }
 
 sampler::SamplerOptions sampler_options(const cli::Config& config, const target::TargetSet& targets)
@@ -74,6 +74,7 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
   options.stack_storage = config.stack_storage;
   options.count_storage = config.count_storage;
   options.keep_unmatched = targets.keeps_unmatched();
+  options.explicit_targets = !config.all_containers;
   for (const auto& target : targets.live()) {
     if (target.pid != 0)
       options.pids.push_back(target.pid);
@@ -263,7 +264,8 @@ Result<RecordSummary> record(const cli::Config& config)
       // steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
       auto sampled_at = Clock::time_point(std::chrono::nanoseconds(notice.sample_time_ns));
       std::chrono::duration<double> after = sampled_at - config.started_at;
-      spdlog::debug("first sample {:.3f} s after start", after.count());
+      spdlog::debug("first sample {:.3f} s after start (at {:.6f} s monotonic)", after.count(),
+                    static_cast<double>(notice.sample_time_ns) / 1e9);
     }
     std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
     const auto& image = symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
@@ -274,7 +276,8 @@ Result<RecordSummary> record(const cli::Config& config)
   auto sampler = sampler::Sampler::start(sampler_options(config, *targets), on_notice);
   if (!sampler)
     return fail(sampler.error());
-  spdlog::debug("sampling {} CPUs at {} Hz", sampler->cpus().size(), config.frequency_hz);
+  spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler->scope(),
+                config.frequency_hz, static_cast<double>(sampler->map_memory_bytes()) / (1 << 20));
   auto kernel_names = symbolize::load_kernel_names();
   if (!kernel_names)
     return fail(kernel_names.error());
@@ -356,8 +359,9 @@ Result<RecordSummary> record(const cli::Config& config)
     // Targets dropped before this drain have no samples left in the kernel.
     targets->forget_dropped();
     symbolized->frequency_hz = config.frequency_hz;
-    spdlog::debug("interval: {} samples in {} stacks", symbolized->total_samples(),
-                  symbolized->stacks.size());
+    spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter",
+                  symbolized->total_samples(), symbolized->stacks.size(),
+                  raw->counters.counts[FB_COUNTER_FILTERED]);
     accumulator.add(std::move(*symbolized));
     for (const auto& image : symbolizer->forget_exited_processes())
       sampler->forget_image(image.pid, image.image_id);

@@ -5,7 +5,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -105,15 +107,13 @@ public:
 
   Result<profile::DropCounters> read_counters() override
   {
+    auto states = read_cpu_states();
+    if (!states)
+      return fail(states.error());
     profile::DropCounters totals;
-    std::vector<uint64_t> per_cpu(possible_cpus_);
-    int fd = bpf_map__fd(skeleton_->maps.counters);
-    for (uint32_t counter = 0; counter < FB_COUNTER_MAX; ++counter) {
-      if (bpf_map_lookup_elem(fd, &counter, per_cpu.data()) != 0)
-        return fail(system_error(errno, "cannot read the event counters"));
-      for (uint64_t value : per_cpu)
-        totals.counts[counter] += value;
-    }
+    for (const auto& cpu : *states)
+      for (uint32_t counter = 0; counter < FB_COUNTER_MAX; ++counter)
+        totals.counts[counter] += cpu.counts[counter];
     return totals;
   }
 
@@ -140,25 +140,32 @@ private:
   // waits until each such sequence has moved on. Programs run for microseconds.
   Result<> wait_for_writers()
   {
-    int fd = bpf_map__fd(skeleton_->maps.write_seq);
-    uint32_t zero = 0;
-    std::vector<uint64_t> before(possible_cpus_);
-    if (bpf_map_lookup_elem(fd, &zero, before.data()) != 0)
-      return fail(system_error(errno, "cannot read the write sequences"));
-    std::vector<uint64_t> now(possible_cpus_);
+    auto before = read_cpu_states();
+    if (!before)
+      return fail(before.error());
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     for (;;) {
+      auto now = read_cpu_states();
+      if (!now)
+        return fail(now.error());
       bool busy = false;
-      if (bpf_map_lookup_elem(fd, &zero, now.data()) != 0)
-        return fail(system_error(errno, "cannot read the write sequences"));
       for (size_t cpu = 0; cpu < possible_cpus_; ++cpu)
-        busy |= (before[cpu] & 1) && now[cpu] == before[cpu];
+        busy |= ((*before)[cpu].write_seq & 1) && (*now)[cpu].write_seq == (*before)[cpu].write_seq;
       if (!busy)
         return {};
       if (std::chrono::steady_clock::now() > deadline)
         return fail(error("a CPU stayed inside the sampling program for over a second"));
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+  }
+
+  Result<std::vector<fb_cpu_state>> read_cpu_states()
+  {
+    std::vector<fb_cpu_state> states(possible_cpus_);
+    uint32_t zero = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skeleton_->maps.cpu_state), &zero, states.data()) != 0)
+      return fail(system_error(errno, "cannot read the per-CPU sampler state"));
+    return states;
   }
 
   ::profile* skeleton_;
@@ -193,6 +200,9 @@ struct Sampler::State {
   NoticeHandler on_notice;
   ring_buffer* notices = nullptr;
   PerfEvents events;
+  std::vector<int> cpus;
+  // The events sample only the targets (per cgroup and CPU, per thread), not every CPU.
+  bool scoped = false;
   std::unique_ptr<BpfMapReader> reader;
 
   ~State()
@@ -252,12 +262,65 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   auto cpus = procfs::online_cpus();
   if (!cpus)
     return fail(cpus.error());
-  auto events =
-      PerfEvents::open_and_attach(started.skeleton->progs.sample_cpu, *cpus, options.frequency_hz);
-  if (!events)
-    return fail(events.error());
-  started.events = std::move(*events);
+  started.cpus = std::move(*cpus);
+  if (auto attached = sampler.attach_events(options); !attached)
+    return fail(attached.error());
   return sampler;
+}
+
+namespace {
+
+// Events needed to sample only the targets, or nullopt when they cannot be scoped that way.
+std::optional<size_t> scoped_event_count(const SamplerOptions& options, size_t cpu_count)
+{
+  if (!options.explicit_targets || options.keep_unmatched)
+    return std::nullopt;
+  size_t count = options.cgroups.size() * cpu_count;
+  for (uint32_t pid : options.pids)
+    count += procfs::thread_ids(pid).size();
+  return count;
+}
+
+} // namespace
+
+Result<> Sampler::attach_events(const SamplerOptions& options)
+{
+  auto& state = *state_;
+  auto* program = state.skeleton->progs.sample_cpu;
+  auto created = PerfEvents::create(program, options.frequency_hz);
+  if (!created)
+    return fail(created.error());
+  auto scoped_count = scoped_event_count(options, state.cpus.size());
+  if (scoped_count && *scoped_count <= kMaxScopedEvents) {
+    state.events = std::move(*created);
+    auto scoped = [&]() -> Result<> {
+      for (const auto& cgroup : options.cgroups) {
+        if (auto ok = state.events.attach_cgroup(cgroup.cgroup_id, cgroup.path, state.cpus); !ok)
+          return ok;
+      }
+      for (uint32_t pid : options.pids) {
+        if (auto ok = state.events.attach_process(pid); !ok)
+          return ok;
+      }
+      return {};
+    }();
+    if (scoped) {
+      state.scoped = true;
+      return {};
+    }
+    // E.g. a host whose perf_event controller is on a cgroup v1 hierarchy.
+    spdlog::info("cannot sample the targets alone ({}); sampling every CPU and filtering",
+                 scoped.error().message);
+    created = PerfEvents::create(program, options.frequency_hz);
+    if (!created)
+      return fail(created.error());
+  } else if (scoped_count) {
+    spdlog::debug("the targets would take {} perf events (over {}); sampling every CPU and "
+                  "filtering",
+                  *scoped_count, kMaxScopedEvents);
+  }
+  state.events = std::move(*created);
+  return state.events.attach_system_wide(state.cpus);
 }
 
 Result<> Sampler::add_cgroup_target(const CgroupFilter& cgroup)
@@ -273,6 +336,14 @@ Result<> Sampler::add_cgroup_target(const CgroupFilter& cgroup)
   state_->cgroup_levels[cgroup.cgroup_id] = cgroup.level;
   // The entry exists before its level is searched, so the first sample there already matches.
   __atomic_or_fetch(&skeleton->bss->cgroup_level_mask, 1ULL << cgroup.level, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&skeleton->bss->filter_generation, 1u, __ATOMIC_SEQ_CST);
+  if (state_->scoped) {
+    if (auto attached = state_->events.attach_cgroup(cgroup.cgroup_id, cgroup.path, state_->cpus);
+        !attached) {
+      // A container that stopped again at once: the next refresh drops it.
+      spdlog::warn("{}", attached.error().message);
+    }
+  }
   return {};
 }
 
@@ -281,15 +352,18 @@ void Sampler::remove_cgroup_target(uint64_t cgroup_id)
   auto& skeleton = state_->skeleton;
   bpf_map_delete_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup_id);
   state_->cgroup_levels.erase(cgroup_id);
+  state_->events.detach_cgroup(cgroup_id);
   uint64_t mask = 0;
   for (const auto& [id, level] : state_->cgroup_levels)
     mask |= 1ULL << level;
   __atomic_store_n(&skeleton->bss->cgroup_level_mask, mask, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&skeleton->bss->filter_generation, 1u, __ATOMIC_SEQ_CST);
 }
 
 void Sampler::remove_pid_target(uint32_t pid)
 {
   bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.pid_targets), &pid);
+  state_->events.detach_process(pid);
 }
 
 Result<> Sampler::poll_notices(std::chrono::milliseconds timeout)
@@ -304,6 +378,8 @@ void Sampler::forget_image(uint32_t tgid, uint32_t image_id)
 {
   fb_image_key key{tgid, image_id};
   bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.known_procs), &key);
+  // A CPU that announced this image last would otherwise skip it when the pid is reused.
+  __atomic_add_fetch(&state_->skeleton->bss->image_generation, 1ull, __ATOMIC_SEQ_CST);
 }
 
 namespace {
@@ -335,14 +411,35 @@ MapOccupancy Sampler::occupancy() const
   return occupancy;
 }
 
+size_t Sampler::map_memory_bytes() const
+{
+  size_t total = 0;
+  bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, state_->skeleton->obj)
+  {
+    auto info = procfs::read_file("/proc/self/fdinfo/" + std::to_string(bpf_map__fd(map)), 4096);
+    if (!info)
+      continue;
+    size_t at = info->find("memlock:");
+    if (at != std::string::npos)
+      total += std::strtoull(info->c_str() + at + 8, nullptr, 10);
+  }
+  return total;
+}
+
 drain::MapReader& Sampler::map_reader()
 {
   return *state_->reader;
 }
 
-const std::vector<int>& Sampler::cpus() const
+std::string Sampler::scope() const
 {
-  return state_->events.cpus();
+  const auto& state = *state_;
+  std::string cpus = std::to_string(state.cpus.size()) + " CPUs";
+  if (!state.scoped)
+    return cpus + " (" + std::to_string(state.events.event_count()) + " perf events)";
+  return "only the targets on " + cpus + " (" + std::to_string(state.events.event_count()) +
+         " perf events)";
 }
 
 } // namespace flamebpf::sampler

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -19,14 +20,24 @@ struct CgroupFilter {
   uint64_t cgroup_id = 0; // inode number of the cgroup2 directory
   uint32_t level = 0;     // depth below the cgroup2 root (root = 0)
   uint32_t target_index = 0;
+  std::string path; // the cgroup2 directory, for perf events scoped to it
 };
+
+// Perf events the sampler may open on the targets themselves (CPUs x cgroup targets + threads of
+// process targets) instead of one per CPU for the whole host. Beyond it, every CPU is sampled
+// and the BPF program filters: each event costs the kernel memory, a descriptor, and work at
+// every context switch into or out of its cgroup or thread.
+inline constexpr size_t kMaxScopedEvents = 256;
 
 struct SamplerOptions {
   uint32_t frequency_hz = 99;
   uint32_t stack_storage = 8192;  // stack map entries per buffer
   uint32_t count_storage = 16384; // count map entries per buffer
   bool keep_unmatched = true;     // keep samples of no target (the whole host, or "host")
-  std::vector<uint32_t> pids;     // --pid targets (host pids)
+  // The targets are the ones named on the command line, not every container: few enough, they
+  // are sampled by events of their own, so that nothing else on the host is interrupted.
+  bool explicit_targets = false;
+  std::vector<uint32_t> pids; // --pid targets (host pids)
   std::vector<CgroupFilter> cgroups;
 };
 
@@ -70,15 +81,21 @@ public:
   // empties).
   MapOccupancy occupancy() const;
 
+  // Kernel memory charged to the sampler's BPF maps (their memlock), in bytes.
+  size_t map_memory_bytes() const;
+
   // The BPF maps, for the drain stage.
   drain::MapReader& map_reader();
 
-  // CPUs being sampled.
-  const std::vector<int>& cpus() const;
+  // What the perf events sample, for the log: "2 CPUs", or "cgroups of 1 target on 2 CPUs".
+  std::string scope() const;
 
 private:
   struct State;
   explicit Sampler(std::unique_ptr<State> state);
+  // Opens and attaches the perf events: on the targets alone when options allow, else on every
+  // CPU.
+  [[nodiscard]] Result<> attach_events(const SamplerOptions& options);
   std::unique_ptr<State> state_;
 };
 
