@@ -5,7 +5,6 @@
 
 #include "profile.h"
 
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
 #include "maps.bpf.h"
@@ -13,9 +12,15 @@
 #define EFAULT 14
 #define EEXIST 17
 #define ENOMEM 12
-#define PF_KTHREAD 0x00200000
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+// Offsets of task_struct's members on the running kernel, set by userspace from its BTF before
+// load. Read with bpf_probe_read_kernel rather than through CO-RE relocations, which would have
+// libbpf parse the whole kernel BTF at every start.
+const volatile __u32 task_mm_offset = 0;
+const volatile __u32 task_group_leader_offset = 0;
+const volatile __u32 task_comm_offset = 0;
 
 // Set by userspace between intervals. active_buffer selects the count and stack maps written now.
 volatile __u32 active_buffer = 0;
@@ -41,8 +46,7 @@ static __always_inline void count_event(struct fb_cpu_state* cpu, __u32 counter)
 
 // Whether the current task's cgroup lies in a cgroup target (the deepest, if nested). Decided
 // once per cgroup until the targets change, and remembered per CPU for the cgroup seen last.
-static __always_inline int
-match_cgroup(struct fb_cpu_state* cpu, struct task_struct* task, __u64* target_cgroup_id)
+static __always_inline int match_cgroup(struct fb_cpu_state* cpu, __u64* target_cgroup_id)
 {
   __u64 mask = cgroup_level_mask;
   if (!mask)
@@ -50,8 +54,7 @@ match_cgroup(struct fb_cpu_state* cpu, struct task_struct* task, __u64* target_c
   // Read before the walk: a decision made while userspace changes the targets is stored under
   // the old generation and never used.
   __u32 generation = filter_generation;
-  // What bpf_get_current_cgroup_id() returns, read as plain loads without the helper call.
-  __u64 cgroup_id = task->cgroups->dfl_cgrp->kn->id;
+  __u64 cgroup_id = bpf_get_current_cgroup_id();
   if (cpu->last_cgroup_id == cgroup_id && cpu->last_cgroup.generation == generation) {
     *target_cgroup_id = cpu->last_cgroup.target_cgroup_id;
     return cpu->last_cgroup.matched;
@@ -83,15 +86,13 @@ match_cgroup(struct fb_cpu_state* cpu, struct task_struct* task, __u64* target_c
 }
 
 // Returns 1 if the current task belongs to a target, setting *target_cgroup_id for cgroup targets.
-static __always_inline int match_target(struct fb_cpu_state* cpu,
-                                        struct task_struct* task,
-                                        __u32 tgid,
-                                        __u64* target_cgroup_id)
+static __always_inline int
+match_target(struct fb_cpu_state* cpu, __u32 tgid, __u64* target_cgroup_id)
 {
   *target_cgroup_id = 0;
   if (pid_targets_present && bpf_map_lookup_elem(&pid_targets, &tgid))
     return 1;
-  return match_cgroup(cpu, task, target_cgroup_id);
+  return match_cgroup(cpu, target_cgroup_id);
 }
 
 static __always_inline void classify_stack_error(struct fb_cpu_state* cpu, long error, int user)
@@ -107,7 +108,7 @@ static __always_inline void classify_stack_error(struct fb_cpu_state* cpu, long 
 }
 
 static __always_inline void
-notice_new_image(struct fb_cpu_state* cpu, struct task_struct* task, struct fb_sample_key* key)
+notice_new_image(struct fb_cpu_state* cpu, __u64 task, struct fb_sample_key* key)
 {
   __u64 image_tag = ((__u64)key->tgid << 32) | key->image_id;
   __u64 generation = image_generation;
@@ -131,7 +132,12 @@ notice_new_image(struct fb_cpu_state* cpu, struct task_struct* task, struct fb_s
   notice->image_id = key->image_id;
   notice->target_cgroup_id = key->target_cgroup_id;
   notice->sample_time_ns = bpf_ktime_get_ns();
-  BPF_CORE_READ_STR_INTO(&notice->comm, task, group_leader, comm);
+  // The thread-group leader's name is the process's.
+  __u64 leader = 0;
+  bpf_probe_read_kernel(&leader, sizeof(leader), (void*)(task + task_group_leader_offset));
+  if (!leader || bpf_probe_read_kernel_str(&notice->comm, sizeof(notice->comm),
+                                           (void*)(leader + task_comm_offset)) < 0)
+    bpf_get_current_comm(&notice->comm, sizeof(notice->comm));
   bpf_ringbuf_submit(notice, 0);
 announced:
   cpu->last_image = image_tag;
@@ -188,21 +194,21 @@ int sample_cpu(struct bpf_perf_event_data* ctx)
   struct fb_cpu_state* cpu = bpf_map_lookup_elem(&cpu_state, &zero);
   if (!cpu)
     return 0;
-  // A BTF pointer: its fields are plain loads, not bpf_probe_read calls.
-  struct task_struct* task = bpf_get_current_task_btf();
-  __u32 tgid = task->tgid;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   struct fb_sample_key key = {.tgid = tgid};
   // tgid 0 is the idle task: the CPU had nothing to run.
-  if (tgid == 0 || (!match_target(cpu, task, tgid, &key.target_cgroup_id) && !keep_unmatched)) {
+  if (tgid == 0 || (!match_target(cpu, tgid, &key.target_cgroup_id) && !keep_unmatched)) {
     count_event(cpu, FB_COUNTER_FILTERED);
     return 0;
   }
   count_event(cpu, FB_COUNTER_SAMPLES);
 
-  int kernel_thread = task->flags & PF_KTHREAD;
-  // exec gives the process a new mm: samples before and after it name different code. Read as a
-  // number (the verifier allows no arithmetic on a BTF pointer).
-  __u64 mm = (__u64)BPF_CORE_READ(task, mm);
+  __u64 task = bpf_get_current_task();
+  __u64 mm = 0;
+  // exec gives the process a new mm: samples before and after it name different code. Kernel
+  // threads have none.
+  bpf_probe_read_kernel(&mm, sizeof(mm), (void*)(task + task_mm_offset));
+  int kernel_thread = mm == 0;
   key.image_id = (__u32)(mm >> 6) ^ (__u32)(mm >> 38);
   notice_new_image(cpu, task, &key);
 

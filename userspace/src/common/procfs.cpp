@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <iterator>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/unique_fd.h"
@@ -164,6 +165,11 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes)
   if (!fd.valid())
     return fail(system_error(errno, "cannot open " + path));
   std::string content;
+  // Files that know their size (sysfs attributes, say, unlike most of /proc) are read without
+  // growing the string as they come.
+  struct stat info {};
+  if (::fstat(fd.get(), &info) == 0 && info.st_size > 0)
+    content.reserve(std::min(static_cast<size_t>(info.st_size), max_bytes));
   char buffer[16384];
   while (content.size() < max_bytes) {
     ssize_t n = ::read(fd.get(), buffer, std::min(sizeof buffer, max_bytes - content.size()));

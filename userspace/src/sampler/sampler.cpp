@@ -17,6 +17,7 @@
 #include "sampler/bpf_skeleton.h"
 #include "sampler/features.h"
 #include "sampler/perf_events.h"
+#include "sampler/task_offsets.h"
 
 namespace flamebpf::sampler {
 namespace {
@@ -231,6 +232,13 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   state->skeleton = BpfSkeleton(::profile::open());
   if (!state->skeleton)
     return fail(system_error(errno, "cannot open the embedded BPF object"));
+  auto offsets = load_task_offsets();
+  if (!offsets)
+    return fail(offsets.error());
+  auto* rodata = state->skeleton->rodata;
+  rodata->task_mm_offset = offsets->mm;
+  rodata->task_group_leader_offset = offsets->group_leader;
+  rodata->task_comm_offset = offsets->comm;
   auto& maps = state->skeleton->maps;
   for (bpf_map* map : {maps.stacks_0, maps.stacks_1})
     bpf_map__set_max_entries(map, options.stack_storage);
