@@ -1,6 +1,6 @@
-// Runs the yardstick program on every CPU at -F Hz until -d seconds pass or SIGINT/SIGTERM, and
-// prints when its first sample came: bench/overhead.sh compares flamebpf's in-kernel cost and
-// start-up with it.
+// Runs the yardstick program (with -e, the empty one) on every CPU at -F Hz until -d seconds pass
+// or SIGINT/SIGTERM, and prints when its first sample came: bench/overhead.sh compares flamebpf's
+// in-kernel cost and start-up with it.
 #include <bpf/libbpf.h>
 #include <cerrno>
 #include <chrono>
@@ -31,7 +31,7 @@ double monotonic_seconds()
 
 int usage()
 {
-  std::fprintf(stderr, "usage: flamebpf-yardstick [-F HZ] [-d SECONDS]\n");
+  std::fprintf(stderr, "usage: flamebpf-yardstick [-e] [-F HZ] [-d SECONDS]\n");
   return 2;
 }
 
@@ -42,9 +42,12 @@ int main(int argc, char** argv)
   double started = monotonic_seconds();
   unsigned long frequency = 99;
   double duration = 0;
+  bool empty = false;
   int option;
-  while ((option = getopt(argc, argv, "F:d:")) != -1) {
-    if (option == 'F')
+  while ((option = getopt(argc, argv, "eF:d:")) != -1) {
+    if (option == 'e')
+      empty = true;
+    else if (option == 'F')
       frequency = std::strtoul(optarg, nullptr, 10);
     else if (option == 'd')
       duration = std::strtod(optarg, nullptr);
@@ -74,7 +77,8 @@ int main(int argc, char** argv)
         static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0)
       continue; // an offline CPU
-    bpf_link* link = bpf_program__attach_perf_event(skeleton->progs.yardstick, fd);
+    bpf_link* link = bpf_program__attach_perf_event(
+        empty ? skeleton->progs.empty : skeleton->progs.yardstick, fd);
     if (!link) {
       std::fprintf(stderr, "yardstick: cannot attach to CPU %d: %s\n", cpu, std::strerror(errno));
       return 1;
@@ -88,16 +92,20 @@ int main(int argc, char** argv)
   std::fprintf(stderr, "yardstick: sampling %zu CPUs at %lu Hz\n", links.size(), frequency);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(duration);
   bool reported = false;
-  while (!g_stop && (duration == 0 || std::chrono::steady_clock::now() < deadline)) {
+  auto report_first_sample = [&] {
     uint64_t first = __atomic_load_n(&skeleton->bss->first_sample_ns, __ATOMIC_RELAXED);
-    if (!reported && first != 0) {
-      double at = static_cast<double>(first) / 1e9;
-      std::fprintf(stderr, "yardstick: first sample at %.6f (monotonic), %.3f s after start\n", at,
-                   at - started);
-      reported = true;
-    }
+    if (reported || first == 0)
+      return;
+    double at = static_cast<double>(first) / 1e9;
+    std::fprintf(stderr, "yardstick: first sample at %.6f (monotonic), %.3f s after start\n", at,
+                 at - started);
+    reported = true;
+  };
+  while (!g_stop && (duration == 0 || std::chrono::steady_clock::now() < deadline)) {
+    report_first_sample();
     std::this_thread::sleep_for(std::chrono::milliseconds(reported ? 20 : 1));
   }
+  report_first_sample();
   for (bpf_link* link : links)
     bpf_link__destroy(link);
   yardstick::destroy(skeleton);
