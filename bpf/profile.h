@@ -11,8 +11,9 @@
 #define FB_COMM_LEN 16
 /* Frames kept per stack; the kernel's perf_event_max_stack default is 127. */
 #define FB_MAX_STACK_DEPTH 127
-/* Deepest cgroup2 level a target may sit at (the cgroup2 root is level 0). */
-#define FB_MAX_CGROUP_LEVEL 31
+/* Deepest cgroup2 level a target may sit at (the cgroup2 root is level 0). Kubernetes pods sit at
+ * 3 or 4; each level costs the verifier time at every start. */
+#define FB_MAX_CGROUP_LEVEL 15
 /* The count and stack maps exist twice; userspace drains the one not being written. */
 #define FB_BUFFER_COUNT 2
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -140,6 +141,41 @@ TEST_F(ScopeTest, TooManyEventsFallBackToTheInKernelFilter)
     if (entry.path().extension() == ".folded")
       sampled += count_with_prefix(read_folded(entry.path().string()), "burner_many;");
   EXPECT_GT(sampled, 150u) << run.output;
+}
+
+// The in-kernel filter looks at most FB_MAX_CGROUP_LEVEL (15) levels down: a deeper target the
+// user named is refused in one line; the same container found by --all-containers is left out
+// with a warning while the rest is profiled.
+TEST_F(ScopeTest, TargetNestedTooDeepIsNamedInOneLine)
+{
+  std::vector<std::unique_ptr<TempCgroup>> chain;
+  chain.push_back(std::make_unique<TempCgroup>());
+  std::string docker = chain.back()->path() + "/docker";
+  ASSERT_EQ(::mkdir(docker.c_str(), 0755), 0);
+  chain.push_back(std::make_unique<TempCgroup>(docker));
+  while (chain.size() < 16)
+    chain.push_back(std::make_unique<TempCgroup>(chain.back()->path()));
+  // A container ID as the last step, so that --all-containers finds it.
+  std::string deep = chain.back()->path() + "/" + std::string(64, 'a');
+  ASSERT_EQ(::mkdir(deep.c_str(), 0755), 0);
+  auto burner = copy_burner(dir_.path(), "burner_deep");
+  {
+    Child workload({burner, "15"}, deep);
+    settle();
+    std::string out = dir_.path() + "/out.folded";
+    auto named = run_flamebpf({"--cgroup", deep, "-d", "1", "-o", out});
+    EXPECT_NE(named.exit_code, 0) << named.output;
+    EXPECT_NE(named.output.find("is nested deeper than 15 levels"), std::string::npos)
+        << named.output;
+
+    auto all = run_flamebpf({"--all-containers", "-d", "2", "-o", out});
+    EXPECT_EQ(all.exit_code, 0) << all.output;
+    EXPECT_NE(all.output.find("it is not profiled"), std::string::npos) << all.output;
+  }
+  ::rmdir(deep.c_str());
+  // Innermost first: removing the outermost first would leave the others nothing to remove.
+  while (!chain.empty())
+    chain.pop_back();
 }
 
 } // namespace

@@ -1,10 +1,12 @@
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <dlfcn.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <optional>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -271,6 +273,38 @@ TEST_F(SymbolizerSelf, CommFromTheFirstSampleOfAProcessAlreadyGone)
   ASSERT_TRUE(symbolized.has_value());
   ASSERT_EQ(symbolized->stacks.size(), 1u);
   EXPECT_EQ(symbolized->stacks[0].comm, "gone_too_soon");
+}
+
+// The symbol cache is keyed by file, not by process: forty processes of one program (as fifty JVMs
+// share libjvm.so) open its files once, and the cache outlives the processes' intervals.
+TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
+{
+  std::vector<pid_t> children;
+  auto spawn_sleep = [&] {
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    children.push_back(child);
+    return child;
+  };
+  spawn_sleep();
+  ::usleep(100 * 1000); // exec done
+  symbolizer_->on_process_seen({static_cast<uint32_t>(children[0]), kImageId}, "sleep");
+  size_t files_for_one = symbolizer_->elf_files();
+  for (int i = 0; i < 39; ++i)
+    spawn_sleep();
+  ::usleep(100 * 1000);
+  for (pid_t child : children)
+    symbolizer_->on_process_seen({static_cast<uint32_t>(child), kImageId}, "sleep");
+  EXPECT_GE(files_for_one, 2u); // sleep and the C library at least
+  EXPECT_EQ(symbolizer_->processes(), 40u);
+  EXPECT_EQ(symbolizer_->elf_files(), files_for_one);
+  for (pid_t child : children) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
 }
 
 } // namespace

@@ -11,8 +11,7 @@
 namespace flamebpf::jvm {
 
 AgentAttacher::AgentAttacher(std::span<const unsigned char> agent_library, AttacherOptions options)
-    : library_(agent_library), file_name_(agent_file_name(agent_library)),
-      options_(std::move(options)), worker_([this] { run(); })
+    : library_(agent_library), options_(std::move(options)), worker_([this] { run(); })
 {
 }
 
@@ -84,6 +83,10 @@ void AgentAttacher::handle(const Request& request)
       auto target = attach_target_of(request.pid, options_.proc_root);
       if (!target)
         return fail(target.error());
+      // Named by a hash of the library's bytes, computed on the first attach rather than
+      // before sampling starts.
+      if (file_name_.empty())
+        file_name_ = agent_file_name(library_);
       auto path = install_agent(*target, library_, file_name_);
       if (!path)
         return fail(path.error());

@@ -53,7 +53,7 @@ private:
   void check_frame_pointers(const Request& request, bool attached);
 
   std::span<const unsigned char> library_;
-  std::string file_name_;
+  std::string file_name_; // the worker's own, set on first use
   AttacherOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -297,8 +297,9 @@ Result<RecordSummary> record(const cli::Config& config)
         sampler->remove_cgroup_target(removed.cgroup_id);
     }
     for (const auto& added : changes.added) {
+      // One container that cannot be filtered (nested too deep) leaves the others profiled.
       if (auto ok = sampler->add_cgroup_target(filter_of(added)); !ok)
-        return fail(ok.error());
+        spdlog::warn("{}; it is not profiled", ok.error().message);
     }
     remember_targets();
     watcher.watch(targets->follows_changes() ? targets->watched_directories()

@@ -256,8 +256,12 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   }
   Sampler sampler(std::move(state));
   for (const auto& cgroup : options.cgroups) {
-    if (auto added = sampler.add_cgroup_target(cgroup); !added)
-      return fail(added.error());
+    if (auto added = sampler.add_cgroup_target(cgroup); !added) {
+      // A container found among many is left out; a target the user named is not.
+      if (options.explicit_targets)
+        return fail(added.error());
+      spdlog::warn("{}; it is not profiled", added.error().message);
+    }
   }
   auto& started = *sampler.state_;
 
@@ -303,6 +307,8 @@ Result<> Sampler::attach_events(const SamplerOptions& options)
     state.events = std::move(*created);
     auto scoped = [&]() -> Result<> {
       for (const auto& cgroup : options.cgroups) {
+        if (!state.cgroup_levels.contains(cgroup.cgroup_id))
+          continue; // left out of the filter
         if (auto ok = state.events.attach_cgroup(cgroup.cgroup_id, cgroup.path, state.cpus); !ok)
           return ok;
       }
@@ -335,8 +341,10 @@ Result<> Sampler::add_cgroup_target(const CgroupFilter& cgroup)
 {
   auto& skeleton = state_->skeleton;
   if (cgroup.level > FB_MAX_CGROUP_LEVEL)
-    return fail(error("cgroup " + std::to_string(cgroup.cgroup_id) + " is nested deeper than " +
-                      std::to_string(FB_MAX_CGROUP_LEVEL) + " levels"));
+    return fail(error("cgroup " +
+                      (cgroup.path.empty() ? std::to_string(cgroup.cgroup_id) : cgroup.path) +
+                      " is nested deeper than " + std::to_string(FB_MAX_CGROUP_LEVEL) +
+                      " levels below the cgroup2 root"));
   if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup.cgroup_id,
                           &cgroup.target_index, BPF_ANY) != 0)
     return fail(system_error(errno, "cannot add cgroup " + std::to_string(cgroup.cgroup_id) +
