@@ -135,6 +135,12 @@ void PerfEvents::detach_process(uint32_t pid)
   processes_.erase(pid);
 }
 
+void PerfEvents::detach_targets()
+{
+  cgroups_.clear();
+  processes_.clear();
+}
+
 size_t PerfEvents::event_count() const
 {
   size_t count = system_wide_.size();

@@ -39,6 +39,8 @@ public:
   [[nodiscard]] Result<> attach_process(uint32_t pid);
   void detach_cgroup(uint64_t cgroup_id);
   void detach_process(uint32_t pid);
+  // Closes every cgroup and process event, as if none had been attached.
+  void detach_targets();
 
   // Open events: the cost the kernel carries for them.
   size_t event_count() const;

@@ -298,13 +298,12 @@ std::optional<size_t> scoped_event_count(const SamplerOptions& options, size_t c
 Result<> Sampler::attach_events(const SamplerOptions& options)
 {
   auto& state = *state_;
-  auto* program = state.skeleton->progs.sample_cpu;
-  auto created = PerfEvents::create(program, options.frequency_hz);
+  auto created = PerfEvents::create(state.skeleton->progs.sample_cpu, options.frequency_hz);
   if (!created)
     return fail(created.error());
+  state.events = std::move(*created);
   auto scoped_count = scoped_event_count(options, state.cpus.size());
   if (scoped_count && *scoped_count <= kMaxScopedEvents) {
-    state.events = std::move(*created);
     auto scoped = [&]() -> Result<> {
       for (const auto& cgroup : options.cgroups) {
         if (!state.cgroup_levels.contains(cgroup.cgroup_id))
@@ -325,15 +324,12 @@ Result<> Sampler::attach_events(const SamplerOptions& options)
     // E.g. a host whose perf_event controller is on a cgroup v1 hierarchy.
     spdlog::info("cannot sample the targets alone ({}); sampling every CPU and filtering",
                  scoped.error().message);
-    created = PerfEvents::create(program, options.frequency_hz);
-    if (!created)
-      return fail(created.error());
+    state.events.detach_targets();
   } else if (scoped_count) {
     spdlog::debug("the targets would take {} perf events (over {}); sampling every CPU and "
                   "filtering",
                   *scoped_count, kMaxScopedEvents);
   }
-  state.events = std::move(*created);
   return state.events.attach_system_wide(state.cpus);
 }
 
@@ -451,11 +447,9 @@ drain::MapReader& Sampler::map_reader()
 std::string Sampler::scope() const
 {
   const auto& state = *state_;
-  std::string cpus = std::to_string(state.cpus.size()) + " CPUs";
-  if (!state.scoped)
-    return cpus + " (" + std::to_string(state.events.event_count()) + " perf events)";
-  return "only the targets on " + cpus + " (" + std::to_string(state.events.event_count()) +
-         " perf events)";
+  return std::string(state.scoped ? "only the targets on " : "") +
+         std::to_string(state.cpus.size()) + " CPUs (" +
+         std::to_string(state.events.event_count()) + " perf events)";
 }
 
 } // namespace flamebpf::sampler

@@ -87,7 +87,8 @@ public:
   // The BPF maps, for the drain stage.
   drain::MapReader& map_reader();
 
-  // What the perf events sample, for the log: "2 CPUs", or "cgroups of 1 target on 2 CPUs".
+  // What the perf events sample, for the log: "2 CPUs (2 perf events)", or "only the targets on
+  // 2 CPUs (2 perf events)".
   std::string scope() const;
 
 private:
