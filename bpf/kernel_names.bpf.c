@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-// Names kernel addresses for the symbolizer when /proc/kallsyms shows it only zeros: userspace
-// fills the batch in `batch`, runs this program with BPF_PROG_TEST_RUN and reads the names back.
+// Names kernel addresses for the symbolizer (without reading /proc/kallsyms, which may show only
+// zeros): userspace fills `batch`, runs this program with BPF_PROG_TEST_RUN and reads the names
+// back.
 #include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>

@@ -85,9 +85,9 @@ struct fb_cpu_state {
   __u64 counts[FB_COUNTER_MAX];
 };
 
-/* Kernel addresses named by the kernel_names program, a batch at a time: where /proc/kallsyms
- * hides its addresses from flamebpf (no CAP_SYSLOG while perf_event_paranoid > 1), the kernel
- * still names its own code through bpf_snprintf's %ps. */
+/* Kernel addresses named by the kernel_names program, a batch at a time: the kernel names its own
+ * code through bpf_snprintf's %ps, for the few addresses a profile has, and where /proc/kallsyms
+ * hides its addresses from flamebpf (no CAP_SYSLOG while perf_event_paranoid > 1). */
 #define FB_KERNEL_NAMES_BATCH 256
 #define FB_KERNEL_NAME_LEN 128 /* "name [module]", NUL-terminated, cut to fit */
 

@@ -1,6 +1,6 @@
-// Names of kernel code addresses, from one of two sources: /proc/kallsyms when flamebpf can read
-// its addresses, otherwise the kernel itself through a BPF program (bpf_snprintf's %ps), which
-// needs only CAP_BPF and CAP_PERFMON where kallsyms would need CAP_SYSLOG as well.
+// Names of kernel code addresses, from one of two sources: the kernel itself through a BPF program
+// (bpf_snprintf's %ps), for just the addresses sampled and with only CAP_BPF and CAP_PERFMON, or,
+// on kernels that cannot run it, /proc/kallsyms (whose addresses need CAP_SYSLOG as well).
 #pragma once
 
 #include <cstdint>
