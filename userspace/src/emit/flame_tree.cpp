@@ -23,7 +23,11 @@ void advise_huge_pages(void* data, size_t bytes)
 
 // Children beyond this many get a hash lookup; fewer are scanned (most nodes have one or two).
 constexpr uint32_t kScanLimit = 16;
-constexpr size_t kBlockSize = 16 << 20;
+// Name storage grows by doubling: a small profile (an agent's interval) takes a few KiB, a huge
+// one (100k stacks) still gets big blocks. A fixed big block would also teach malloc to serve
+// every later allocation below its size from the heap, where freed memory stays resident.
+constexpr size_t kFirstBlockSize = 16 << 10;
+constexpr size_t kLargestBlockSize = 16 << 20;
 
 } // namespace
 
@@ -43,7 +47,9 @@ std::string_view FlameTree::keep(std::string_view name)
   if (name.empty())
     return {};
   if (block_used_ + name.size() > block_size_) {
-    block_size_ = std::max(kBlockSize, name.size());
+    block_size_ =
+        std::max(block_size_ == 0 ? kFirstBlockSize : std::min(block_size_ * 2, kLargestBlockSize),
+                 name.size());
     blocks_.push_back(std::unique_ptr<char[]>(new char[block_size_]));
     advise_huge_pages(blocks_.back().get(), block_size_);
     block_used_ = 0;
