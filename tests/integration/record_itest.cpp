@@ -386,6 +386,53 @@ TEST_F(RecordTest, TargetCgroupRemovedWhileInTheFilter)
   EXPECT_EQ(text.find("error"), std::string::npos) << text;
 }
 
+// A container that starts while flamebpf runs is sampled before flamebpf adds it to the kernel's
+// filter; those first samples count for the container all the same, never for the host, wherever
+// between two drains the start falls.
+TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
+{
+  TempCgroup parent;
+  std::string docker = parent.path() + "/docker";
+  ASSERT_EQ(::mkdir(docker.c_str(), 0755), 0);
+  std::string out = dir_.path() + "/all.folded";
+  std::string log = dir_.path() + "/all.log";
+  // Drains every 50 ms and many samples: each container starts well inside some drain period.
+  Child profiler(
+      {FLAMEBPF_BINARY, "--all-containers", "--interval", "0.05", "-F", "999", "-o", out}, "", log);
+  ASSERT_TRUE(wait_for_text(log, "profiling", 30)) << read_text(log);
+  auto burner = copy_burner(dir_.path(), "burner_new");
+  std::vector<std::string> containers;
+  for (int i = 1; i <= 6; ++i) {
+    std::string id = std::to_string(i) + std::string(63, 'c');
+    containers.push_back(docker + "/" + id);
+    ASSERT_EQ(::mkdir(containers.back().c_str(), 0755), 0);
+    Child workload({burner, "0.4"}, containers.back());
+    workload.wait();
+  }
+  profiler.signal(SIGTERM);
+  int exit_code = profiler.wait();
+  for (const auto& container : containers)
+    ::rmdir(container.c_str());
+  ::rmdir(docker.c_str());
+  std::string context = read_text(log);
+  ASSERT_EQ(exit_code, 0) << context;
+
+  auto host = read_folded(dir_.path() + "/all.host.folded");
+  EXPECT_EQ(count_with_prefix(host, "burner_new;"), 0u) << hottest_stacks(host) << context;
+  uint64_t in_containers = 0;
+  size_t container_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    std::string name = entry.path().filename().string();
+    if (name.starts_with("all.") && name.ends_with(".folded") && name != "all.host.folded") {
+      in_containers += count_with_prefix(read_folded(entry.path().string()), "burner_new;");
+      ++container_files;
+    }
+  }
+  EXPECT_EQ(container_files, containers.size()) << context;
+  // Six times 0.4 s of CPU at 999 Hz, with room for a loaded machine.
+  EXPECT_GT(in_containers, 1000u) << context;
+}
+
 TEST_F(RecordTest, JvmExitingDuringTheAttachCostsNothing)
 {
   // A process that looks like a JVM (libjvm.so mapped, frame pointers claimed) and listens on its

@@ -80,14 +80,20 @@ TEST_F(TargetSetTest, AllContainersFollowsStartsAndStops)
   uint64_t web_id = 0;
   for (const auto& target : set->live())
     web_id = target.name == "web" ? target.cgroup_id : web_id;
+  size_t mark_before_drop = set->dropped_mark();
   stop(kWeb);
   changes = set->refresh();
   EXPECT_EQ(names_of(changes.removed), std::vector<std::string>{"web"});
   EXPECT_EQ(names_of(set->live()), std::vector<std::string>{"db"});
-  // Its samples still in the kernel's buffers are named until the next drain.
+  // Its samples still in the kernel's buffers are named until a drain that began after the drop.
   EXPECT_EQ(set->names().by_cgroup.at(web_id), "web");
-  set->forget_dropped();
+  set->forget_dropped(mark_before_drop);
+  EXPECT_EQ(set->names().by_cgroup.at(web_id), "web");
+  size_t mark_after_drop = set->dropped_mark();
+  EXPECT_EQ(mark_after_drop, mark_before_drop + 1);
+  set->forget_dropped(mark_after_drop);
   EXPECT_FALSE(set->names().by_cgroup.contains(web_id));
+  EXPECT_EQ(set->dropped_mark(), mark_after_drop);
   EXPECT_TRUE(set->refresh().empty());
 }
 

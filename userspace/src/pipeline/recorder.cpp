@@ -349,16 +349,22 @@ Result<RecordSummary> record(const cli::Config& config)
     // Pending notices first, so processes are captured before their samples are symbolized.
     if (auto polled = sampler->poll_notices(std::chrono::milliseconds(0)); !polled)
       return fail(polled.error());
+    size_t dropped_before = targets->dropped_mark();
     auto raw = drainer.drain();
     if (!raw)
       return fail(raw.error());
     for (const auto& line : drain::describe_drops(raw->counters))
       spdlog::warn("{}", line);
+    // A container whose cgroup appeared before the buffers were switched is found before its
+    // samples are named: otherwise those the kernel took before it joined the filter would count
+    // for the host.
+    if (auto refreshed = refresh_targets(false); !refreshed)
+      return fail(refreshed.error());
     auto symbolized = symbolizer->symbolize(*raw, targets->names());
     if (!symbolized)
       return fail(symbolized.error());
     // Targets dropped before this drain have no samples left in the kernel.
-    targets->forget_dropped();
+    targets->forget_dropped(dropped_before);
     symbolized->frequency_hz = config.frequency_hz;
     spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter",
                   symbolized->total_samples(), symbolized->stacks.size(),
@@ -411,9 +417,7 @@ Result<RecordSummary> record(const cli::Config& config)
         next_boundary = agent::next_boundary(
             std::max(next_boundary, agent::Clock::now()) - std::chrono::nanoseconds(1), interval);
       }
-      if (auto refreshed = refresh_targets(false); !refreshed)
-        return fail(refreshed.error());
-      refresh_pending = false;
+      refresh_pending = false; // the drain refreshed the targets
       next_periodic_drain = std::max(next_periodic_drain + drain_period, Clock::now());
       next_drain = schedule_drain();
       continue;

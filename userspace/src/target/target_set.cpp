@@ -142,9 +142,11 @@ void TargetSet::retire(Target target)
   retired_.push_back(std::move(target));
 }
 
-void TargetSet::forget_dropped()
+void TargetSet::forget_dropped(size_t mark)
 {
-  retired_.clear();
+  size_t count = std::min(mark - std::min(mark, forgotten_), retired_.size());
+  retired_.erase(retired_.begin(), retired_.begin() + static_cast<std::ptrdiff_t>(count));
+  forgotten_ += count;
 }
 
 TargetChanges TargetSet::refresh(bool reresolve)

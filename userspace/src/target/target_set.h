@@ -56,10 +56,14 @@ public:
   TargetChanges refresh(bool reresolve = false);
 
   // Names of every target whose samples may still be in the kernel's buffers: live ones and
-  // those dropped since forget_dropped().
+  // dropped ones not yet forgotten.
   profile::TargetNames names() const;
-  // Called after a drain: targets dropped before it have no samples left to name.
-  void forget_dropped();
+  // How many targets were dropped so far; taken just before a drain, and given to
+  // forget_dropped() once that drain is symbolized.
+  size_t dropped_mark() const { return forgotten_ + retired_.size(); }
+  // Forgets the targets dropped before mark: none of their samples are left in the kernel. Those
+  // dropped later may still have samples in the buffer being written.
+  void forget_dropped(size_t mark);
 
 private:
   TargetSet(TargetOptions options, ContainerDirectory directory, std::string proc_root);
@@ -73,6 +77,7 @@ private:
   std::vector<Target> live_;
   std::vector<Target> waiting_; // requested containers that stopped, re-resolved on refresh
   std::vector<Target> retired_; // dropped, but samples may remain in the kernel's buffers
+  size_t forgotten_ = 0;        // dropped targets already forgotten, for dropped_mark()
   std::vector<std::string> watched_;
 };
 
