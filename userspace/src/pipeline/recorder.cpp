@@ -242,13 +242,18 @@ Result<RecordSummary> record(const cli::Config& config)
     std::string folded = default_output_path();
     outputs = {folded, folded.substr(0, folded.size() - 7) + ".svg"};
   }
-  // Every target requested or seen, for per-target outputs and the summary.
+  // Every target requested or seen: named for the per-target outputs of a recording, only
+  // counted by the agent, which sees containers come and go for weeks.
   std::set<std::string> target_names;
-  auto remember_targets = [&] {
-    for (const auto& target : targets->live())
-      target_names.insert(target.name);
+  size_t targets_seen = 0;
+  auto remember_targets = [&](const std::vector<target::Target>& added) {
+    targets_seen += added.size();
+    if (!agent_mode) {
+      for (const auto& target : added)
+        target_names.insert(target.name);
+    }
   };
-  remember_targets();
+  remember_targets(targets->live());
 
   jvm::AttacherOptions attacher_options;
   attacher_options.attach = config.attach;
@@ -301,7 +306,7 @@ Result<RecordSummary> record(const cli::Config& config)
       if (auto ok = sampler->add_cgroup_target(filter_of(added)); !ok)
         spdlog::warn("{}; it is not profiled", ok.error().message);
     }
-    remember_targets();
+    remember_targets(changes.added);
     watcher.watch(targets->follows_changes() ? targets->watched_directories()
                                              : std::vector<std::string>{});
     return {};
@@ -460,7 +465,7 @@ Result<RecordSummary> record(const cli::Config& config)
     summary.output_dir = config.output_dir;
     summary.intervals = intervals;
     summary.dump_files = dump_files;
-    summary.targets = target_names.size();
+    summary.targets = targets_seen;
     summary.seconds = sampled.count();
     return summary;
   }
