@@ -419,18 +419,13 @@ TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
 
   auto host = read_folded(dir_.path() + "/all.host.folded");
   EXPECT_EQ(count_with_prefix(host, "burner_new;"), 0u) << hottest_stacks(host) << context;
-  uint64_t in_containers = 0;
-  size_t container_files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
-    std::string name = entry.path().filename().string();
-    if (name.starts_with("all.") && name.ends_with(".folded") && name != "all.host.folded") {
-      in_containers += count_with_prefix(read_folded(entry.path().string()), "burner_new;");
-      ++container_files;
-    }
+  // Each container's file (named by its short ID; other containers on the host have theirs) holds
+  // its 0.4 s of CPU at 999 Hz, with room for a loaded machine.
+  for (const auto& container : containers) {
+    std::string short_id = container.substr(container.rfind('/') + 1, 12);
+    auto own = read_folded(dir_.path() + "/all." + short_id + ".folded");
+    EXPECT_GT(count_with_prefix(own, "burner_new;"), 150u) << short_id << "\n" << context;
   }
-  EXPECT_EQ(container_files, containers.size()) << context;
-  // Six times 0.4 s of CPU at 999 Hz, with room for a loaded machine.
-  EXPECT_GT(in_containers, 1000u) << context;
 }
 
 TEST_F(RecordTest, JvmExitingDuringTheAttachCostsNothing)
