@@ -1,11 +1,16 @@
 #include "test_support.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <system_error>
+#include <unistd.h>
 
 namespace flamebpf::testing {
 
@@ -21,6 +26,28 @@ std::string read_data(const std::string& relative)
   std::ostringstream content;
   content << in.rdbuf();
   return content.str();
+}
+
+int listen_at(const std::string& path)
+{
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  EXPECT_LT(path.size(), sizeof address.sun_path);
+  path.copy(address.sun_path, sizeof address.sun_path - 1);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << path;
+  EXPECT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_EQ(::listen(fd, 5), 0);
+  return fd;
+}
+
+std::string read_request(int connection)
+{
+  std::string request;
+  char c = 0;
+  while (std::count(request.begin(), request.end(), '\0') < 5 && ::read(connection, &c, 1) == 1)
+    request += c;
+  return request;
 }
 
 void write_file(const std::filesystem::path& path, const std::string& content)

@@ -15,6 +15,12 @@ std::string read_data(const std::string& relative);
 // Writes content to path, creating parent directories.
 void write_file(const std::filesystem::path& path, const std::string& content);
 
+// A UNIX socket listening at path with mode 0600, as HotSpot's attach listener leaves it.
+int listen_at(const std::string& path);
+
+// Reads one attach request (five NUL-terminated strings) from a connection.
+std::string read_request(int connection);
+
 // A fresh directory under the system temporary directory, removed with its content on
 // destruction.
 class TempDir {

@@ -21,7 +21,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
+using flamebpf::testing::listen_at;
 using flamebpf::testing::read_data;
+using flamebpf::testing::read_request;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
 
@@ -253,30 +255,6 @@ TEST(AttachTargetOf, ReadsTheStatusBelowTheProcRoot)
 }
 
 // --- The whole exchange against fake JVMs (no root: the "JVM" runs as the test's own user) -----
-
-// A UNIX socket bound at path with mode 0600, as HotSpot leaves it.
-int listen_at(const std::string& path)
-{
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  EXPECT_LT(path.size(), sizeof address.sun_path);
-  path.copy(address.sun_path, sizeof address.sun_path - 1);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0) << path;
-  EXPECT_EQ(::chmod(path.c_str(), 0600), 0);
-  EXPECT_EQ(::listen(fd, 5), 0);
-  return fd;
-}
-
-// Reads one request (five NUL-terminated strings) from a connection.
-std::string read_request(int connection)
-{
-  std::string request;
-  char c = 0;
-  while (std::count(request.begin(), request.end(), '\0') < 5 && ::read(connection, &c, 1) == 1)
-    request += c;
-  return request;
-}
 
 class AttachFakeJvm : public ::testing::Test {
 protected:
