@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <regex>
 #include <set>
+#include <signal.h>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -333,6 +334,59 @@ TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
   run_jvm("jvm-brief", {}, {}, {"3.5"});
   auto result = profile("jvm-brief", {"-d", "6", "--interval", "30"});
   expect_named_java(result, 50);
+}
+
+// A JVM that starts while flamebpf runs is sampled while it starts: before it loads libjvm.so (not
+// yet a JVM to flamebpf) or before HotSpot handles SIGQUIT (which the attach begins with, and whose
+// default action kills). flamebpf keeps looking and attaches once the JVM can take it. This JVM
+// holds still early in its start (PauseAtStartup comes before HotSpot installs its signal
+// handlers) until the test removes its pause file, so flamebpf is sure to meet it starting.
+TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
+{
+  std::string out = dir_.path() + "/all.folded";
+  std::string log = dir_.path() + "/all.log";
+  Child profiler(
+      {FLAMEBPF_BINARY, "--all-containers", "--containers-only", "-F", "999", "-v", "-o", out}, "",
+      log);
+  ASSERT_TRUE(wait_for_text(log, "profiling", 30)) << read_text(log);
+  // The container is a target before the JVM in it starts: a shell waits, then becomes the JVM.
+  std::string java = std::string(kContainerJavaHome) + "/bin/java -XX:+PreserveFramePointer " +
+                     "-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup " +
+                     "-XX:PauseAtStartupFile=/tmp/vm.paused -cp " + std::string(kContainerAppDir) +
+                     " Burner 60";
+  std::vector<std::string> command{"/bin/sh", "-c", "sleep 2 && exec " + java};
+  auto jvm = docker_.run("jvm-late", {}, docker_.java_image(JavaVersion::kJdk17), command);
+  std::string pause_file = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/vm.paused";
+  for (int i = 0; i < 200 && !fs::exists(pause_file); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(pause_file)) << read_text(log);
+  // Long enough for drains and for several attempts of flamebpf's to find it starting.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_EQ(::unlink(pause_file.c_str()), 0);
+  docker_.wait_for_output("jvm-late", "burner ready");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  profiler.signal(SIGTERM);
+  ASSERT_EQ(profiler.wait(), 0) << read_text(log);
+
+  auto result = summarize(dir_.path() + "/all.jvm-late.folded", read_text(log));
+  std::string about = "JVM " + std::to_string(jvm.pid) + " (";
+  EXPECT_NE(result.log.find(about), std::string::npos) << result.log;
+  EXPECT_GE(attach_seconds(result.log), 0) << result.log;
+  EXPECT_EQ(result.log.find("cannot load flamebpf's agent"), std::string::npos) << result.log;
+  // The run holds the JVM's start too (class loading, the JIT compiling Burner): the chain
+  // carries less of it than in the tests that profile a warm JVM.
+  EXPECT_GT(result.chain, 1000u) << hottest_stacks(result.folded, 5) << result.log;
+  EXPECT_GE(result.chain * 100, result.java_samples * 50)
+      << hottest_stacks(result.folded, 5) << result.log;
+  bool put_off = result.log.find("is still starting") != std::string::npos;
+  std::printf("[ FIGURES  ] JVM started during the run: %llu java samples, %.1f%% through "
+              "Burner.run;a;b;c, %llu with unnamed JIT frames; %s; attach %.3f s\n",
+              static_cast<unsigned long long>(result.java_samples),
+              100.0 * static_cast<double>(result.chain) /
+                  static_cast<double>(std::max<uint64_t>(result.java_samples, 1)),
+              static_cast<unsigned long long>(result.unknown_jit),
+              put_off ? "found starting and put off" : "found a JVM only once it handled SIGQUIT",
+              attach_seconds(result.log));
 }
 
 TEST_F(JvmContainerTest, SymlinkedPerfMapReadsNothingOfTheHost)

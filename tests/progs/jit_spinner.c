@@ -8,8 +8,8 @@
 //
 // Options (TEXT, PATH and TARGET take the escapes \n \t \\ \xHH; "%p" in a PATH is the pid):
 //   --comm TEXT          set the process name (prctl PR_SET_NAME: at most 15 bytes)
-//   --jvm                map a file libjvm.so (made in the working directory), so that
-//                        profilers take this for a JVM
+//   --jvm                map a file libjvm.so (made in the working directory) and handle
+//                        SIGQUIT, so that profilers take this for a started JVM
 //   --socket KIND        listen on /tmp/.java_pid<pid> (mode 0600, as HotSpot does) and, per
 //                        connection, never answer (silent), answer a garbage line and close
 //                        (garbage), or send garbage without end (flood)
@@ -328,7 +328,13 @@ static void make_map(const char* mode, const char* path, char** names, size_t co
 
 // --- a fake JVM ---
 
-// In the working directory: "/" in a container, a scratch directory on the host.
+static void on_sigquit(int signal_number)
+{
+  (void)signal_number;
+}
+
+// In the working directory: "/" in a container, a scratch directory on the host. A started
+// HotSpot handles SIGQUIT (its thread dumps and attach trigger), and profilers check for that.
 static void pose_as_jvm(void)
 {
   int fd = open("libjvm.so", O_RDWR | O_CREAT | O_CLOEXEC, 0755);
@@ -337,6 +343,7 @@ static void pose_as_jvm(void)
   if (mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
     die("cannot map", "libjvm.so");
   close(fd);
+  signal(SIGQUIT, on_sigquit);
 }
 
 static const char* g_socket_kind;

@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <optional>
@@ -305,6 +306,43 @@ TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
   }
+}
+
+// A launcher sampled before it loads the VM becomes a JVM at a later capture, and is announced
+// then, once.
+TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
+{
+  ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
+  symbolizer_->on_process_seen(self, "");
+  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+
+  // The test maps a file named libjvm.so, as the launcher does when it loads the VM.
+  char dir_template[] = "/tmp/flamebpf-jvm-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  std::string vm = std::string(dir_template) + "/libjvm.so";
+  std::ofstream(vm) << std::string(4096, '\0');
+  int fd = ::open(vm.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  void* mapped = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  ASSERT_NE(mapped, MAP_FAILED);
+
+  // The next interval finds an address outside every known code mapping: a capture again, though
+  // the first was in the same generation.
+  frames_of(one_sample({reinterpret_cast<uint64_t>(mapped)}, {}));
+  auto found = symbolizer_->take_new_jvms();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].key, self);
+  EXPECT_FALSE(found[0].keeps_perf_map);
+  EXPECT_EQ(found[0].cgroup, procfs::read_cgroup2_path(self.pid).value_or(""));
+
+  symbolizer_->forget_exited_processes();
+  frames_of(one_sample({reinterpret_cast<uint64_t>(mapped)}, {}));
+  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+
+  ::munmap(mapped, 4096);
+  ::unlink(vm.c_str());
+  ::rmdir(dir_template);
 }
 
 } // namespace

@@ -2,6 +2,10 @@
 // flamebpf's agent into it through HotSpot's attach mechanism, and warns once about a JVM whose
 // Java stacks will be cut short for lack of -XX:+PreserveFramePointer. Attaching takes a JVM up to
 // a few hundred milliseconds, so it runs on a thread of its own and never delays sampling.
+//
+// A JVM is often first sampled while it starts, before it handles SIGQUIT, and HotSpot's attach
+// can only begin with SIGQUIT (whose default action would kill it): such a JVM is tried again,
+// backing off, until it handles the signal or starting_patience has passed.
 #pragma once
 
 #include <chrono>
@@ -13,12 +17,20 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <vector>
+
+#include "common/result.h"
+#include "jvm/hotspot_attach.h"
 
 namespace flamebpf::jvm {
 
 struct AttacherOptions {
   bool attach = true; // false (--no-attach): only the frame-pointer check, from /proc
   std::chrono::milliseconds timeout{5000}; // per JVM, for each exchange with it
+  // How long a JVM that does not handle SIGQUIT yet is waited for, counted from when it was handed
+  // in; after that it is attached anyway (which fails, with the reason, unless its attach listener
+  // runs already).
+  std::chrono::milliseconds starting_patience{60000};
   std::string proc_root = "/proc";
 };
 
@@ -30,26 +42,46 @@ public:
   AgentAttacher(const AgentAttacher&) = delete;
   AgentAttacher& operator=(const AgentAttacher&) = delete;
 
-  // A JVM was sampled for the first time. keeps_perf_map: an agent that keeps its map current is
-  // loaded already. where names it in messages ("container web"). Returns at once; each pid is
-  // handled once.
-  void on_jvm(uint32_t host_pid, bool keeps_perf_map, const std::string& where);
+  // A process image (host pid, and image_id to tell one exec from the next) was found to be a
+  // JVM. keeps_perf_map: an agent that keeps its map current is loaded already. where names it in
+  // messages ("target web"). Returns at once; each image is handled once.
+  void on_jvm(uint32_t host_pid, uint32_t image_id, bool keeps_perf_map, const std::string& where);
 
-  // Waits until every JVM handed in so far was handled, or until deadline.
+  // The process image is gone: it is no longer waited for, and its pid may be a new JVM's.
+  void forget(uint32_t host_pid, uint32_t image_id);
+
+  // Waits until every JVM handed in so far was handled, or until deadline. JVMs still starting
+  // are not waited for.
   void wait_idle(std::chrono::steady_clock::time_point deadline);
 
   // JVMs the agent was loaded into, and those where that failed.
   uint64_t attached() const;
   uint64_t failed() const;
+  // JVMs handed in and not handled yet: queued, being attached, or waited for while they start.
+  size_t pending() const;
+  // How many times a JVM was found still starting and put off.
+  uint64_t put_off() const;
 
 private:
+  using Clock = std::chrono::steady_clock;
   struct Request {
-    uint32_t pid;
-    bool keeps_perf_map;
+    uint32_t pid = 0;
+    uint32_t image_id = 0;
+    bool keeps_perf_map = false;
     std::string where;
+    Clock::time_point handed_in;
+    int put_off = 0;       // times found still starting
+    Clock::time_point due; // when a JVM still starting is tried again
   };
+  enum class Outcome { kHandled, kStillStarting };
+  static uint64_t image_key(uint32_t pid, uint32_t image_id)
+  {
+    return (uint64_t{pid} << 32) | image_id;
+  }
   void run();
-  void handle(const Request& request);
+  Outcome handle(Request& request);
+  // Installs and loads the agent; says how it went in one line. True when it loaded.
+  bool attach(const Request& request, const Result<AttachTarget>& target);
   void check_frame_pointers(const Request& request, bool attached);
 
   std::span<const unsigned char> library_;
@@ -58,12 +90,14 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
-  std::deque<Request> queue_;
-  std::unordered_set<uint32_t> seen_;
+  std::deque<Request> queue_;         // to handle now, in order
+  std::vector<Request> starting_;     // JVMs still starting, each tried again at its due time
+  std::unordered_set<uint64_t> seen_; // image_key of every image handed in and not forgotten
   bool busy_ = false;
   bool stopping_ = false;
   uint64_t attached_ = 0;
   uint64_t failed_ = 0;
+  uint64_t put_off_ = 0;
   std::thread worker_;
 };
 

@@ -479,8 +479,9 @@ Result<AttachTarget> attach_target_of(uint32_t host_pid, const std::string& proc
   auto status = parse_process_status(*text);
   if (!status)
     return fail(error("cannot parse " + dir + "/status: " + status.error().message));
-  return AttachTarget{host_pid, status->ns_pid.value_or(host_pid), status->euid, status->egid,
-                      dir + "/root"};
+  return AttachTarget{host_pid,      status->ns_pid.value_or(host_pid),
+                      status->euid,  status->egid,
+                      dir + "/root", status->catches_sigquit};
 }
 
 Result<std::string> encode_request(std::string_view command, const std::vector<std::string>& args)

@@ -39,6 +39,7 @@ struct AttachTarget {
   uint32_t uid = 0;    // its effective uid, as the host sees it
   uint32_t gid = 0;    // its effective gid, as the host sees it
   std::string root;    // its root directory, "<proc_root>/<host_pid>/root"
+  bool catches_sigquit = false; // when read: false before HotSpot installs its handlers, or -Xrs
 };
 
 // The fields of /proc/<pid>/status that the attach needs.

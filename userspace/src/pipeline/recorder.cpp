@@ -84,14 +84,14 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
   return options;
 }
 
-// "target web" for a process, in messages about it.
-std::string describe_target(const target::TargetSet& targets, const fb_process_notice& notice)
+// Where a JVM is, for messages: its target, else its cgroup (a container not yet a target).
+std::string describe_jvm(const profile::TargetNames& names, const symbolize::JvmFound& jvm)
 {
-  auto names = targets.names();
-  if (auto it = names.by_cgroup.find(notice.target_cgroup_id); it != names.by_cgroup.end())
-    return "target " + it->second;
-  if (auto it = names.by_pid.find(notice.tgid); it != names.by_pid.end())
-    return "target " + it->second;
+  const std::string& name = profile::target_of(names, 0, jvm.key.pid, jvm.cgroup);
+  if (name != names.unmatched)
+    return "target " + name;
+  if (!jvm.cgroup.empty() && jvm.cgroup != "/")
+    return "cgroup " + jvm.cgroup;
   return "the host";
 }
 
@@ -262,6 +262,16 @@ Result<RecordSummary> record(const cli::Config& config)
   // Sampling starts before the symbols load, so that start-up costs no samples; notices wait
   // in the ring buffer until the symbolizer exists.
   std::optional<symbolize::Symbolizer> symbolizer;
+  // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
+  // before it loaded the VM.
+  auto hand_new_jvms_to_attacher = [&] {
+    auto found = symbolizer->take_new_jvms();
+    if (found.empty())
+      return;
+    auto names = targets->names();
+    for (const auto& jvm : found)
+      attacher.on_jvm(jvm.key.pid, jvm.key.image_id, jvm.keeps_perf_map, describe_jvm(names, jvm));
+  };
   bool first_sample_seen = false;
   auto on_notice = [&](const fb_process_notice& notice) {
     if (!first_sample_seen) {
@@ -273,9 +283,8 @@ Result<RecordSummary> record(const cli::Config& config)
                     static_cast<double>(notice.sample_time_ns) / 1e9);
     }
     std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
-    const auto& image = symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
-    if (image.jvm)
-      attacher.on_jvm(notice.tgid, image.keeps_perf_map, describe_target(*targets, notice));
+    symbolizer->on_process_seen({notice.tgid, notice.image_id}, comm);
+    hand_new_jvms_to_attacher();
   };
   install_signal_handlers();
   auto sampler = sampler::Sampler::start(sampler_options(config, *targets), on_notice);
@@ -375,8 +384,11 @@ Result<RecordSummary> record(const cli::Config& config)
                   symbolized->total_samples(), symbolized->stacks.size(),
                   raw->counters.counts[FB_COUNTER_FILTERED]);
     accumulator.add(std::move(*symbolized));
-    for (const auto& image : symbolizer->forget_exited_processes())
+    hand_new_jvms_to_attacher();
+    for (const auto& image : symbolizer->forget_exited_processes()) {
       sampler->forget_image(image.pid, image.image_id);
+      attacher.forget(image.pid, image.image_id);
+    }
     return {};
   };
 

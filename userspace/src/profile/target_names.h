@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -18,5 +19,13 @@ struct TargetNames {
   std::vector<std::pair<std::string, std::string>> by_cgroup_path;
   std::string unmatched = "host"; // samples of no target: the host outside every container
 };
+
+// The name of the target a sample belongs to: the one the kernel matched (target_cgroup_id, 0 for
+// none), the process's own --pid target, else the deepest cgroup target containing
+// process_cgroup (as the kernel would have matched it), else targets.unmatched.
+const std::string& target_of(const TargetNames& targets,
+                             uint64_t target_cgroup_id,
+                             uint32_t tgid,
+                             std::string_view process_cgroup);
 
 } // namespace flamebpf::profile

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <utility>
 
 #include "common/log.h"
 #include "common/procfs.h"
@@ -92,6 +93,7 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   else if (image.comm.empty())
     image.comm = procfs::read_comm(pid, proc_root_).value_or("[unknown]");
   image.capture_generation = generation_;
+  image.capture_pass = pass_;
 
   auto text = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps");
   if (!text)
@@ -106,15 +108,16 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
     image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
   if (image.cgroup.empty())
     image.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
+  auto mappings = parse_proc_maps(*text);
+  auto traits = jvm_traits(mappings);
+  // Announced at the capture that first finds the VM, often not the first: a launcher may be
+  // sampled before it loads libjvm.so.
+  if (traits.hotspot && !image.jvm)
+    new_jvms_.push_back(key);
+  image.jvm |= traits.hotspot;
+  image.keeps_perf_map |= traits.keeps_perf_map;
   std::vector<MappedCode> code;
-  bool openj9 = false;
-  for (auto& mapping : parse_proc_maps(*text)) {
-    std::string_view file = mapping.path;
-    file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
-    // HotSpot's: OpenJ9 has a libjvm.so too, but answers SIGQUIT with a javacore dump.
-    image.jvm |= file == "libjvm.so";
-    openj9 |= file.starts_with("libj9vm");
-    image.keeps_perf_map |= file.starts_with("libflamebpf-agent") || file == "libperfmap.so";
+  for (auto& mapping : mappings) {
     if (!mapping.executable)
       continue;
     MappedCode entry{std::move(mapping), nullptr};
@@ -126,7 +129,6 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
     return a.mapping.start < b.mapping.start;
   });
   image.code = std::move(code);
-  image.jvm &= !openj9;
   // A JVM's map is opened now, while the process lives: a JVM that exits before the interval
   // ends is still read to its end through the open file.
   if (image.jvm && !image.perf_map && image.ns_pid != 0) {
@@ -168,7 +170,7 @@ const ProcessImage& ProcessTable::get(const ImageKey& key)
 const ProcessImage& ProcessTable::refresh(const ImageKey& key)
 {
   const ProcessImage& image = get(key);
-  if (image.capture_generation == generation_)
+  if (image.capture_pass == pass_)
     return image;
   capture(key, "");
   return processes_.at(key);
@@ -211,6 +213,17 @@ void ProcessTable::poll_perf_maps()
       image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
     refresh_perf_map(image);
   }
+}
+
+const ProcessImage* ProcessTable::find(const ImageKey& key) const
+{
+  auto it = processes_.find(key);
+  return it == processes_.end() ? nullptr : &it->second;
+}
+
+std::vector<ImageKey> ProcessTable::take_new_jvms()
+{
+  return std::exchange(new_jvms_, {});
 }
 
 std::vector<ImageKey> ProcessTable::end_generation()

@@ -19,31 +19,6 @@ uint64_t call_site(uint64_t address, bool innermost)
   return innermost || address == 0 ? address : address - 1;
 }
 
-std::string target_name(const profile::TargetNames& targets,
-                        const profile::RawSample& sample,
-                        const std::string& process_cgroup)
-{
-  if (sample.target_cgroup_id != 0) {
-    if (auto it = targets.by_cgroup.find(sample.target_cgroup_id); it != targets.by_cgroup.end())
-      return it->second;
-  } else if (auto it = targets.by_pid.find(sample.tgid); it != targets.by_pid.end()) {
-    return it->second;
-  }
-  // Sampled before its container joined the kernel's filter: the cgroup it was in decides; the
-  // deepest target wins, as in the kernel.
-  const std::string* best = nullptr;
-  size_t best_length = 0;
-  for (const auto& [path, name] : targets.by_cgroup_path) {
-    bool inside = process_cgroup == path ||
-                  (process_cgroup.starts_with(path) && process_cgroup[path.size()] == '/');
-    if (inside && path.size() > best_length) {
-      best = &name;
-      best_length = path.size();
-    }
-  }
-  return best ? *best : targets.unmatched;
-}
-
 } // namespace
 
 Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
@@ -57,6 +32,16 @@ const ProcessImage& Symbolizer::on_process_seen(const ImageKey& key, const std::
 {
   processes_.capture(key, comm);
   return processes_.get(key);
+}
+
+std::vector<JvmFound> Symbolizer::take_new_jvms()
+{
+  std::vector<JvmFound> found;
+  for (const auto& key : processes_.take_new_jvms()) {
+    if (const ProcessImage* image = processes_.find(key))
+      found.push_back({key, image->keeps_perf_map, image->cgroup});
+  }
+  return found;
 }
 
 profile::Frame Symbolizer::kernel_frame(uint64_t address) const
@@ -119,6 +104,7 @@ void Symbolizer::add_user_frames(const ImageKey& key,
 Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw,
                                                          const profile::TargetNames& targets)
 {
+  processes_.begin_pass();
   profile::SymbolizedProfile out;
   out.start = raw.start;
   out.end = raw.end;
@@ -136,7 +122,8 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.count = sample.count;
     ImageKey key{sample.tgid, sample.image_id};
     stack.comm = processes_.get(key).comm;
-    stack.target = target_name(targets, sample, processes_.get(key).cgroup);
+    stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
+                                      processes_.get(key).cgroup);
     auto& frames = stack.frames;
     frames.reserve(sample.user_frames.size() + sample.kernel_frames.size() + 2);
     if (sample.user_stack_lost)

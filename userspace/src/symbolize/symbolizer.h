@@ -18,6 +18,13 @@ struct SymbolizerOptions {
   bool java_signatures = false; // Java frames with their parameter types
 };
 
+// A process image found to be a JVM.
+struct JvmFound {
+  ImageKey key;
+  bool keeps_perf_map = false; // an agent that keeps its perf map current is loaded
+  std::string cgroup;          // its cgroup2 path, as ProcessImage::cgroup
+};
+
 class Symbolizer {
 public:
   explicit Symbolizer(std::unique_ptr<KernelNames> kernel,
@@ -26,6 +33,10 @@ public:
 
   // Records a process on its first sample, while it still runs.
   const ProcessImage& on_process_seen(const ImageKey& key, const std::string& comm);
+
+  // The JVMs found since the last call, each image once: on its first sample, or later when the
+  // launcher was sampled before it loaded the VM.
+  std::vector<JvmFound> take_new_jvms();
 
   // Names every frame of raw, and each stack's target from targets. Stacks come out root first:
   // user frames then kernel frames.

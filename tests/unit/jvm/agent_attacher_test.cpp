@@ -1,0 +1,218 @@
+// The attacher and JVMs still starting, against a fake /proc: a child process stands in for the
+// JVM (it ignores SIGQUIT, so a stray signal cannot kill it), the test writes its status file,
+// and serves its attach socket.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <mutex>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "jvm/agent_attacher.h"
+#include "jvm/agent_installer.h"
+#include "test_support.h"
+
+namespace flamebpf::jvm {
+namespace {
+
+using namespace std::chrono_literals;
+using flamebpf::testing::listen_at;
+using flamebpf::testing::read_request;
+using flamebpf::testing::TempDir;
+using flamebpf::testing::write_file;
+
+namespace fs = std::filesystem;
+
+const std::vector<unsigned char> kLibrary{'n', 'o', 't', ' ', 'r', 'e', 'a', 'l', 'l', 'y'};
+
+class StartingJvm : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    jvm_ = ::fork();
+    ASSERT_GE(jvm_, 0);
+    if (jvm_ == 0) {
+      ::signal(SIGQUIT, SIG_IGN);
+      for (;;)
+        ::pause();
+    }
+    process_ = dir_.path() / "proc" / std::to_string(jvm_);
+    fs::create_directories(process_ / "root/tmp");
+    set_catches_sigquit(false);
+    listener_ = listen_at(socket_path());
+    server_ = std::thread([this] { serve(); });
+    options_.proc_root = (dir_.path() / "proc").string();
+    options_.timeout = 2000ms;
+  }
+
+  void TearDown() override
+  {
+    ::shutdown(listener_, SHUT_RDWR); // wakes the accept
+    server_.join();
+    ::close(listener_);
+    end_jvm();
+  }
+
+  std::string socket_path() const { return (process_ / "root/tmp/.java_pid7").string(); }
+
+  // The status of a process of the test's user that is pid 7 in its own namespace, as HotSpot
+  // shows it before (SigCgt without SIGQUIT) and after it installs its handlers.
+  void set_catches_sigquit(bool catches)
+  {
+    write_file(process_ / "status",
+               fmt::format("Name:\tjava\nUid:\t{0}\t{0}\t{0}\t{0}\nGid:\t{1}\t{1}\t{1}\t{1}\n"
+                           "NSpid:\t{2}\t7\nSigIgn:\t0000000000000000\nSigCgt:\t{3}\n",
+                           ::geteuid(), ::getegid(), jvm_,
+                           catches ? "0000000101005ccd" : "0000000000000000"));
+  }
+
+  void end_jvm()
+  {
+    if (jvm_ > 0) {
+      ::kill(jvm_, SIGKILL);
+      ::waitpid(jvm_, nullptr, 0);
+      jvm_ = -1;
+    }
+  }
+
+  // Answers load and jcmd as a JVM with frame pointers does, noting each command.
+  void serve()
+  {
+    for (;;) {
+      int connection = ::accept(listener_, nullptr, nullptr);
+      if (connection < 0)
+        return;
+      std::string request = read_request(connection);
+      // "1\0<command>\0...": the command is the second field.
+      size_t start = request.find('\0') + 1;
+      std::string command = request.substr(start, request.find('\0', start) - start);
+      std::string reply = command == "load"
+                              ? "0\nreturn code: 0\n"
+                              : "0\n-XX:CICompilerCount=2 -XX:+PreserveFramePointer\n";
+      (void)!::write(connection, reply.data(), reply.size());
+      ::close(connection);
+      std::lock_guard lock(mutex_);
+      commands_.push_back(command);
+    }
+  }
+
+  std::vector<std::string> commands()
+  {
+    std::lock_guard lock(mutex_);
+    return commands_;
+  }
+
+  // Waits until condition holds, for at most timeout; returns whether it did.
+  template <class Condition> static bool eventually(Condition condition, auto timeout)
+  {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+
+  TempDir dir_;
+  pid_t jvm_ = -1;
+  fs::path process_;
+  int listener_ = -1;
+  std::thread server_;
+  std::mutex mutex_;
+  std::vector<std::string> commands_;
+  AttacherOptions options_;
+};
+
+TEST_F(StartingJvm, AttachedOnceItHandlesSigquit)
+{
+  options_.starting_patience = 20s;
+  AgentAttacher attacher(kLibrary, options_);
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 2; }, 5s));
+  // Never asked anything while it starts, although its socket is there.
+  EXPECT_TRUE(commands().empty());
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_EQ(attacher.pending(), 1u);
+
+  set_catches_sigquit(true);
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.attached(), 1u);
+  EXPECT_EQ(attacher.failed(), 0u);
+  EXPECT_EQ(commands(), (std::vector<std::string>{"load", "jcmd"}));
+  EXPECT_TRUE(fs::exists(process_ / "root/tmp" / agent_file_name(kLibrary)));
+}
+
+TEST_F(StartingJvm, NeverHandlingSigquitFailsOnceAfterThePatienceAndIsNeverSignalled)
+{
+  options_.starting_patience = 500ms;
+  ::unlink(socket_path().c_str()); // no listener: the attach would have to start it
+  AgentAttacher attacher(kLibrary, options_);
+  auto started = std::chrono::steady_clock::now();
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms);
+  EXPECT_GE(attacher.put_off(), 3u);
+  EXPECT_EQ(attacher.failed(), 1u);
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_FALSE(fs::exists(process_ / "root/tmp/.attach_pid7"));
+  EXPECT_EQ(::waitpid(jvm_, nullptr, WNOHANG), 0) << "the JVM died";
+}
+
+TEST_F(StartingJvm, ExitingWhileStartingIsNoFailure)
+{
+  AgentAttacher attacher(kLibrary, options_);
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
+  end_jvm();
+  fs::remove_all(process_ / "status"); // as /proc/<pid> goes with the process
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.failed(), 0u);
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_TRUE(commands().empty());
+}
+
+TEST_F(StartingJvm, ForgottenImageIsNotTriedAgainAndItsPidMayBeAJvmAgain)
+{
+  options_.starting_patience = 20s;
+  AgentAttacher attacher(kLibrary, options_);
+  auto pid = static_cast<uint32_t>(jvm_);
+  attacher.on_jvm(pid, 1, false, "target t");
+  attacher.on_jvm(pid, 1, false, "target t"); // the same image twice counts once
+  ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
+  EXPECT_EQ(attacher.pending(), 1u);
+  attacher.forget(pid, 1);
+  EXPECT_EQ(attacher.pending(), 0u);
+
+  set_catches_sigquit(true);
+  attacher.on_jvm(pid, 1, false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.attached(), 1u);
+}
+
+TEST_F(StartingJvm, AgentLoadedWhileStartingIsNotLoadedAgain)
+{
+  options_.starting_patience = 20s;
+  AgentAttacher attacher(kLibrary, options_);
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
+  // -agentpath: the JVM loads perf-map-agent while it starts.
+  write_file(
+      process_ / "maps",
+      "7f0000000000-7f0000001000 r-xp 00000000 08:01 42 /opt/jdk/lib/server/libjvm.so\n"
+      "7f0000100000-7f0000101000 r-xp 00000000 08:01 43 /opt/perf-map-agent/libperfmap.so\n");
+  set_catches_sigquit(true);
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_EQ(attacher.failed(), 0u);
+  // Only its flags were read, for the frame-pointer check.
+  EXPECT_EQ(commands(), (std::vector<std::string>{"jcmd"}));
+}
+
+} // namespace
+} // namespace flamebpf::jvm
