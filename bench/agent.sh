@@ -47,4 +47,6 @@ for line in open(sys.argv[1]):
           f'  {f["rss_bytes"] / 1e6:6.1f} ({f["rss_anon_bytes"] / 1e6:5.1f})  {f["open_fds"]:4d}'
           f'  {o["known_images"]:5d} / {o["processes"]:5d}  {o["elf_files"]:4d}')
 PY
-grep -E 'warning|error' "$work/log" | sort | uniq -c | head -5 || true
+# The JVM's attach (it starts with the agent, so it may be sampled while still starting).
+grep -E 'JVM [0-9]+ ' "$work/log" | head -5 || true
+grep -E 'warning|error' "$work/log" | grep -v 'JVM [0-9]' | sort | uniq -c | head -5 || true

@@ -243,5 +243,25 @@ TEST(ReadTgid, FromStatus)
   EXPECT_EQ(read_tgid(pid), pid);
 }
 
+TEST(LiveStartTime, ParsesPastAnyNameAndRefusesTheDead)
+{
+  // Field 22 after a name with spaces and parentheses, as a process can choose.
+  std::string stat = "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 19 0 "
+                     "987654 4000000000 9000 18446744073709551615\n";
+  EXPECT_EQ(live_start_time_in_stat(stat), 987654u);
+  std::string zombie = stat;
+  zombie[zombie.find(") S ") + 2] = 'Z';
+  EXPECT_EQ(live_start_time_in_stat(zombie), std::nullopt);
+  EXPECT_EQ(live_start_time_in_stat("4242 (java) S 1 2 3\n"), std::nullopt);
+  EXPECT_EQ(live_start_time_in_stat("no parenthesis"), std::nullopt);
+  EXPECT_EQ(live_start_time_in_stat(""), std::nullopt);
+
+  auto self = static_cast<uint32_t>(::getpid());
+  auto own = live_start_time(self);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(live_start_time(self), own); // the same process, the same start
+  EXPECT_EQ(live_start_time(self, "/nonexistent"), std::nullopt);
+}
+
 } // namespace
 } // namespace flamebpf::procfs

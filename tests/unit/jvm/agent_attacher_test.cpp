@@ -1,6 +1,6 @@
 // The attacher and JVMs still starting, against a fake /proc: a child process stands in for the
-// JVM (it ignores SIGQUIT, so a stray signal cannot kill it), the test writes its status file,
-// and serves its attach socket.
+// JVM (it ignores SIGQUIT, so a stray signal cannot kill it), the test writes its stat, status
+// and maps files, and serves its attach socket.
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -30,6 +30,17 @@ namespace fs = std::filesystem;
 
 const std::vector<unsigned char> kLibrary{'n', 'o', 't', ' ', 'r', 'e', 'a', 'l', 'l', 'y'};
 
+constexpr std::string_view kJvmMaps =
+    "7f0000000000-7f0000001000 r-xp 00000000 08:01 42 /opt/java/lib/server/libjvm.so\n";
+
+// Replaces a file at once, as the kernel's /proc files change: a reader never sees it half
+// written.
+void replace_file(const fs::path& path, const std::string& content)
+{
+  write_file(path.string() + ".new", content);
+  fs::rename(path.string() + ".new", path);
+}
+
 class StartingJvm : public ::testing::Test {
 protected:
   void SetUp() override
@@ -44,6 +55,8 @@ protected:
     process_ = dir_.path() / "proc" / std::to_string(jvm_);
     fs::create_directories(process_ / "root/tmp");
     set_catches_sigquit(false);
+    set_stat('S', 4242);
+    replace_file(process_ / "maps", std::string(kJvmMaps));
     listener_ = listen_at(socket_path());
     server_ = std::thread([this] { serve(); });
     options_.proc_root = (dir_.path() / "proc").string();
@@ -64,11 +77,20 @@ protected:
   // shows it before (SigCgt without SIGQUIT) and after it installs its handlers.
   void set_catches_sigquit(bool catches)
   {
-    write_file(process_ / "status",
-               fmt::format("Name:\tjava\nUid:\t{0}\t{0}\t{0}\t{0}\nGid:\t{1}\t{1}\t{1}\t{1}\n"
-                           "NSpid:\t{2}\t7\nSigIgn:\t0000000000000000\nSigCgt:\t{3}\n",
-                           ::geteuid(), ::getegid(), jvm_,
-                           catches ? "0000000101005ccd" : "0000000000000000"));
+    replace_file(process_ / "status",
+                 fmt::format("Name:\tjava\nUid:\t{0}\t{0}\t{0}\t{0}\nGid:\t{1}\t{1}\t{1}\t{1}\n"
+                             "NSpid:\t{2}\t7\nSigIgn:\t0000000000000000\nSigCgt:\t{3}\n",
+                             ::geteuid(), ::getegid(), jvm_,
+                             catches ? "0000000101005ccd" : "0000000000000000"));
+  }
+
+  // Its /proc/<pid>/stat: a name with a space and a parenthesis, state, start time.
+  void set_stat(char state, uint64_t start_time)
+  {
+    replace_file(process_ / "stat",
+                 fmt::format("{} (ja) va) {} 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 19 0 {} "
+                             "4000000000 9000 18446744073709551615 1 1 0 0 0 0 0 2 0 0 0 0 0 0\n",
+                             jvm_, state, start_time));
   }
 
   void end_jvm()
@@ -94,10 +116,13 @@ protected:
       std::string reply = command == "load"
                               ? "0\nreturn code: 0\n"
                               : "0\n-XX:CICompilerCount=2 -XX:+PreserveFramePointer\n";
+      {
+        // Before the reply: once it is sent, the test may look.
+        std::lock_guard lock(mutex_);
+        commands_.push_back(command);
+      }
       (void)!::write(connection, reply.data(), reply.size());
       ::close(connection);
-      std::lock_guard lock(mutex_);
-      commands_.push_back(command);
     }
   }
 
@@ -133,7 +158,7 @@ TEST_F(StartingJvm, AttachedOnceItHandlesSigquit)
 {
   options_.starting_patience = 20s;
   AgentAttacher attacher(kLibrary, options_);
-  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
   ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 2; }, 5s));
   // Never asked anything while it starts, although its socket is there.
   EXPECT_TRUE(commands().empty());
@@ -154,10 +179,10 @@ TEST_F(StartingJvm, NeverHandlingSigquitFailsOnceAfterThePatienceAndIsNeverSigna
   ::unlink(socket_path().c_str()); // no listener: the attach would have to start it
   AgentAttacher attacher(kLibrary, options_);
   auto started = std::chrono::steady_clock::now();
-  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
   ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
   EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms);
-  EXPECT_GE(attacher.put_off(), 3u);
+  EXPECT_GE(attacher.put_off(), 2u);
   EXPECT_EQ(attacher.failed(), 1u);
   EXPECT_EQ(attacher.attached(), 0u);
   EXPECT_FALSE(fs::exists(process_ / "root/tmp/.attach_pid7"));
@@ -167,39 +192,58 @@ TEST_F(StartingJvm, NeverHandlingSigquitFailsOnceAfterThePatienceAndIsNeverSigna
 TEST_F(StartingJvm, ExitingWhileStartingIsNoFailure)
 {
   AgentAttacher attacher(kLibrary, options_);
-  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
   ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
-  end_jvm();
-  fs::remove_all(process_ / "status"); // as /proc/<pid> goes with the process
+  set_stat('Z', 4242); // exited, not yet reaped: its status shows no handlers at all
   ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
   EXPECT_EQ(attacher.failed(), 0u);
   EXPECT_EQ(attacher.attached(), 0u);
   EXPECT_TRUE(commands().empty());
 }
 
-TEST_F(StartingJvm, ForgottenImageIsNotTriedAgainAndItsPidMayBeAJvmAgain)
+TEST_F(StartingJvm, ExecIntoAnotherProgramIsLeftAlone)
+{
+  AgentAttacher attacher(kLibrary, options_);
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
+  replace_file(process_ / "maps",
+               "55d000000000-55d000001000 r-xp 00000000 08:01 50 /usr/sbin/nginx\n");
+  set_catches_sigquit(true); // nginx handles SIGQUIT: a graceful shutdown
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_EQ(attacher.failed(), 0u);
+  EXPECT_TRUE(commands().empty());
+  EXPECT_FALSE(fs::exists(process_ / "root/tmp" / agent_file_name(kLibrary)));
+}
+
+TEST_F(StartingJvm, OneAttachPerProcessAndAReusedPidIsANewProcess)
 {
   options_.starting_patience = 20s;
   AgentAttacher attacher(kLibrary, options_);
   auto pid = static_cast<uint32_t>(jvm_);
-  attacher.on_jvm(pid, 1, false, "target t");
-  attacher.on_jvm(pid, 1, false, "target t"); // the same image twice counts once
+  attacher.on_jvm(pid, false, "target t");
+  attacher.on_jvm(pid, false, "target t"); // another image of it (a script that exec'd java)
   ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
   EXPECT_EQ(attacher.pending(), 1u);
-  attacher.forget(pid, 1);
-  EXPECT_EQ(attacher.pending(), 0u);
+  attacher.forget_if_gone(pid); // still there: kept
+  EXPECT_EQ(attacher.pending(), 1u);
 
+  // The JVM exits and its pid goes to a new process, a JVM that has started.
+  set_stat('S', 9999);
+  attacher.forget_if_gone(pid);
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 5s));
   set_catches_sigquit(true);
-  attacher.on_jvm(pid, 1, false, "target t");
+  attacher.on_jvm(pid, false, "target t");
   ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
   EXPECT_EQ(attacher.attached(), 1u);
+  EXPECT_EQ(commands(), (std::vector<std::string>{"load", "jcmd"}));
 }
 
 TEST_F(StartingJvm, AgentLoadedWhileStartingIsNotLoadedAgain)
 {
   options_.starting_patience = 20s;
   AgentAttacher attacher(kLibrary, options_);
-  attacher.on_jvm(static_cast<uint32_t>(jvm_), 1, false, "target t");
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
   ASSERT_TRUE(eventually([&] { return attacher.put_off() >= 1; }, 5s));
   // -agentpath: the JVM loads perf-map-agent while it starts.
   write_file(

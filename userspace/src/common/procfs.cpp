@@ -286,4 +286,39 @@ std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root)
   return status_field(*text, "Pid");
 }
 
+std::optional<uint64_t> live_start_time_in_stat(std::string_view stat)
+{
+  // "<pid> (<comm>) <state> <ppid> ...": comm may hold spaces and parentheses, so the fields
+  // start after the last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string_view::npos)
+    return std::nullopt;
+  std::string_view rest = stat.substr(close + 1);
+  // Fields 3 (state) to 22 (starttime) follow, one space before each.
+  std::string_view fields[20];
+  for (auto& field : fields) {
+    if (rest.empty() || rest.front() != ' ')
+      return std::nullopt;
+    rest.remove_prefix(1);
+    size_t end = rest.find_first_of(" \n");
+    field = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+  }
+  if (fields[0] == "Z" || fields[0] == "X")
+    return std::nullopt;
+  uint64_t start = 0;
+  auto [ptr, ec] = std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), start);
+  if (ec != std::errc() || ptr != fields[19].data() + fields[19].size() || fields[19].empty())
+    return std::nullopt;
+  return start;
+}
+
+std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_root)
+{
+  auto text = read_file(proc_root + "/" + std::to_string(pid) + "/stat", 1 << 12);
+  if (!text)
+    return std::nullopt;
+  return live_start_time_in_stat(*text);
+}
+
 } // namespace flamebpf::procfs

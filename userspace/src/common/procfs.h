@@ -60,6 +60,14 @@ std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root =
 // "/docker/<id>"; nullopt if the process is gone or has none.
 std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root = "/proc");
 
+// When a process started (field 22 of /proc/<pid>/stat, in clock ticks after boot), which with
+// its pid names one process for good: a pid reused later has another. nullopt if the process is
+// gone or a zombie.
+std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_root = "/proc");
+
+// The same from the text of /proc/<pid>/stat.
+std::optional<uint64_t> live_start_time_in_stat(std::string_view stat);
+
 // Value number index (0 first, -1 last) of the line "<field>:\t<values…>" of /proc/<pid>/status
 // text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed.
 std::optional<uint32_t>

@@ -1,9 +1,7 @@
 #include "jvm/agent_attacher.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <fmt/format.h>
-#include <signal.h>
 
 #include "common/log.h"
 #include "common/procfs.h"
@@ -17,21 +15,15 @@ namespace {
 
 // A JVM still starting is tried again after 100 ms, then at doubling gaps of at most 1 s: most
 // JVMs handle SIGQUIT within a second of their launch, and until the agent is loaded their JIT
-// frames go unnamed; a throttled one may take much longer, and costs a status read a second.
+// frames go unnamed; a throttled one may take much longer, and costs a few /proc reads a second.
 constexpr std::chrono::milliseconds kFirstRetry{100};
 constexpr std::chrono::milliseconds kLongestRetry{1000};
 
-bool exited(uint32_t pid)
-{
-  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
-}
-
-// Whether the process has loaded an agent that keeps its perf map current: a JVM started with
-// -agentpath loads it while it starts.
-bool loads_perf_map_agent(uint32_t pid, const std::string& proc_root)
+// What the process's maps say now: it may have exec'd another program since it was found.
+symbolize::JvmTraits traits_now(uint32_t pid, const std::string& proc_root)
 {
   auto maps = procfs::read_file(proc_root + "/" + std::to_string(pid) + "/maps");
-  return maps && symbolize::jvm_traits(symbolize::parse_proc_maps(*maps)).keeps_perf_map;
+  return maps ? symbolize::jvm_traits(symbolize::parse_proc_maps(*maps)) : symbolize::JvmTraits{};
 }
 
 } // namespace
@@ -53,18 +45,24 @@ AgentAttacher::~AgentAttacher()
   worker_.join();
 }
 
-void AgentAttacher::on_jvm(uint32_t host_pid,
-                           uint32_t image_id,
-                           bool keeps_perf_map,
-                           const std::string& where)
+void AgentAttacher::on_jvm(uint32_t host_pid, bool keeps_perf_map, const std::string& where)
 {
+  auto start_time = procfs::live_start_time(host_pid, options_.proc_root);
+  if (!start_time)
+    return; // gone already
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ || !seen_.insert(image_key(host_pid, image_id)).second)
+    if (stopping_)
       return;
+    auto [it, added] = seen_.try_emplace(host_pid, *start_time);
+    if (!added) {
+      if (it->second == *start_time)
+        return;
+      it->second = *start_time; // a new process with a reused pid; the old one's requests lapse
+    }
     Request request;
     request.pid = host_pid;
-    request.image_id = image_id;
+    request.start_time = *start_time;
     request.keeps_perf_map = keeps_perf_map;
     request.where = where;
     request.handed_in = Clock::now();
@@ -73,16 +71,22 @@ void AgentAttacher::on_jvm(uint32_t host_pid,
   wake_.notify_one();
 }
 
-void AgentAttacher::forget(uint32_t host_pid, uint32_t image_id)
+void AgentAttacher::forget_if_gone(uint32_t host_pid)
 {
+  {
+    std::lock_guard lock(mutex_);
+    if (!seen_.contains(host_pid))
+      return; // not a JVM: most processes
+  }
+  auto start_time = procfs::live_start_time(host_pid, options_.proc_root);
   std::lock_guard lock(mutex_);
-  if (seen_.erase(image_key(host_pid, image_id)) == 0)
+  auto it = seen_.find(host_pid);
+  if (it == seen_.end() || start_time == it->second)
     return;
-  auto same_image = [&](const Request& request) {
-    return request.pid == host_pid && request.image_id == image_id;
-  };
-  std::erase_if(starting_, same_image);
-  std::erase_if(queue_, same_image);
+  seen_.erase(it);
+  auto of_pid = [&](const Request& request) { return request.pid == host_pid; };
+  std::erase_if(starting_, of_pid);
+  std::erase_if(queue_, of_pid);
   if (queue_.empty() && !busy_)
     idle_.notify_all();
 }
@@ -152,9 +156,10 @@ void AgentAttacher::run()
     Outcome outcome = handle(request);
     lock.lock();
     busy_ = false;
-    // Forgotten meanwhile (the process is gone): not tried again.
-    if (outcome == Outcome::kStillStarting &&
-        seen_.contains(image_key(request.pid, request.image_id))) {
+    // Not tried again if the process was forgotten meanwhile, or its pid is another's now.
+    auto seen = seen_.find(request.pid);
+    bool current = seen != seen_.end() && seen->second == request.start_time;
+    if (outcome == Outcome::kStillStarting && current) {
       ++put_off_;
       starting_.push_back(std::move(request));
     }
@@ -165,18 +170,25 @@ void AgentAttacher::run()
 
 AgentAttacher::Outcome AgentAttacher::handle(Request& request)
 {
+  // Each try, the first included, makes sure the pid still names that JVM: a process that exited
+  // (its pid maybe reused) or exec'd something else must not get a trigger file or a SIGQUIT.
+  if (procfs::live_start_time(request.pid, options_.proc_root) != request.start_time) {
+    // A short-lived JVM (a health check's java -version) is no failure of flamebpf's.
+    spdlog::debug("JVM {} ({}) exited before it could be attached", request.pid, request.where);
+    return Outcome::kHandled;
+  }
+  auto traits = traits_now(request.pid, options_.proc_root);
+  if (!traits.hotspot) {
+    spdlog::debug("process {} ({}) is no longer a JVM", request.pid, request.where);
+    return Outcome::kHandled;
+  }
+  // A JVM started with -agentpath loads that agent while it starts.
+  request.keeps_perf_map |= traits.keeps_perf_map;
   bool attached = false;
   if (options_.attach && !request.keeps_perf_map) {
     auto target = attach_target_of(request.pid, options_.proc_root);
-    if (!target && exited(request.pid)) {
-      // A short-lived JVM (a health check's java -version) is no failure of flamebpf's.
-      spdlog::debug("JVM {} ({}) exited before it could be attached", request.pid, request.where);
-      return Outcome::kHandled;
-    }
-    if (request.put_off > 0)
-      request.keeps_perf_map = loads_perf_map_agent(request.pid, options_.proc_root);
     bool patient = Clock::now() - request.handed_in < options_.starting_patience;
-    if (target && !target->catches_sigquit && !request.keeps_perf_map && patient) {
+    if (target && !target->catches_sigquit && patient) {
       auto wait = std::min(kFirstRetry * (1 << std::min(request.put_off, 6)), kLongestRetry);
       if (request.put_off == 0)
         spdlog::debug("JVM {} ({}) is still starting (it does not handle SIGQUIT yet); attach is "
@@ -186,8 +198,7 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
       request.due = Clock::now() + wait;
       return Outcome::kStillStarting;
     }
-    if (!request.keeps_perf_map)
-      attached = attach(request, target);
+    attached = attach(request, target);
   }
   check_frame_pointers(request, attached);
   return Outcome::kHandled;

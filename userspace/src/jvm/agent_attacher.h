@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -37,18 +37,20 @@ struct AttacherOptions {
 class AgentAttacher {
 public:
   AgentAttacher(std::span<const unsigned char> agent_library, AttacherOptions options);
-  // Finishes the JVM being attached (bounded by the timeout) and drops the rest.
+  // Finishes the JVM being attached (its exchanges bounded by the timeout) and drops the rest.
   ~AgentAttacher();
   AgentAttacher(const AgentAttacher&) = delete;
   AgentAttacher& operator=(const AgentAttacher&) = delete;
 
-  // A process image (host pid, and image_id to tell one exec from the next) was found to be a
-  // JVM. keeps_perf_map: an agent that keeps its map current is loaded already. where names it in
-  // messages ("target web"). Returns at once; each image is handled once.
-  void on_jvm(uint32_t host_pid, uint32_t image_id, bool keeps_perf_map, const std::string& where);
+  // A process was found to be a JVM. keeps_perf_map: an agent that keeps its map current is
+  // loaded already. where names it in messages ("target web"). Returns at once; each process
+  // (pid and start time: a reused pid is a new process) is handled once, however many of its
+  // images (a script that execs java) were taken for JVMs.
+  void on_jvm(uint32_t host_pid, bool keeps_perf_map, const std::string& where);
 
-  // The process image is gone: it is no longer waited for, and its pid may be a new JVM's.
-  void forget(uint32_t host_pid, uint32_t image_id);
+  // An image of host_pid was forgotten: if the process handed in with that pid is gone, it is no
+  // longer waited for or remembered.
+  void forget_if_gone(uint32_t host_pid);
 
   // Waits until every JVM handed in so far was handled, or until deadline. JVMs still starting
   // are not waited for.
@@ -66,7 +68,7 @@ private:
   using Clock = std::chrono::steady_clock;
   struct Request {
     uint32_t pid = 0;
-    uint32_t image_id = 0;
+    uint64_t start_time = 0; // the process's, from /proc/<pid>/stat
     bool keeps_perf_map = false;
     std::string where;
     Clock::time_point handed_in;
@@ -74,10 +76,6 @@ private:
     Clock::time_point due; // when a JVM still starting is tried again
   };
   enum class Outcome { kHandled, kStillStarting };
-  static uint64_t image_key(uint32_t pid, uint32_t image_id)
-  {
-    return (uint64_t{pid} << 32) | image_id;
-  }
   void run();
   Outcome handle(Request& request);
   // Installs and loads the agent; says how it went in one line. True when it loaded.
@@ -90,9 +88,9 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
-  std::deque<Request> queue_;         // to handle now, in order
-  std::vector<Request> starting_;     // JVMs still starting, each tried again at its due time
-  std::unordered_set<uint64_t> seen_; // image_key of every image handed in and not forgotten
+  std::deque<Request> queue_;     // to handle now, in order
+  std::vector<Request> starting_; // JVMs still starting, each tried again at its due time
+  std::unordered_map<uint32_t, uint64_t> seen_; // pid -> start time of each process handed in
   bool busy_ = false;
   bool stopping_ = false;
   uint64_t attached_ = 0;

@@ -270,7 +270,7 @@ Result<RecordSummary> record(const cli::Config& config)
       return;
     auto names = targets->names();
     for (const auto& jvm : found)
-      attacher.on_jvm(jvm.key.pid, jvm.key.image_id, jvm.keeps_perf_map, describe_jvm(names, jvm));
+      attacher.on_jvm(jvm.key.pid, jvm.keeps_perf_map, describe_jvm(names, jvm));
   };
   bool first_sample_seen = false;
   auto on_notice = [&](const fb_process_notice& notice) {
@@ -387,7 +387,7 @@ Result<RecordSummary> record(const cli::Config& config)
     hand_new_jvms_to_attacher();
     for (const auto& image : symbolizer->forget_exited_processes()) {
       sampler->forget_image(image.pid, image.image_id);
-      attacher.forget(image.pid, image.image_id);
+      attacher.forget_if_gone(image.pid);
     }
     return {};
   };
