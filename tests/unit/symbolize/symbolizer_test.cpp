@@ -308,6 +308,36 @@ TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
   }
 }
 
+// A file named libjvm.so mapped into the test process, as a launcher maps it when it loads the VM.
+class FakeVmMapping {
+public:
+  FakeVmMapping()
+  {
+    char dir_template[] = "/tmp/flamebpf-jvm-XXXXXX";
+    EXPECT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    std::string vm = dir_ + "/libjvm.so";
+    std::ofstream(vm) << std::string(4096, '\0');
+    int fd = ::open(vm.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    mapped_ = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    EXPECT_NE(mapped_, MAP_FAILED);
+  }
+  ~FakeVmMapping()
+  {
+    ::munmap(mapped_, 4096);
+    ::unlink((dir_ + "/libjvm.so").c_str());
+    ::rmdir(dir_.c_str());
+  }
+  // An address in no code mapping: symbolizing it makes the symbolizer re-read the maps.
+  uint64_t address() const { return reinterpret_cast<uint64_t>(mapped_); }
+
+private:
+  std::string dir_;
+  void* mapped_ = nullptr;
+};
+
 // A launcher sampled before it loads the VM becomes a JVM at a later capture, and is announced
 // then, once.
 TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
@@ -315,21 +345,10 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
   ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
   symbolizer_->on_process_seen(self, "");
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-
-  // The test maps a file named libjvm.so, as the launcher does when it loads the VM.
-  char dir_template[] = "/tmp/flamebpf-jvm-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  std::string vm = std::string(dir_template) + "/libjvm.so";
-  std::ofstream(vm) << std::string(4096, '\0');
-  int fd = ::open(vm.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  void* mapped = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  ASSERT_NE(mapped, MAP_FAILED);
-
+  FakeVmMapping vm;
   // The next interval finds an address outside every known code mapping: a capture again, though
   // the first was in the same generation.
-  frames_of(one_sample({reinterpret_cast<uint64_t>(mapped)}, {}));
+  frames_of(one_sample({vm.address()}, {}));
   auto found = symbolizer_->take_new_jvms();
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].key, self);
@@ -337,12 +356,27 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
   EXPECT_EQ(found[0].cgroup, procfs::read_cgroup2_path(self.pid).value_or(""));
 
   symbolizer_->forget_exited_processes();
-  frames_of(one_sample({reinterpret_cast<uint64_t>(mapped)}, {}));
+  frames_of(one_sample({vm.address()}, {}));
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+}
 
-  ::munmap(mapped, 4096);
-  ::unlink(vm.c_str());
-  ::rmdir(dir_template);
+// /proc shows a process's newest image only: an image from before an exec is never re-read, or it
+// would get the next program's maps and name (a script's samples named as the JVM it exec'd).
+TEST_F(SymbolizerSelf, ImageFromBeforeAnExecIsNeverReRead)
+{
+  ImageKey script{static_cast<uint32_t>(::getpid()), kImageId};
+  symbolizer_->on_process_seen(script, "");
+  FakeVmMapping vm;
+  ImageKey java{script.pid, kImageId + 1};
+  symbolizer_->on_process_seen(java, "");
+  auto found = symbolizer_->take_new_jvms();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].key, java);
+
+  auto raw = one_sample({vm.address()}, {}); // of the script's image
+  ASSERT_EQ(raw.samples[0].image_id, script.image_id);
+  frames_of(raw);
+  EXPECT_TRUE(symbolizer_->take_new_jvms().empty()) << "the script's image was re-read";
 }
 
 } // namespace

@@ -87,7 +87,11 @@ ProcessTable::ProcessTable(std::string proc_root)
 void ProcessTable::capture(const ImageKey& key, const std::string& comm)
 {
   uint32_t pid = key.pid;
-  ProcessImage& image = processes_[key];
+  auto [it, added] = processes_.try_emplace(key);
+  ProcessImage& image = it->second;
+  // Images are first seen in the order the kernel announced them, that is of their execs.
+  if (added)
+    newest_image_[pid] = key.image_id;
   if (!comm.empty())
     image.comm = comm;
   else if (image.comm.empty())
@@ -170,7 +174,11 @@ const ProcessImage& ProcessTable::get(const ImageKey& key)
 const ProcessImage& ProcessTable::refresh(const ImageKey& key)
 {
   const ProcessImage& image = get(key);
-  if (image.capture_pass == pass_)
+  // /proc shows the newest image only: an older one's code is gone, re-reading would give it the
+  // next program's maps and name.
+  auto newest = newest_image_.find(key.pid);
+  if (image.capture_pass == pass_ || newest == newest_image_.end() ||
+      newest->second != key.image_id)
     return image;
   capture(key, "");
   return processes_.at(key);
@@ -241,6 +249,9 @@ std::vector<ImageKey> ProcessTable::end_generation()
     bool replaced =
         image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
     if (exited || replaced) {
+      if (auto newest = newest_image_.find(key.pid);
+          newest != newest_image_.end() && newest->second == key.image_id)
+        newest_image_.erase(newest);
       gone.push_back(key);
       it = processes_.erase(it);
     } else {

@@ -142,6 +142,7 @@ private:
   std::string proc_root_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
   ElfCache elf_cache_;
+  std::unordered_map<uint32_t, uint32_t> newest_image_; // pid -> image id first seen last
   std::vector<ImageKey> new_jvms_;
   uint64_t generation_ = 1;
   uint64_t pass_ = 1;
