@@ -340,7 +340,7 @@ static void pose_as_jvm(void)
   int fd = open("libjvm.so", O_RDWR | O_CREAT | O_CLOEXEC, 0755);
   if (fd < 0 || ftruncate(fd, 4096) != 0)
     die("cannot create", "libjvm.so");
-  if (mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+  if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
     die("cannot map", "libjvm.so");
   close(fd);
   signal(SIGQUIT, on_sigquit);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <optional>
@@ -308,19 +309,21 @@ TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
   }
 }
 
-// A file named libjvm.so mapped into the test process, as a launcher maps it when it loads the VM.
+// A file named libjvm.so mapped as code into the test process, as a launcher maps it when it
+// loads the VM. Made beside the test binary: /tmp may be mounted noexec.
 class FakeVmMapping {
 public:
   FakeVmMapping()
   {
-    char dir_template[] = "/tmp/flamebpf-jvm-XXXXXX";
-    EXPECT_NE(::mkdtemp(dir_template), nullptr);
+    std::string dir_template =
+        std::filesystem::read_symlink("/proc/self/exe").parent_path().string() + "/jvm-XXXXXX";
+    EXPECT_NE(::mkdtemp(dir_template.data()), nullptr);
     dir_ = dir_template;
     std::string vm = dir_ + "/libjvm.so";
     std::ofstream(vm) << std::string(4096, '\0');
     int fd = ::open(vm.c_str(), O_RDONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0);
-    mapped_ = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+    mapped_ = ::mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
     ::close(fd);
     EXPECT_NE(mapped_, MAP_FAILED);
   }

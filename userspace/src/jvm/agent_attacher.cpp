@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/procfs.h"
@@ -47,6 +48,8 @@ AgentAttacher::~AgentAttacher()
 
 void AgentAttacher::on_jvm(uint32_t host_pid, bool keeps_perf_map, const std::string& where)
 {
+  if (host_pid == static_cast<uint32_t>(::getpid()))
+    return; // flamebpf, sampling the whole host, is never a JVM to attach to
   auto start_time = procfs::live_start_time(host_pid, options_.proc_root);
   if (!start_time)
     return; // gone already
