@@ -136,9 +136,8 @@ TEST(JvmTraits, HotspotOpenJ9AndPerfMapAgents)
       "7f0000000000-7f0000001000 r-xp 00000000 08:01 42 /opt/java/lib/server/libjvm.so\n";
   EXPECT_TRUE(traits(kHotspot).hotspot);
   EXPECT_FALSE(traits(kHotspot).keeps_perf_map);
-  // Only its code names the VM (a profiler's ELF reader maps it read-only); a file merely called
-  // like it does not.
-  EXPECT_FALSE(traits("7f0000000000-7f0000001000 r--p 00000000 08:01 42 /jdk/libjvm.so\n").hotspot);
+  // Any mapping names the VM, executable or not; a file merely called like it does not.
+  EXPECT_TRUE(traits("7f0000000000-7f0000001000 r--p 00000000 08:01 42 /jdk/libjvm.so\n").hotspot);
   EXPECT_FALSE(traits("7f0000000000-7f0000001000 r-xp 00000000 08:01 42 /x/libjvm.so.1\n").hotspot);
   // OpenJ9 ships a libjvm.so too, but its SIGQUIT is not HotSpot's.
   EXPECT_FALSE(traits(std::string(kHotspot) +

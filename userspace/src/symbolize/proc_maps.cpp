@@ -70,9 +70,6 @@ JvmTraits jvm_traits(const std::vector<Mapping>& mappings)
   JvmTraits traits;
   bool openj9 = false;
   for (const auto& mapping : mappings) {
-    // Only code counts: flamebpf's own ELF reader maps the JVMs' libraries read-only.
-    if (!mapping.executable)
-      continue;
     std::string_view file = mapping.path;
     file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
     // HotSpot's: OpenJ9 has a libjvm.so too, but answers SIGQUIT with a javacore dump.

@@ -25,9 +25,9 @@ struct Mapping {
 // Parses maps text; malformed lines are skipped. " (deleted)" stays part of the path.
 std::vector<Mapping> parse_proc_maps(std::string_view text);
 
-// What a process's mapped code says about it as a JVM.
+// What a process's mapped files say about it as a JVM.
 struct JvmTraits {
-  bool hotspot = false;        // libjvm.so's code is mapped, and OpenJ9's VM is not
+  bool hotspot = false;        // libjvm.so is mapped, and OpenJ9's VM is not
   bool keeps_perf_map = false; // an agent that keeps /tmp/perf-<pid>.map current is loaded
 };
 JvmTraits jvm_traits(const std::vector<Mapping>& mappings);

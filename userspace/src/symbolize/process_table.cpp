@@ -89,9 +89,10 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   uint32_t pid = key.pid;
   auto [it, added] = processes_.try_emplace(key);
   ProcessImage& image = it->second;
-  // Images are first seen in the order the kernel announced them, that is of their execs.
+  // An image captured for a sample alone (an older image forgotten, then met again in a late
+  // drain) does not displace the newest one the kernel announced.
   if (added)
-    newest_image_[pid] = key.image_id;
+    newest_image_.try_emplace(pid, key.image_id);
   if (!comm.empty())
     image.comm = comm;
   else if (image.comm.empty())
@@ -221,6 +222,12 @@ void ProcessTable::poll_perf_maps()
       image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
     refresh_perf_map(image);
   }
+}
+
+void ProcessTable::capture_announced(const ImageKey& key, const std::string& comm)
+{
+  capture(key, comm);
+  newest_image_[key.pid] = key.image_id;
 }
 
 const ProcessImage* ProcessTable::find(const ImageKey& key) const

@@ -106,6 +106,9 @@ public:
 
   // Reads the process's maps and opens its code; comm may be empty to read it from /proc.
   void capture(const ImageKey& key, const std::string& comm);
+  // capture() for the kernel's announcement of an image (its first sample): the kernel announces
+  // a process's images in the order of its execs, so this one is its newest.
+  void capture_announced(const ImageKey& key, const std::string& comm);
   // The process image, capturing it now if it was never seen.
   const ProcessImage& get(const ImageKey& key);
   // The process image if known, without capturing it.

@@ -30,7 +30,7 @@ Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
 
 const ProcessImage& Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
 {
-  processes_.capture(key, comm);
+  processes_.capture_announced(key, comm);
   return processes_.get(key);
 }
 
