@@ -349,8 +349,8 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
   symbolizer_->on_process_seen(self, "");
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
   FakeVmMapping vm;
-  // The next interval finds an address outside every known code mapping: a capture again, though
-  // the first was in the same generation.
+  // The next interval finds an address outside every known code mapping: a capture again.
+  symbolizer_->forget_exited_processes();
   frames_of(one_sample({vm.address()}, {}));
   auto found = symbolizer_->take_new_jvms();
   ASSERT_EQ(found.size(), 1u);
@@ -361,25 +361,6 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
   symbolizer_->forget_exited_processes();
   frames_of(one_sample({vm.address()}, {}));
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-}
-
-// /proc shows a process's newest image only: an image from before an exec is never re-read, or it
-// would get the next program's maps and name (a script's samples named as the JVM it exec'd).
-TEST_F(SymbolizerSelf, ImageFromBeforeAnExecIsNeverReRead)
-{
-  ImageKey script{static_cast<uint32_t>(::getpid()), kImageId};
-  symbolizer_->on_process_seen(script, "");
-  FakeVmMapping vm;
-  ImageKey java{script.pid, kImageId + 1};
-  symbolizer_->on_process_seen(java, "");
-  auto found = symbolizer_->take_new_jvms();
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].key, java);
-
-  auto raw = one_sample({vm.address()}, {}); // of the script's image
-  ASSERT_EQ(raw.samples[0].image_id, script.image_id);
-  frames_of(raw);
-  EXPECT_TRUE(symbolizer_->take_new_jvms().empty()) << "the script's image was re-read";
 }
 
 } // namespace

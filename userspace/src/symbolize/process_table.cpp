@@ -87,18 +87,12 @@ ProcessTable::ProcessTable(std::string proc_root)
 void ProcessTable::capture(const ImageKey& key, const std::string& comm)
 {
   uint32_t pid = key.pid;
-  auto [it, added] = processes_.try_emplace(key);
-  ProcessImage& image = it->second;
-  // An image captured for a sample alone (an older image forgotten, then met again in a late
-  // drain) does not displace the newest one the kernel announced.
-  if (added)
-    newest_image_.try_emplace(pid, key.image_id);
+  ProcessImage& image = processes_[key];
   if (!comm.empty())
     image.comm = comm;
   else if (image.comm.empty())
     image.comm = procfs::read_comm(pid, proc_root_).value_or("[unknown]");
   image.capture_generation = generation_;
-  image.capture_pass = pass_;
 
   auto text = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps");
   if (!text)
@@ -175,11 +169,7 @@ const ProcessImage& ProcessTable::get(const ImageKey& key)
 const ProcessImage& ProcessTable::refresh(const ImageKey& key)
 {
   const ProcessImage& image = get(key);
-  // /proc shows the newest image only: an older one's code is gone, re-reading would give it the
-  // next program's maps and name.
-  auto newest = newest_image_.find(key.pid);
-  if (image.capture_pass == pass_ || newest == newest_image_.end() ||
-      newest->second != key.image_id)
+  if (image.capture_generation == generation_)
     return image;
   capture(key, "");
   return processes_.at(key);
@@ -224,12 +214,6 @@ void ProcessTable::poll_perf_maps()
   }
 }
 
-void ProcessTable::capture_announced(const ImageKey& key, const std::string& comm)
-{
-  capture(key, comm);
-  newest_image_[key.pid] = key.image_id;
-}
-
 const ProcessImage* ProcessTable::find(const ImageKey& key) const
 {
   auto it = processes_.find(key);
@@ -256,9 +240,6 @@ std::vector<ImageKey> ProcessTable::end_generation()
     bool replaced =
         image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
     if (exited || replaced) {
-      if (auto newest = newest_image_.find(key.pid);
-          newest != newest_image_.end() && newest->second == key.image_id)
-        newest_image_.erase(newest);
       gone.push_back(key);
       it = processes_.erase(it);
     } else {

@@ -41,7 +41,6 @@ struct ProcessImage {
   uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
   std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
   uint64_t capture_generation = 0;
-  uint64_t capture_pass = 0;    // symbolize pass (ProcessTable::begin_pass) of the last capture
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
   // first address in anonymous code.
@@ -106,9 +105,6 @@ public:
 
   // Reads the process's maps and opens its code; comm may be empty to read it from /proc.
   void capture(const ImageKey& key, const std::string& comm);
-  // capture() for the kernel's announcement of an image (its first sample): the kernel announces
-  // a process's images in the order of its execs, so this one is its newest.
-  void capture_announced(const ImageKey& key, const std::string& comm);
   // The process image, capturing it now if it was never seen.
   const ProcessImage& get(const ImageKey& key);
   // The process image if known, without capturing it.
@@ -117,11 +113,8 @@ public:
   // libjvm.so mapped.
   std::vector<ImageKey> take_new_jvms();
   // Re-reads the maps of a live process whose address fell outside every known mapping; at
-  // most once per symbolize pass, so a process with unknown code costs one re-read per interval.
+  // most once per generation (interval), so a process with unknown code costs one re-read.
   const ProcessImage& refresh(const ImageKey& key);
-  // A symbolize pass begins: a process captured before it (on its first sample, since the last
-  // pass) may be re-read once more, as it may have mapped code since (a launcher loading its VM).
-  void begin_pass() { ++pass_; }
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
@@ -145,10 +138,8 @@ private:
   std::string proc_root_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
   ElfCache elf_cache_;
-  std::unordered_map<uint32_t, uint32_t> newest_image_; // pid -> image id first seen last
   std::vector<ImageKey> new_jvms_;
   uint64_t generation_ = 1;
-  uint64_t pass_ = 1;
 };
 
 } // namespace flamebpf::symbolize

@@ -30,7 +30,7 @@ Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
 
 const ProcessImage& Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
 {
-  processes_.capture_announced(key, comm);
+  processes_.capture(key, comm);
   return processes_.get(key);
 }
 
@@ -104,7 +104,6 @@ void Symbolizer::add_user_frames(const ImageKey& key,
 Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw,
                                                          const profile::TargetNames& targets)
 {
-  processes_.begin_pass();
   profile::SymbolizedProfile out;
   out.start = raw.start;
   out.end = raw.end;
