@@ -164,16 +164,26 @@ jint start(JavaVM* vm, bool attached)
 {
   if (g_started.exchange(true))
     return JNI_OK; // loaded twice: the first load already keeps the map
-  jvmtiEnv* jvmti = nullptr;
-  if (vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2) != JNI_OK || !jvmti) {
-    std::fprintf(stderr, "flamebpf agent: JVMTI 1.2 is unavailable; Java frames stay unnamed\n");
+  // Until the map is open nothing is kept, so a later load may try again.
+  auto refuse = [] {
+    g_started = false;
     return JNI_ERR;
+  };
+  jvmtiEnv* jvmti = nullptr;
+  jint got = vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2);
+  // JNI_EDETACHED: the VM is shutting down (a short-lived JVM attached at its end); its stderr is
+  // the user's program's output, and there is nothing left to name.
+  if (got == JNI_EDETACHED)
+    return refuse();
+  if (got != JNI_OK || !jvmti) {
+    std::fprintf(stderr, "flamebpf agent: JVMTI 1.2 is unavailable; Java frames stay unnamed\n");
+    return refuse();
   }
   jvmtiCapabilities capabilities{};
   capabilities.can_generate_compiled_method_load_events = 1;
   if (jvmtiError error = jvmti->AddCapabilities(&capabilities); error != JVMTI_ERROR_NONE) {
     report("AddCapabilities", error);
-    return JNI_ERR;
+    return refuse();
   }
   jvmtiEventCallbacks callbacks{};
   callbacks.CompiledMethodLoad = on_compiled_method_load;
@@ -182,13 +192,13 @@ jint start(JavaVM* vm, bool attached)
   if (jvmtiError error = jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
       error != JVMTI_ERROR_NONE) {
     report("SetEventCallbacks", error);
-    return JNI_ERR;
+    return refuse();
   }
   if (!g_writer.open("/tmp", static_cast<int>(::getpid()))) {
     std::fprintf(stderr,
                  "flamebpf agent: cannot write /tmp/perf-%d.map; Java frames stay unnamed\n",
                  static_cast<int>(::getpid()));
-    return JNI_ERR;
+    return refuse();
   }
   for (jvmtiEvent event : {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
                            JVMTI_EVENT_DYNAMIC_CODE_GENERATED}) {

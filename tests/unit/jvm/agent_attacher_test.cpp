@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
 #include <gtest/gtest.h>
 #include <mutex>
 #include <sys/socket.h>
@@ -113,17 +114,30 @@ protected:
       // "1\0<command>\0...": the command is the second field.
       size_t start = request.find('\0') + 1;
       std::string command = request.substr(start, request.find('\0', start) - start);
-      std::string reply = command == "load"
-                              ? "0\nreturn code: 0\n"
-                              : "0\n-XX:CICompilerCount=2 -XX:+PreserveFramePointer\n";
+      std::string reply = "0\n-XX:CICompilerCount=2 -XX:+PreserveFramePointer\n";
+      std::function<void()> after_reply;
       {
         // Before the reply: once it is sent, the test may look.
         std::lock_guard lock(mutex_);
         commands_.push_back(command);
+        if (command == "load") {
+          reply = load_reply_;
+          after_reply = after_load_;
+        }
       }
       (void)!::write(connection, reply.data(), reply.size());
       ::close(connection);
+      if (after_reply)
+        after_reply();
     }
+  }
+
+  // How the JVM answers load, and what it does right after.
+  void answer_load(std::string reply, std::function<void()> then)
+  {
+    std::lock_guard lock(mutex_);
+    load_reply_ = std::move(reply);
+    after_load_ = std::move(then);
   }
 
   std::vector<std::string> commands()
@@ -151,6 +165,8 @@ protected:
   std::thread server_;
   std::mutex mutex_;
   std::vector<std::string> commands_;
+  std::string load_reply_ = "0\nreturn code: 0\n";
+  std::function<void()> after_load_;
   AttacherOptions options_;
 };
 
@@ -256,6 +272,32 @@ TEST_F(StartingJvm, AgentLoadedWhileStartingIsNotLoadedAgain)
   EXPECT_EQ(attacher.failed(), 0u);
   // Only its flags were read, for the frame-pointer check.
   EXPECT_EQ(commands(), (std::vector<std::string>{"jcmd"}));
+}
+
+// HotSpot refuses agents once it shuts down (GetEnv fails): a short-lived JVM attached at its end.
+TEST_F(StartingJvm, RefusedLoadOfAJvmThatThenExitsIsNoFailure)
+{
+  set_catches_sigquit(true);
+  answer_load("0\nreturn code: -1\n", [this] { set_stat('Z', 4242); });
+  AgentAttacher attacher(kLibrary, options_);
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.failed(), 0u);
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_EQ(commands(), (std::vector<std::string>{"load"})); // a dead JVM's flags are not asked
+}
+
+TEST_F(StartingJvm, RefusedLoadOfAJvmThatKeepsRunningIsAFailure)
+{
+  set_catches_sigquit(true);
+  answer_load("0\nreturn code: -1\n", nullptr);
+  AgentAttacher attacher(kLibrary, options_);
+  auto started = std::chrono::steady_clock::now();
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms); // it was given time to exit
+  EXPECT_EQ(attacher.failed(), 1u);
+  EXPECT_EQ(attacher.attached(), 0u);
 }
 
 } // namespace

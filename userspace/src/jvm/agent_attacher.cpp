@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <thread>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -19,6 +20,9 @@ namespace {
 // frames go unnamed; a throttled one may take much longer, and costs a few /proc reads a second.
 constexpr std::chrono::milliseconds kFirstRetry{100};
 constexpr std::chrono::milliseconds kLongestRetry{1000};
+// A JVM that exits this soon after refusing the load was shutting down (javac, a health check's
+// java -version): HotSpot refuses agents then, and that is no failure worth a warning.
+constexpr std::chrono::milliseconds kExitGrace{500};
 
 // What the process's maps say now: it may have exec'd another program since it was found.
 symbolize::JvmTraits traits_now(uint32_t pid, const std::string& proc_root)
@@ -225,6 +229,11 @@ bool AgentAttacher::attach(const Request& request, const Result<AttachTarget>& t
     return *path;
   }();
   std::chrono::duration<double> took = Clock::now() - started;
+  if (!loaded && exits_within(request, kExitGrace)) {
+    spdlog::debug("JVM {} ({}) exited while it was attached: {}", request.pid, request.where,
+                  loaded.error().message);
+    return false;
+  }
   std::lock_guard lock(mutex_);
   if (!loaded) {
     ++failed_;
@@ -237,6 +246,18 @@ bool AgentAttacher::attach(const Request& request, const Result<AttachTarget>& t
   spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s", request.pid,
                request.where, *loaded, took.count());
   return true;
+}
+
+bool AgentAttacher::exits_within(const Request& request, std::chrono::milliseconds grace) const
+{
+  auto deadline = Clock::now() + grace;
+  for (;;) {
+    if (procfs::live_start_time(request.pid, options_.proc_root) != request.start_time)
+      return true;
+    if (Clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 void AgentAttacher::check_frame_pointers(const Request& request, bool attached)

@@ -80,6 +80,8 @@ private:
   Outcome handle(Request& request);
   // Installs and loads the agent; says how it went in one line. True when it loaded.
   bool attach(const Request& request, const Result<AttachTarget>& target);
+  // Whether the process is gone (or a zombie) now or within grace.
+  bool exits_within(const Request& request, std::chrono::milliseconds grace) const;
   void check_frame_pointers(const Request& request, bool attached);
 
   std::span<const unsigned char> library_;
