@@ -155,6 +155,9 @@ void JNICALL on_dynamic_code_generated(jvmtiEnv*,
 
 void report(const char* what, jvmtiError error)
 {
+  // The VM entered its dead phase meanwhile: it is exiting, and there is nothing left to name.
+  if (error == JVMTI_ERROR_WRONG_PHASE)
+    return;
   std::fprintf(stderr, "flamebpf agent: %s failed (JVMTI error %d); Java frames stay unnamed\n",
                what, static_cast<int>(error));
 }

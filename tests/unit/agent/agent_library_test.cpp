@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <gtest/gtest.h>
 #include <jni.h>
+#include <jvmti.h>
 #include <set>
 #include <string>
 #include <sys/wait.h>
@@ -52,10 +53,20 @@ std::set<std::string> exported_symbols(const char* path)
 jint g_get_env_answer = JNI_OK;
 int g_get_env_calls = 0;
 
+// A JVMTI environment whose AddCapabilities answers g_add_capabilities_answer; the tests end there.
+jvmtiError g_add_capabilities_answer = JVMTI_ERROR_NONE;
+jvmtiInterface_1_ g_jvmti_functions{};
+_jvmtiEnv g_jvmti{};
+
+jvmtiError JNICALL fake_add_capabilities(jvmtiEnv*, const jvmtiCapabilities*)
+{
+  return g_add_capabilities_answer;
+}
+
 jint JNICALL fake_get_env(JavaVM*, void** env, jint)
 {
   ++g_get_env_calls;
-  *env = nullptr;
+  *env = g_get_env_answer == JNI_OK ? &g_jvmti : nullptr;
   return g_get_env_answer;
 }
 
@@ -68,7 +79,10 @@ struct Loads {
 
 // Loads the built agent into a child process (the test process must not map it: it would take
 // itself for a process whose perf map an agent keeps) and calls entry times times.
-Loads load_in_child(const char* entry, jint get_env_answer, int times)
+Loads load_in_child(const char* entry,
+                    jint get_env_answer,
+                    int times,
+                    jvmtiError add_capabilities_answer = JVMTI_ERROR_INTERNAL)
 {
   TempDir dir;
   std::string stderr_path = (dir.path() / "stderr").string();
@@ -88,6 +102,9 @@ Loads load_in_child(const char* entry, jint get_env_answer, int times)
     JavaVM vm{};
     vm.functions = &functions;
     g_get_env_answer = get_env_answer;
+    g_add_capabilities_answer = add_capabilities_answer;
+    g_jvmti_functions.AddCapabilities = fake_add_capabilities;
+    g_jvmti.functions = &g_jvmti_functions;
     for (int i = 0; i < times; ++i) {
       jint result = call(&vm, nullptr, nullptr);
       (void)!::write(results[1], &result, sizeof result);
@@ -131,6 +148,22 @@ TEST(AgentLibrary, ShuttingDownJvmIsRefusedSilently)
   ASSERT_EQ(loads.results.size(), 1u);
   EXPECT_NE(loads.results[0], JNI_OK);
   EXPECT_EQ(loads.stderr_text, "");
+}
+
+// The same when the VM enters its dead phase after GetEnv: JVMTI answers JVMTI_ERROR_WRONG_PHASE.
+TEST(AgentLibrary, JvmEnteringItsDeadPhaseIsRefusedSilently)
+{
+  auto loads = load_in_child("Agent_OnAttach", JNI_OK, 1, JVMTI_ERROR_WRONG_PHASE);
+  EXPECT_EQ(loads.results, (std::vector<jint>{JNI_ERR}));
+  EXPECT_EQ(loads.stderr_text, "");
+}
+
+TEST(AgentLibrary, OtherJvmtiErrorsAreReported)
+{
+  auto loads = load_in_child("Agent_OnAttach", JNI_OK, 1, JVMTI_ERROR_NOT_AVAILABLE);
+  EXPECT_EQ(loads.results, (std::vector<jint>{JNI_ERR}));
+  EXPECT_EQ(loads.stderr_text, "flamebpf agent: AddCapabilities failed (JVMTI error 98); Java "
+                               "frames stay unnamed\n");
 }
 
 TEST(AgentLibrary, RefusedLoadIsTriedAfreshByTheNextLoad)
