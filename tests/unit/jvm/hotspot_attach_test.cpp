@@ -240,6 +240,8 @@ TEST(AttachTargetOf, ReadsTheStatusBelowTheProcRoot)
   TempDir dir;
   write_file(dir.path() / "4242/status", fixture("jvm_in_container.status"));
   write_file(dir.path() / "4243/status", fixture("old_kernel.status"));
+  write_file(dir.path() / "4242/stat", "4242 (java) S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 19 "
+                                       "0 987654 4000000000 9000 18446744073709551615\n");
   auto target = attach_target_of(4242, dir.path().string());
   ASSERT_TRUE(target.has_value()) << target.error().message;
   EXPECT_EQ(target->host_pid, 4242u);
@@ -247,8 +249,10 @@ TEST(AttachTargetOf, ReadsTheStatusBelowTheProcRoot)
   EXPECT_EQ(target->uid, 1000u);
   EXPECT_EQ(target->gid, 1000u);
   EXPECT_EQ(target->root, dir.path().string() + "/4242/root");
+  EXPECT_EQ(target->start_time, 987654u);
 
   EXPECT_EQ(attach_target_of(4243, dir.path().string()).value().ns_pid, 4243u);
+  EXPECT_EQ(attach_target_of(4243, dir.path().string()).value().start_time, std::nullopt);
   auto missing = attach_target_of(4244, dir.path().string());
   ASSERT_FALSE(missing.has_value());
   EXPECT_TRUE(contains(missing.error().message, "/4244/status")) << missing.error().message;
@@ -464,6 +468,10 @@ protected:
     auto status = procfs::read_file("/proc/" + std::to_string(child_) + "/status");
     ASSERT_TRUE(status.has_value());
     write_file(root_ + "/../status", *status);
+    auto stat = procfs::read_file("/proc/" + std::to_string(child_) + "/stat");
+    ASSERT_TRUE(stat.has_value());
+    write_file(root_ + "/../stat", *stat);
+    child_start_time_ = procfs::live_start_time_in_stat(*stat).value_or(0);
     target_.host_pid = static_cast<uint32_t>(child_);
   }
   void TearDown() override
@@ -478,6 +486,7 @@ protected:
   bool trigger_exists() const { return std::filesystem::exists(root_ + "/tmp/.attach_pid7"); }
 
   pid_t child_ = -1;
+  uint64_t child_start_time_ = 0;
 };
 
 TEST_F(AttachHandshake, TriggerSigquitSocketReplyThenTriggerRemoved)
@@ -492,6 +501,27 @@ TEST_F(AttachHandshake, TriggerSigquitSocketReplyThenTriggerRemoved)
   ASSERT_EQ(::waitpid(child_, &status, 0), child_);
   child_ = -1;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST_F(AttachHandshake, SignalsTheProcessWithTheExpectedStartTime)
+{
+  start(Mode::kHotspot);
+  target_.start_time = child_start_time_;
+  auto body = jcmd(target_, "VM.flags", 5s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+}
+
+// The JVM exited and another process, one that handles SIGQUIT too, has its pid now.
+TEST_F(AttachHandshake, NeverSignalsAProcessThatTookOverThePid)
+{
+  start(Mode::kHotspot);
+  target_.start_time = child_start_time_ + 1;
+  auto body = jcmd(target_, "VM.flags", 1s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, "is no longer the JVM")) << body.error().message;
+  EXPECT_FALSE(trigger_exists());
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(child_alive()) << "signalled: the stand-in exits once it has answered";
 }
 
 TEST_F(AttachHandshake, StaleTriggerIsTakenOverAndRemoved)

@@ -194,6 +194,8 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
   bool attached = false;
   if (options_.attach && !request.keeps_perf_map) {
     auto target = attach_target_of(request.pid, options_.proc_root);
+    if (target)
+      target->start_time = request.start_time; // the process checked above, and no other
     bool patient = Clock::now() - request.handed_in < options_.starting_patience;
     if (target && !target->catches_sigquit && patient) {
       auto wait = std::min(kFirstRetry * (1 << std::min(request.put_off, 6)), kLongestRetry);

@@ -182,34 +182,50 @@ private:
   bool created_ = false;
 };
 
-// <proc_root>/<pid>/status for a target whose root is <proc_root>/<pid>/root.
-std::string status_path(const AttachTarget& target)
+// <proc_root>/<pid> for a target whose root is <proc_root>/<pid>/root.
+std::string process_dir(const AttachTarget& target)
 {
   constexpr std::string_view kSuffix = "/root";
   if (target.root.ends_with(kSuffix))
-    return target.root.substr(0, target.root.size() - kSuffix.size()) + "/status";
-  return "/proc/" + std::to_string(target.host_pid) + "/status";
+    return target.root.substr(0, target.root.size() - kSuffix.size());
+  return "/proc/" + std::to_string(target.host_pid);
 }
 
 // Sends SIGQUIT only to a process that handles it: SIGQUIT's default action kills, so a JVM that
 // has not yet installed its handlers, runs with -Xrs, or a non-JVM would die (the JDK's client
-// checks SigCgt for the same reason).
+// checks SigCgt for the same reason). The signal goes through a pidfd opened before the checks:
+// if the process exits meanwhile and its pid goes to another, the signal fails instead of reaching
+// that one.
 Result<> send_sigquit(const AttachTarget& target)
 {
-  std::string path = status_path(target);
-  auto text = procfs::read_file(path, 1 << 16);
+  std::string pid = std::to_string(target.host_pid);
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, target.host_pid, 0)));
+  if (!pidfd.valid() && errno == ESRCH)
+    return fail(error("process " + pid + " exited before it could be signalled"));
+  std::string dir = process_dir(target);
+  if (target.start_time) {
+    auto stat = procfs::read_file(dir + "/stat", 1 << 16);
+    if (!stat || procfs::live_start_time_in_stat(*stat) != target.start_time)
+      return fail(error("process " + pid + " is no longer the JVM that was to be attached (it " +
+                        "exited; its pid may be another process's now)"));
+  }
+  auto text = procfs::read_file(dir + "/status", 1 << 16);
   if (!text)
     return fail(text.error());
   auto status = parse_process_status(*text);
   if (!status)
-    return fail(error("cannot parse " + path + ": " + status.error().message));
+    return fail(error("cannot parse " + dir + "/status: " + status.error().message));
   if (!status->catches_sigquit)
-    return fail(error("process " + std::to_string(target.host_pid) +
+    return fail(error("process " + pid +
                       " does not handle SIGQUIT (not a HotSpot JVM, started with -Xrs, or still "
                       "starting), so it cannot be asked to start its attach listener"));
-  if (::kill(static_cast<pid_t>(target.host_pid), SIGQUIT) != 0) {
-    Error failure =
-        system_error(errno, "cannot send SIGQUIT to " + std::to_string(target.host_pid));
+  // Kernels before 5.3 have no pidfds: kill() then, as the JDK's own client does.
+  long sent = pidfd.valid() ? ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGQUIT, nullptr, 0)
+                            : ::kill(static_cast<pid_t>(target.host_pid), SIGQUIT);
+  if (sent != 0) {
+    if (errno == ESRCH)
+      return fail(error("process " + pid + " exited before it could be signalled"));
+    Error failure = system_error(errno, "cannot send SIGQUIT to " + pid);
     failure.message += caps::hint(failure.errno_value, caps::kKill);
     return fail(failure);
   }
@@ -479,9 +495,13 @@ Result<AttachTarget> attach_target_of(uint32_t host_pid, const std::string& proc
   auto status = parse_process_status(*text);
   if (!status)
     return fail(error("cannot parse " + dir + "/status: " + status.error().message));
-  return AttachTarget{host_pid,      status->ns_pid.value_or(host_pid),
-                      status->euid,  status->egid,
-                      dir + "/root", status->catches_sigquit};
+  return AttachTarget{host_pid,
+                      status->ns_pid.value_or(host_pid),
+                      status->euid,
+                      status->egid,
+                      dir + "/root",
+                      status->catches_sigquit,
+                      procfs::live_start_time(host_pid, proc_root)};
 }
 
 Result<std::string> encode_request(std::string_view command, const std::vector<std::string>& args)

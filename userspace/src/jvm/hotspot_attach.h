@@ -40,6 +40,9 @@ struct AttachTarget {
   uint32_t gid = 0;    // its effective gid, as the host sees it
   std::string root;    // its root directory, "<proc_root>/<host_pid>/root"
   bool catches_sigquit = false; // when read: false before HotSpot installs its handlers, or -Xrs
+  // Its start time (/proc/<pid>/stat): when known, SIGQUIT goes only to the process that has it,
+  // never to one that took over the pid.
+  std::optional<uint64_t> start_time;
 };
 
 // The fields of /proc/<pid>/status that the attach needs.
