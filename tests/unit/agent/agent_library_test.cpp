@@ -2,7 +2,6 @@
 // JVM refuses it JVMTI. A fake JavaVM stands in: the paths tested end before any JVMTI call.
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <gtest/gtest.h>
 #include <jni.h>
 #include <jvmti.h>
@@ -13,10 +12,12 @@
 #include <vector>
 
 #include "common/procfs.h"
+#include "test_elf.h"
 #include "test_support.h"
 
 namespace {
 
+using flamebpf::testing::FixtureElf;
 using flamebpf::testing::TempDir;
 
 using AgentEntry = jint (*)(JavaVM*, char*, void*);
@@ -25,27 +26,9 @@ using AgentEntry = jint (*)(JavaVM*, char*, void*);
 std::set<std::string> exported_symbols(const char* path)
 {
   std::set<std::string> names;
-  elf_version(EV_CURRENT);
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return names;
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  for (Elf_Scn* section = nullptr; elf && (section = elf_nextscn(elf, section));) {
-    GElf_Shdr header;
-    if (!gelf_getshdr(section, &header) || header.sh_type != SHT_DYNSYM)
-      continue;
-    Elf_Data* data = elf_getdata(section, nullptr);
-    size_t count = header.sh_entsize ? header.sh_size / header.sh_entsize : 0;
-    for (size_t i = 0; data && i < count; ++i) {
-      GElf_Sym symbol;
-      if (gelf_getsym(data, static_cast<int>(i), &symbol) && symbol.st_shndx != SHN_UNDEF &&
-          GELF_ST_BIND(symbol.st_info) != STB_LOCAL && symbol.st_name != 0)
-        names.insert(elf_strptr(elf, header.sh_link, symbol.st_name));
-    }
-  }
-  if (elf)
-    elf_end(elf);
-  ::close(fd);
+  for (const auto& [name, symbol] : FixtureElf(path).symbols(SHT_DYNSYM))
+    if (symbol.st_shndx != SHN_UNDEF && GELF_ST_BIND(symbol.st_info) != STB_LOCAL)
+      names.insert(name);
   return names;
 }
 
