@@ -167,18 +167,22 @@ jint start(JavaVM* vm, bool attached)
 {
   if (g_started.exchange(true))
     return JNI_OK; // loaded twice: the first load already keeps the map
-  // Until the map is open nothing is kept, so a later load may try again.
-  auto refuse = [] {
+  jvmtiEnv* jvmti = nullptr;
+  // A failed load gives back its JVMTI environment (with any events it turned on), so a later
+  // load starts afresh.
+  auto refuse = [&jvmti] {
+    if (jvmti)
+      jvmti->DisposeEnvironment();
     g_started = false;
     return JNI_ERR;
   };
-  jvmtiEnv* jvmti = nullptr;
   jint got = vm->GetEnv(reinterpret_cast<void**>(&jvmti), JVMTI_VERSION_1_2);
   // JNI_EDETACHED: the VM is shutting down (a short-lived JVM attached at its end); its stderr is
   // the user's program's output, and there is nothing left to name.
   if (got == JNI_EDETACHED)
     return refuse();
   if (got != JNI_OK || !jvmti) {
+    jvmti = nullptr;
     std::fprintf(stderr, "flamebpf agent: JVMTI 1.2 is unavailable; Java frames stay unnamed\n");
     return refuse();
   }
@@ -197,7 +201,7 @@ jint start(JavaVM* vm, bool attached)
     report("SetEventCallbacks", error);
     return refuse();
   }
-  if (!g_writer.open("/tmp", static_cast<int>(::getpid()))) {
+  if (!g_writer.is_open() && !g_writer.open("/tmp", static_cast<int>(::getpid()))) {
     std::fprintf(stderr,
                  "flamebpf agent: cannot write /tmp/perf-%d.map; Java frames stay unnamed\n",
                  static_cast<int>(::getpid()));
@@ -208,7 +212,9 @@ jint start(JavaVM* vm, bool attached)
     if (jvmtiError error = jvmti->SetEventNotificationMode(JVMTI_ENABLE, event, nullptr);
         error != JVMTI_ERROR_NONE) {
       report("SetEventNotificationMode", error);
-      return JNI_ERR;
+      // Disposing of the environment turns off the events already on; the map stays open for a
+      // later load to use.
+      return refuse();
     }
   }
   if (attached) {

@@ -93,6 +93,12 @@ bool PerfMapWriter::open(const std::string& directory, int pid)
   return true;
 }
 
+bool PerfMapWriter::is_open() const
+{
+  Lock lock(mutex_);
+  return fd_ >= 0;
+}
+
 bool PerfMapWriter::append(std::string_view text)
 {
   if (fd_ < 0 || !write_all(fd_, text)) {

@@ -24,6 +24,8 @@ public:
   // Opens <directory>/perf-<pid>.map for appending, creating it if needed; an existing map of
   // this pid (an earlier agent, a JVM that re-attached) is kept. False if it cannot be opened.
   bool open(const std::string& directory, int pid);
+  // Whether open succeeded.
+  bool is_open() const;
 
   // One line of the map.
   struct Line {
@@ -56,7 +58,7 @@ private:
   bool append(std::string_view line);
   void compact();
 
-  pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
+  mutable pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
   int fd_ = -1;
   std::string directory_;
   std::string path_;

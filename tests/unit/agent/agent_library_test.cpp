@@ -41,9 +41,17 @@ jvmtiError g_add_capabilities_answer = JVMTI_ERROR_NONE;
 jvmtiInterface_1_ g_jvmti_functions{};
 _jvmtiEnv g_jvmti{};
 
+int g_dispose_calls = 0;
+
 jvmtiError JNICALL fake_add_capabilities(jvmtiEnv*, const jvmtiCapabilities*)
 {
   return g_add_capabilities_answer;
+}
+
+jvmtiError JNICALL fake_dispose_environment(jvmtiEnv*)
+{
+  ++g_dispose_calls;
+  return JVMTI_ERROR_NONE;
 }
 
 jint JNICALL fake_get_env(JavaVM*, void** env, jint)
@@ -57,6 +65,7 @@ jint JNICALL fake_get_env(JavaVM*, void** env, jint)
 struct Loads {
   std::vector<jint> results; // of each call of the entry point
   int get_env_calls = 0;
+  int dispose_calls = 0; // of the JVMTI environment it was given
   std::string stderr_text;
 };
 
@@ -74,6 +83,7 @@ Loads load_in_child(const char* entry,
     return {};
   pid_t child = ::fork();
   if (child == 0) {
+    ::alarm(10); // a stuck load fails the test instead of hanging it
     int file = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ::dup2(file, STDERR_FILENO);
     void* library = ::dlopen(FLAMEBPF_AGENT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
@@ -87,12 +97,14 @@ Loads load_in_child(const char* entry,
     g_get_env_answer = get_env_answer;
     g_add_capabilities_answer = add_capabilities_answer;
     g_jvmti_functions.AddCapabilities = fake_add_capabilities;
+    g_jvmti_functions.DisposeEnvironment = fake_dispose_environment;
     g_jvmti.functions = &g_jvmti_functions;
     for (int i = 0; i < times; ++i) {
       jint result = call(&vm, nullptr, nullptr);
       (void)!::write(results[1], &result, sizeof result);
     }
     (void)!::write(results[1], &g_get_env_calls, sizeof g_get_env_calls);
+    (void)!::write(results[1], &g_dispose_calls, sizeof g_dispose_calls);
     ::fflush(stderr);
     ::_exit(0);
   }
@@ -107,7 +119,9 @@ Loads load_in_child(const char* entry,
   ::waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "the child could not load the agent";
-  if (!values.empty()) {
+  if (values.size() >= 2) {
+    loads.dispose_calls = values.back();
+    values.pop_back();
     loads.get_env_calls = values.back();
     values.pop_back();
   }
@@ -139,12 +153,14 @@ TEST(AgentLibrary, JvmEnteringItsDeadPhaseIsRefusedSilently)
   auto loads = load_in_child("Agent_OnAttach", JNI_OK, 1, JVMTI_ERROR_WRONG_PHASE);
   EXPECT_EQ(loads.results, (std::vector<jint>{JNI_ERR}));
   EXPECT_EQ(loads.stderr_text, "");
+  EXPECT_EQ(loads.dispose_calls, 1); // the environment it got is given back
 }
 
 TEST(AgentLibrary, OtherJvmtiErrorsAreReported)
 {
   auto loads = load_in_child("Agent_OnAttach", JNI_OK, 1, JVMTI_ERROR_NOT_AVAILABLE);
   EXPECT_EQ(loads.results, (std::vector<jint>{JNI_ERR}));
+  EXPECT_EQ(loads.dispose_calls, 1);
   EXPECT_EQ(loads.stderr_text, "flamebpf agent: AddCapabilities failed (JVMTI error 98); Java "
                                "frames stay unnamed\n");
 }

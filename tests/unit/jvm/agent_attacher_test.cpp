@@ -284,7 +284,7 @@ TEST_F(StartingJvm, RefusedLoadOfAJvmThatThenExitsIsNoFailure)
   ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
   EXPECT_EQ(attacher.failed(), 0u);
   EXPECT_EQ(attacher.attached(), 0u);
-  EXPECT_EQ(commands(), (std::vector<std::string>{"load"})); // a dead JVM's flags are not asked
+  EXPECT_EQ(commands(), (std::vector<std::string>{"load"}));
 }
 
 TEST_F(StartingJvm, RefusedLoadOfAJvmThatKeepsRunningIsAFailure)

@@ -191,7 +191,7 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
   }
   // A JVM started with -agentpath loads that agent while it starts.
   request.keeps_perf_map |= traits.keeps_perf_map;
-  bool attached = false;
+  Attach attached = Attach::kNotTried;
   if (options_.attach && !request.keeps_perf_map) {
     auto target = attach_target_of(request.pid, options_.proc_root);
     if (target)
@@ -209,11 +209,13 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
     }
     attached = attach(request, target);
   }
-  check_frame_pointers(request, attached);
+  if (attached != Attach::kExited)
+    check_frame_pointers(request, attached == Attach::kLoaded);
   return Outcome::kHandled;
 }
 
-bool AgentAttacher::attach(const Request& request, const Result<AttachTarget>& target)
+AgentAttacher::Attach AgentAttacher::attach(const Request& request,
+                                            const Result<AttachTarget>& target)
 {
   auto started = Clock::now();
   auto loaded = [&]() -> Result<std::string> {
@@ -234,7 +236,7 @@ bool AgentAttacher::attach(const Request& request, const Result<AttachTarget>& t
   if (!loaded && exits_within(request, kExitGrace)) {
     spdlog::debug("JVM {} ({}) exited while it was attached: {}", request.pid, request.where,
                   loaded.error().message);
-    return false;
+    return Attach::kExited;
   }
   std::lock_guard lock(mutex_);
   if (!loaded) {
@@ -242,12 +244,12 @@ bool AgentAttacher::attach(const Request& request, const Result<AttachTarget>& t
     spdlog::warn("JVM {} ({}): cannot load flamebpf's agent, so its JIT-compiled frames stay "
                  "unnamed: {}",
                  request.pid, request.where, loaded.error().message);
-    return false;
+    return Attach::kFailed;
   }
   ++attached_;
   spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s", request.pid,
                request.where, *loaded, took.count());
-  return true;
+  return Attach::kLoaded;
 }
 
 bool AgentAttacher::exits_within(const Request& request, std::chrono::milliseconds grace) const
@@ -269,6 +271,7 @@ void AgentAttacher::check_frame_pointers(const Request& request, bool attached)
   if (attached || (options_.attach && request.keeps_perf_map)) {
     // The JVM's own view counts every way a flag can be set (argument files, environment).
     if (auto target = attach_target_of(request.pid, options_.proc_root)) {
+      target->start_time = request.start_time;
       if (auto flags = jcmd(*target, "VM.flags", options_.timeout)) {
         preserved = frame_pointers_in_vm_flags(*flags);
         known = true;

@@ -76,10 +76,11 @@ private:
     Clock::time_point due; // when a JVM still starting is tried again
   };
   enum class Outcome { kHandled, kStillStarting };
+  enum class Attach { kNotTried, kLoaded, kFailed, kExited };
   void run();
   Outcome handle(Request& request);
-  // Installs and loads the agent; says how it went in one line. True when it loaded.
-  bool attach(const Request& request, const Result<AttachTarget>& target);
+  // Installs and loads the agent; says how it went in one line (a debug one if the JVM exited).
+  Attach attach(const Request& request, const Result<AttachTarget>& target);
   // Whether the process is gone (or a zombie) now or within grace.
   bool exits_within(const Request& request, std::chrono::milliseconds grace) const;
   void check_frame_pointers(const Request& request, bool attached);

@@ -193,14 +193,15 @@ std::string process_dir(const AttachTarget& target)
 
 // Sends SIGQUIT only to a process that handles it: SIGQUIT's default action kills, so a JVM that
 // has not yet installed its handlers, runs with -Xrs, or a non-JVM would die (the JDK's client
-// checks SigCgt for the same reason). The signal goes through a pidfd opened before the checks:
-// if the process exits meanwhile and its pid goes to another, the signal fails instead of reaching
-// that one.
+// checks SigCgt for the same reason). Where the kernel has pidfds (Linux 5.3+), the signal goes
+// through one opened before the checks: if the process exits meanwhile and its pid goes to
+// another, the signal fails instead of reaching that one.
 Result<> send_sigquit(const AttachTarget& target)
 {
   std::string pid = std::to_string(target.host_pid);
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, target.host_pid, 0)));
-  if (!pidfd.valid() && errno == ESRCH)
+  int open_error = errno;
+  if (!pidfd.valid() && open_error == ESRCH)
     return fail(error("process " + pid + " exited before it could be signalled"));
   std::string dir = process_dir(target);
   if (target.start_time) {
@@ -219,13 +220,14 @@ Result<> send_sigquit(const AttachTarget& target)
     return fail(error("process " + pid +
                       " does not handle SIGQUIT (not a HotSpot JVM, started with -Xrs, or still "
                       "starting), so it cannot be asked to start its attach listener"));
-  // Kernels before 5.3 have no pidfds: kill() then, as the JDK's own client does.
+  // Without a pidfd (an older kernel, a seccomp filter): kill(), as the JDK's own client does.
   long sent = pidfd.valid() ? ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGQUIT, nullptr, 0)
                             : ::kill(static_cast<pid_t>(target.host_pid), SIGQUIT);
+  int send_error = errno;
   if (sent != 0) {
-    if (errno == ESRCH)
+    if (send_error == ESRCH)
       return fail(error("process " + pid + " exited before it could be signalled"));
-    Error failure = system_error(errno, "cannot send SIGQUIT to " + pid);
+    Error failure = system_error(send_error, "cannot send SIGQUIT to " + pid);
     failure.message += caps::hint(failure.errno_value, caps::kKill);
     return fail(failure);
   }
@@ -489,19 +491,17 @@ Result<ProcessStatus> parse_process_status(std::string_view text)
 Result<AttachTarget> attach_target_of(uint32_t host_pid, const std::string& proc_root)
 {
   std::string dir = proc_root + "/" + std::to_string(host_pid);
+  // Read first: the status read next is then of this process or of one that took over its pid,
+  // which the start time then refuses.
+  auto start_time = procfs::live_start_time(host_pid, proc_root);
   auto text = procfs::read_file(dir + "/status", 1 << 16);
   if (!text)
     return fail(text.error());
   auto status = parse_process_status(*text);
   if (!status)
     return fail(error("cannot parse " + dir + "/status: " + status.error().message));
-  return AttachTarget{host_pid,
-                      status->ns_pid.value_or(host_pid),
-                      status->euid,
-                      status->egid,
-                      dir + "/root",
-                      status->catches_sigquit,
-                      procfs::live_start_time(host_pid, proc_root)};
+  return AttachTarget{host_pid,      status->ns_pid.value_or(host_pid), status->euid, status->egid,
+                      dir + "/root", status->catches_sigquit,           start_time};
 }
 
 Result<std::string> encode_request(std::string_view command, const std::vector<std::string>& args)

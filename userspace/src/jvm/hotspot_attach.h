@@ -41,7 +41,7 @@ struct AttachTarget {
   std::string root;    // its root directory, "<proc_root>/<host_pid>/root"
   bool catches_sigquit = false; // when read: false before HotSpot installs its handlers, or -Xrs
   // Its start time (/proc/<pid>/stat): when known, SIGQUIT goes only to the process that has it,
-  // never to one that took over the pid.
+  // never (where the kernel has pidfds) to one that took over the pid.
   std::optional<uint64_t> start_time;
 };
 
