@@ -274,6 +274,23 @@ TEST_F(StartingJvm, AgentLoadedWhileStartingIsNotLoadedAgain)
   EXPECT_EQ(commands(), (std::vector<std::string>{"jcmd"}));
 }
 
+// -Xrs: HotSpot never handles SIGQUIT, so waiting for it to start would only delay the warning.
+TEST_F(StartingJvm, JvmWithReducedSignalsFailsAtOnceAndIsNeverSignalled)
+{
+  options_.starting_patience = 20s;
+  ::unlink(socket_path().c_str());
+  constexpr char kCmdline[] = "java\0-Xrs\0-cp\0/app\0Service";
+  write_file(process_ / "cmdline", std::string(kCmdline, sizeof kCmdline));
+  AgentAttacher attacher(kLibrary, options_);
+  auto started = std::chrono::steady_clock::now();
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(attacher.put_off(), 0u);
+  EXPECT_EQ(attacher.failed(), 1u);
+  EXPECT_FALSE(fs::exists(process_ / "root/tmp/.attach_pid7"));
+}
+
 // HotSpot refuses agents once it shuts down (GetEnv fails): a short-lived JVM attached at its end.
 TEST_F(StartingJvm, RefusedLoadOfAJvmThatThenExitsIsNoFailure)
 {

@@ -8,8 +8,8 @@
 #include "common/log.h"
 #include "common/procfs.h"
 #include "jvm/agent_installer.h"
-#include "jvm/frame_pointers.h"
 #include "jvm/hotspot_attach.h"
+#include "jvm/jvm_flags.h"
 #include "symbolize/proc_maps.h"
 
 namespace flamebpf::jvm {
@@ -29,6 +29,29 @@ symbolize::JvmTraits traits_now(uint32_t pid, const std::string& proc_root)
 {
   auto maps = procfs::read_file(proc_root + "/" + std::to_string(pid) + "/maps");
   return maps ? symbolize::jvm_traits(symbolize::parse_proc_maps(*maps)) : symbolize::JvmTraits{};
+}
+
+// The process's command line and environment (NUL-separated); nullopt once it is gone (an exited
+// process that is not yet reaped has an empty cmdline).
+struct CommandLine {
+  std::string cmdline;
+  std::string environ;
+};
+std::optional<CommandLine> command_line_of(uint32_t pid, const std::string& proc_root)
+{
+  std::string process = proc_root + "/" + std::to_string(pid);
+  auto cmdline = procfs::read_file(process + "/cmdline", 1 << 20);
+  if (!cmdline || cmdline->empty())
+    return std::nullopt;
+  auto environ = procfs::read_file(process + "/environ", 1 << 20);
+  return CommandLine{std::move(*cmdline), environ ? std::move(*environ) : std::string()};
+}
+
+bool started_with_reduced_signals(uint32_t pid, const std::string& proc_root)
+{
+  auto command_line = command_line_of(pid, proc_root);
+  return command_line &&
+         reduced_signals_in_command_line(command_line->cmdline, command_line->environ);
 }
 
 } // namespace
@@ -196,8 +219,17 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
     auto target = attach_target_of(request.pid, options_.proc_root);
     if (target)
       target->start_time = request.start_time; // the process checked above, and no other
-    bool patient = Clock::now() - request.handed_in < options_.starting_patience;
-    if (target && !target->catches_sigquit && patient) {
+    bool starting = target && !target->catches_sigquit;
+    if (starting && started_with_reduced_signals(request.pid, options_.proc_root)) {
+      // It will never handle SIGQUIT: said now rather than after the patience.
+      std::lock_guard lock(mutex_);
+      ++failed_;
+      spdlog::warn("JVM {} ({}) runs with {}, so it never starts its attach listener and its "
+                   "JIT-compiled frames stay unnamed; load flamebpf's agent at its start "
+                   "(-agentpath) or drop {}",
+                   request.pid, request.where, kReducedSignalsFlag, kReducedSignalsFlag);
+      attached = Attach::kFailed;
+    } else if (starting && Clock::now() - request.handed_in < options_.starting_patience) {
       auto wait = std::min(kFirstRetry * (1 << std::min(request.put_off, 6)), kLongestRetry);
       if (request.put_off == 0)
         spdlog::debug("JVM {} ({}) is still starting (it does not handle SIGQUIT yet); attach is "
@@ -206,8 +238,9 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
       ++request.put_off;
       request.due = Clock::now() + wait;
       return Outcome::kStillStarting;
+    } else {
+      attached = attach(request, target);
     }
-    attached = attach(request, target);
   }
   if (attached != Attach::kExited)
     check_frame_pointers(request, attached == Attach::kLoaded);
@@ -279,12 +312,10 @@ void AgentAttacher::check_frame_pointers(const Request& request, bool attached)
     }
   }
   if (!known) {
-    std::string process = options_.proc_root + "/" + std::to_string(request.pid);
-    auto cmdline = procfs::read_file(process + "/cmdline", 1 << 20);
-    auto environ = procfs::read_file(process + "/environ", 1 << 20);
-    if (!cmdline || cmdline->empty())
-      return; // gone already (an exited process that is not yet reaped has an empty cmdline)
-    preserved = frame_pointers_in_command_line(*cmdline, environ ? *environ : "");
+    auto command_line = command_line_of(request.pid, options_.proc_root);
+    if (!command_line)
+      return; // gone already
+    preserved = frame_pointers_in_command_line(command_line->cmdline, command_line->environ);
   }
   if (!preserved.value_or(false))
     spdlog::warn("JVM {} ({}) runs without {}: its Java stacks stop at the first JIT-compiled "

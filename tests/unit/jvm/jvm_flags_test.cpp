@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "jvm/frame_pointers.h"
+#include "jvm/jvm_flags.h"
 
 namespace flamebpf::jvm {
 namespace {
@@ -52,6 +52,27 @@ TEST(FramePointers, CommandLineAndEnvironmentInTheJvmsOrder)
   EXPECT_EQ(frame_pointers_in_command_line(
                 java({}), nul_joined({"MY_JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer"})),
             std::nullopt);
+}
+
+TEST(ReducedSignals, CommandLineAndEnvironmentInTheJvmsOrder)
+{
+  auto java = [](std::initializer_list<std::string> args) {
+    std::string cmdline = nul_joined({"java"});
+    for (const auto& arg : args)
+      cmdline += arg + '\0';
+    return cmdline + nul_joined({"-cp", "/app", "Service"});
+  };
+  EXPECT_TRUE(reduced_signals_in_command_line(java({"-Xrs"}), ""));
+  EXPECT_TRUE(reduced_signals_in_command_line(java({"-XX:+ReduceSignalUsage"}), ""));
+  EXPECT_FALSE(reduced_signals_in_command_line(java({}), ""));
+  EXPECT_TRUE(reduced_signals_in_command_line(java({}), nul_joined({"JAVA_TOOL_OPTIONS=-Xrs"})));
+  // The last mention wins, with the command line after JAVA_TOOL_OPTIONS.
+  EXPECT_FALSE(reduced_signals_in_command_line(java({"-XX:-ReduceSignalUsage"}),
+                                               nul_joined({"JAVA_TOOL_OPTIONS=-Xrs"})));
+  EXPECT_TRUE(reduced_signals_in_command_line(java({"-XX:-ReduceSignalUsage"}),
+                                              nul_joined({"_JAVA_OPTIONS=-Xrs -Xmx1g"})));
+  // Other -X options that begin the same do not count.
+  EXPECT_FALSE(reduced_signals_in_command_line(java({"-Xrsx", "-Xss1m"}), ""));
 }
 
 } // namespace

@@ -1,5 +1,8 @@
-// Whether a JVM keeps frame pointers in JIT-compiled code (-XX:+PreserveFramePointer): without
-// them the kernel's unwinder stops at the first Java frame, and Java stacks are cut short.
+// JVM settings that decide what flamebpf can do with a JVM, read from `jcmd VM.flags` or from its
+// command line and environment:
+// - frame pointers in JIT-compiled code (-XX:+PreserveFramePointer): without them the kernel's
+//   unwinder stops at the first Java frame, and Java stacks are cut short;
+// - reduced signal use (-Xrs): HotSpot then never handles SIGQUIT, with which an attach begins.
 #pragma once
 
 #include <optional>
@@ -19,7 +22,12 @@ std::optional<bool> frame_pointers_in_vm_flags(std::string_view vm_flags);
 std::optional<bool> frame_pointers_in_command_line(std::string_view cmdline,
                                                    std::string_view environ);
 
-// The flag to add, for messages.
+// Whether the JVM runs with -Xrs (or -XX:+ReduceSignalUsage), from the same sources with the
+// same precedence.
+bool reduced_signals_in_command_line(std::string_view cmdline, std::string_view environ);
+
+// The flags, for messages.
 inline constexpr std::string_view kFramePointerFlag = "-XX:+PreserveFramePointer";
+inline constexpr std::string_view kReducedSignalsFlag = "-Xrs";
 
 } // namespace flamebpf::jvm
