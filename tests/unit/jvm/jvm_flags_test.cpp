@@ -15,6 +15,15 @@ std::string nul_joined(std::initializer_list<std::string> words)
   return joined;
 }
 
+// /proc/<pid>/cmdline of `java <options> -cp /app Service`.
+std::string java(std::initializer_list<std::string> options)
+{
+  std::string cmdline = nul_joined({"java"});
+  for (const auto& option : options)
+    cmdline += option + '\0';
+  return cmdline + nul_joined({"-cp", "/app", "Service"});
+}
+
 TEST(FramePointers, VmFlagsOutput)
 {
   EXPECT_EQ(frame_pointers_in_vm_flags("-XX:CICompilerCount=2 -XX:+PreserveFramePointer "
@@ -28,12 +37,6 @@ TEST(FramePointers, VmFlagsOutput)
 
 TEST(FramePointers, CommandLineAndEnvironmentInTheJvmsOrder)
 {
-  auto java = [](std::initializer_list<std::string> args) {
-    std::string cmdline = nul_joined({"java"});
-    for (const auto& arg : args)
-      cmdline += arg + '\0';
-    return cmdline + nul_joined({"-cp", "/app", "Burner"});
-  };
   EXPECT_EQ(frame_pointers_in_command_line(java({"-XX:+PreserveFramePointer"}), ""), true);
   EXPECT_EQ(frame_pointers_in_command_line(java({}), ""), std::nullopt);
   EXPECT_EQ(frame_pointers_in_command_line(
@@ -56,12 +59,6 @@ TEST(FramePointers, CommandLineAndEnvironmentInTheJvmsOrder)
 
 TEST(ReducedSignals, CommandLineAndEnvironmentInTheJvmsOrder)
 {
-  auto java = [](std::initializer_list<std::string> args) {
-    std::string cmdline = nul_joined({"java"});
-    for (const auto& arg : args)
-      cmdline += arg + '\0';
-    return cmdline + nul_joined({"-cp", "/app", "Service"});
-  };
   EXPECT_TRUE(reduced_signals_in_command_line(java({"-Xrs"}), ""));
   EXPECT_TRUE(reduced_signals_in_command_line(java({"-XX:+ReduceSignalUsage"}), ""));
   EXPECT_FALSE(reduced_signals_in_command_line(java({}), ""));
