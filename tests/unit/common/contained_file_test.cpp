@@ -1,3 +1,5 @@
+#include <cerrno>
+#include <fcntl.h>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -63,6 +65,49 @@ TEST_F(ContainedFile, SizeCap)
   EXPECT_NE(refused.error().message.find("larger than 999 bytes"), std::string::npos);
   EXPECT_EQ(read_contained(root(), "/big", 1000).value_or("").size(), 1000u);
   EXPECT_EQ(read_contained(root(), "/big", 10, false).value_or("").size(), 10u);
+}
+
+TEST_F(ContainedFile, MagicLinksAreRefused)
+{
+  // /proc/<pid>/root, cwd and fd/<n> name files of any process, wherever they are: a container's
+  // perf map linked through its own /proc would lead to whatever the reader's /proc shows.
+  auto host = open_directory("/");
+  ASSERT_TRUE(host.has_value());
+  std::string through_proc = "/proc/self/root" + root() + "/tmp/inside.txt";
+  ASSERT_TRUE(std::filesystem::exists(through_proc));
+  auto opened = open_regular_at(host->get(), through_proc, kResolveInRoot, through_proc);
+  ASSERT_FALSE(opened.has_value());
+  EXPECT_EQ(opened.error().errno_value, ELOOP);
+}
+
+TEST_F(ContainedFile, ReopenRefusesWhatIsNotARegularFile)
+{
+  ASSERT_EQ(::mkfifo((root() + "/tmp/fifo").c_str(), 0600), 0);
+  // O_PATH opens nothing: the FIFO has no reader or writer afterwards either.
+  UniqueFd located(::open((root() + "/tmp/fifo").c_str(), O_PATH | O_CLOEXEC));
+  ASSERT_TRUE(located.valid());
+  auto reopened = reopen_regular(located.get(), "fifo");
+  ASSERT_FALSE(reopened.has_value());
+  EXPECT_EQ(reopened.error().errno_value, EINVAL);
+  UniqueFd regular(::open((root() + "/tmp/inside.txt").c_str(), O_PATH | O_CLOEXEC));
+  auto file = reopen_regular(regular.get(), "inside");
+  ASSERT_TRUE(file.has_value()) << file.error().message;
+  EXPECT_EQ(read_bounded(file->get(), 100, true, "inside").value_or(""), "inside\n");
+  // The reopened descriptor reads; it is not the O_PATH one.
+  EXPECT_EQ(::fcntl(file->get(), F_GETFL) & O_ACCMODE, O_RDONLY);
+  EXPECT_NE(::fcntl(file->get(), F_GETFL) & O_NONBLOCK, 0);
+}
+
+TEST_F(ContainedFile, BeneathWithoutLinksRefusesEverySymlink)
+{
+  std::filesystem::create_symlink("inside.txt", root() + "/tmp/sibling");
+  auto tmp = open_directory_in_root(root(), "/tmp");
+  ASSERT_TRUE(tmp.has_value()) << tmp.error().message;
+  auto linked = open_regular_at(tmp->get(), "sibling", kResolveBeneathNoLinks, "sibling");
+  ASSERT_FALSE(linked.has_value());
+  EXPECT_EQ(linked.error().errno_value, ELOOP);
+  EXPECT_TRUE(open_regular_at(tmp->get(), "inside.txt", kResolveBeneathNoLinks, "inside"));
+  EXPECT_FALSE(open_regular_at(tmp->get(), "../tmp/inside.txt", kResolveBeneathNoLinks, "up"));
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/capabilities.h"
+#include "common/contained_file.h"
 
 namespace flamebpf::jvm {
 namespace {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/capabilities.h"
+#include "common/contained_file.h"
 #include "common/procfs.h"
 
 namespace flamebpf::jvm {
@@ -585,16 +586,6 @@ Result<> check_load_reply(const Reply& reply)
   if (!rest.empty() && !first_line(rest).empty())
     why += " " + first_line(rest);
   return fail(error("the JVM could not load it: " + why));
-}
-
-Result<UniqueFd> open_directory_in_root(const std::string& root, const std::string& path)
-{
-  UniqueFd root_fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root_fd.valid())
-    return fail(system_error(errno, "cannot open " + root));
-  std::string shown = root + (path.starts_with('/') ? "" : "/") + path;
-  return open_resolved(root_fd.get(), path, O_PATH | O_DIRECTORY | O_CLOEXEC,
-                       RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, shown);
 }
 
 Result<Reply> exchange(const AttachTarget& target,

@@ -99,11 +99,6 @@ struct Reply {
 // -1 in those cases up to JDK 20 and 0 from JDK 21 on (JDK 25 checked), so it is not relied on.
 [[nodiscard]] Result<> check_load_reply(const Reply& reply);
 
-// Opens `path` (a directory, absolute or relative) inside `root` as an O_PATH descriptor, resolved
-// as if root were "/" so that no symlink or ".." leads out of it.
-[[nodiscard]] Result<UniqueFd> open_directory_in_root(const std::string& root,
-                                                      const std::string& path);
-
 // While alive, files this thread creates belong to uid/gid: its filesystem ids (setfsuid,
 // setfsgid, which Linux keeps per thread) are the JVM's, the rest of the process is untouched.
 // Needed because host root cannot create files at all in a filesystem mounted inside a user
