@@ -29,6 +29,10 @@ int main(int argc, char** argv)
   }
   flamebpf::cli::finish_parse(app, config);
   flamebpf::log::init(config.verbose);
+  // Warnings held back by the log's rate limit are counted in one last line, however main ends.
+  struct FlushSuppressedWarnings {
+    ~FlushSuppressedWarnings() { flamebpf::log::flush_suppressed(); }
+  } flush_suppressed_warnings;
   if (config.mode != flamebpf::cli::Mode::kRecord) {
     auto done = config.mode == flamebpf::cli::Mode::kRender ? flamebpf::pipeline::render(config)
                 : config.mode == flamebpf::cli::Mode::kDiff ? flamebpf::pipeline::diff(config)
