@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev libdw-dev
-  zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev
+  zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev
   protobuf-compiler openjdk-17-jdk-headless
 )
 # openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
@@ -14,9 +14,10 @@ build_packages=(
 # container tests, each test with a private daemon or storage of its own; xmllint
 # (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
 # playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
-# the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets.
+# the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets;
+# systemd's systemd-analyze checks the service unit.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev)
+  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev systemd)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then
