@@ -15,9 +15,11 @@ build_packages=(
 # (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
 # playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
 # the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets;
-# systemd's systemd-analyze checks the service unit.
+# systemd's systemd-analyze checks the service unit; libfuse3 builds tests/progs/stall_fs, a FUSE
+# file system that stalls.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev systemd)
+  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev systemd
+  libfuse3-dev fuse3)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then
