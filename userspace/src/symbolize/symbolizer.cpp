@@ -66,7 +66,7 @@ void Symbolizer::add_user_frames(const ImageKey& key,
     bool anonymous_code = code && code->mapping.path.empty();
     stats.jit_frames += anonymous_code;
     if (const PerfMapTable* map = processes_.perf_map(key)) {
-      if (const PerfMapEntry* entry = map->find(address)) {
+      if (auto entry = map->find(address)) {
         auto frames = perf_map_frames(entry->name, options_.java_signatures);
         out.insert(out.end(), std::make_move_iterator(frames.begin()),
                    std::make_move_iterator(frames.end()));
