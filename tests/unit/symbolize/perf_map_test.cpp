@@ -18,12 +18,22 @@ using flamebpf::testing::read_data;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
 
-// A fixture read as flamebpf reads maps.
+// A /proc/<pid>/status for a process whose real, effective, saved and filesystem uid are uid.
+void write_status(const std::string& proc, uint32_t pid, uint32_t uid)
+{
+  std::string id = std::to_string(uid);
+  write_file(proc + "/" + std::to_string(pid) + "/status",
+             "Name:\tjava\nUid:\t" + id + "\t" + id + "\t" + id + "\t" + id + "\nNSpid:\t" +
+                 std::to_string(pid) + "\t1\n");
+}
+
+// A fixture read as flamebpf reads maps, by a process of the user who owns the file.
 PerfMapReader load(const std::string& fixture, uint64_t* bad = nullptr)
 {
   TempDir dir;
   std::string proc = dir.path().string();
   write_file(proc + "/7/root/tmp/perf-1.map", read_data("perfmap/" + fixture));
+  write_status(proc, 7, ::geteuid());
   PerfMapReader reader(7, 1, proc);
   reader.refresh();
   if (bad)
@@ -97,6 +107,15 @@ TEST(PerfMapLine, CutNeverSplitsACharacter)
   std::string kept = entry->name.substr(0, entry->name.size() - kTruncated.size());
   EXPECT_EQ(kept.size() % 2, 0u);
   EXPECT_EQ(static_cast<unsigned char>(kept.back()), 0xa9u);
+}
+
+TEST(PerfMapOwner, TheProcesssUserOrRoot)
+{
+  EXPECT_TRUE(perf_map_owner_trusted(1000, 1000));
+  EXPECT_TRUE(perf_map_owner_trusted(0, 1000));
+  EXPECT_TRUE(perf_map_owner_trusted(0, 0));
+  EXPECT_FALSE(perf_map_owner_trusted(1001, 1000));
+  EXPECT_FALSE(perf_map_owner_trusted(1000, 0));
 }
 
 TEST(PerfMapFixtures, Jdk17AndJdk25CompilerPerfmap)
@@ -202,6 +221,8 @@ TEST(PerfMapTable, NameBytesHaveABudget)
 
 class PerfMapReaderTest : public ::testing::Test {
 protected:
+  // Process 7 runs as the user who writes the maps.
+  void SetUp() override { write_status(proc(), 7, ::geteuid()); }
   std::string proc() const { return dir_.path().string(); }
   std::string map_path() const { return proc() + "/7/root/tmp/perf-1.map"; }
   void append(const std::string& text)
@@ -442,6 +463,78 @@ TEST_F(PerfMapReaderTest, MapReplacedAgainAndAgainIsReadOncePerInterval)
   reader.begin_interval();
   reader.refresh();
   EXPECT_EQ(reader.table().find(0x1000)->name, "B");
+}
+
+// A map file owned by another user than the process's, whoever runs the test: root gives the
+// file away; anyone else says the process runs as someone else.
+class ForeignMap {
+public:
+  ForeignMap(const std::string& proc, const std::string& map)
+  {
+    struct stat status {};
+    EXPECT_EQ(::stat(map.c_str(), &status), 0);
+    owner_ = status.st_uid;
+    if (owner_ == 0) {
+      owner_ = 4242;
+      EXPECT_EQ(::chown(map.c_str(), owner_, owner_), 0);
+    }
+    euid_ = owner_ + 1;
+    write_status(proc, 7, euid_);
+  }
+  uint32_t owner() const { return owner_; }
+  uint32_t euid() const { return euid_; }
+
+private:
+  uint32_t owner_ = 0;
+  uint32_t euid_ = 0;
+};
+
+TEST_F(PerfMapReaderTest, MapOfAnotherUserIsNotRead)
+{
+  write_file(map_path(), "1000 10 Planted.name()\n");
+  ForeignMap foreign(proc(), map_path());
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  EXPECT_FALSE(reader.found());
+  EXPECT_EQ(reader.table().size(), 0u);
+  EXPECT_EQ(reader.refused_files(), 1u);
+  EXPECT_EQ(reader.refused_owner(), foreign.owner());
+  EXPECT_EQ(reader.refused_for_euid(), foreign.euid());
+  // Counted once, however often it is polled.
+  reader.refresh();
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.refused_files(), 1u);
+  EXPECT_FALSE(reader.found());
+}
+
+TEST_F(PerfMapReaderTest, MapReplacedByOneOfAnotherUserIsDropped)
+{
+  write_file(map_path(), "1000 10 Own.name()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  ASSERT_TRUE(reader.table().find(0x1000).has_value());
+  write_file(proc() + "/7/root/tmp/new.map", "1000 10 Planted.name()\n");
+  std::filesystem::rename(proc() + "/7/root/tmp/new.map", map_path());
+  ForeignMap foreign(proc(), map_path());
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_FALSE(reader.found());
+  EXPECT_FALSE(reader.table().find(0x1000).has_value());
+  EXPECT_EQ(reader.refused_files(), 1u);
+}
+
+TEST_F(PerfMapReaderTest, NothingNewIsBelievedOfAProcessWhoseUserIsUnknown)
+{
+  // No status: the process is gone (or never was), so its user cannot be known.
+  write_file(map_path(), "1000 10 A.a()\n");
+  std::filesystem::remove(proc() + "/7/status");
+  struct stat status {};
+  ASSERT_EQ(::stat(map_path().c_str(), &status), 0);
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  // Only root's own files are read without asking.
+  EXPECT_EQ(reader.found(), status.st_uid == 0);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 
 #include "common/contained_file.h"
 #include "common/log.h"
+#include "common/procfs.h"
 #include "method_name.h"
 #include "symbolize/name_cut.h"
 
@@ -47,6 +48,11 @@ std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line, size_t ma
   // An inline chain loses whole methods, so that its frames stay Java frames.
   return PerfMapEntry{*start, *start + *size, cut_name(name, max_name, agent::kInlineSeparator),
                       truncated};
+}
+
+bool perf_map_owner_trusted(uint32_t file_uid, uint32_t process_euid)
+{
+  return file_uid == 0 || file_uid == process_euid;
 }
 
 PerfMapTable::PerfMapTable(size_t max_name_bytes)
@@ -162,6 +168,28 @@ void PerfMapReader::note_over_budget()
   over_budget_in_interval_ = true;
 }
 
+bool PerfMapReader::owner_trusted(uint32_t owner, uint64_t device, uint64_t inode)
+{
+  if (owner == 0)
+    return true;
+  if (refused_files_ > 0 && device == refused_device_ && inode == refused_inode_ &&
+      owner == refused_owner_)
+    return false; // refused already, and said
+  // The process's effective user now, as the host sees it (flamebpf reads /proc from the host's
+  // user namespace); unknown for a process that is gone, and then nothing new is believed.
+  auto status =
+      procfs::read_file(proc_root_ + "/" + std::to_string(host_pid_) + "/status", 64 << 10);
+  auto euid = status ? procfs::status_field(*status, "Uid", 1) : std::nullopt;
+  if (euid && perf_map_owner_trusted(owner, *euid))
+    return true;
+  ++refused_files_;
+  refused_device_ = device;
+  refused_inode_ = inode;
+  refused_owner_ = owner;
+  refused_for_euid_ = euid;
+  return false;
+}
+
 void PerfMapReader::report()
 {
   // The file belongs to the process, maybe a hostile one: one warning per kind, then only counts
@@ -193,6 +221,13 @@ void PerfMapReader::report()
                  path(), kMaxParsePerInterval >> 20, kMaxReadPerInterval >> 20);
     over_budget_reported_ = true;
   }
+  if (refused_files_ > 0 && !refused_reported_) {
+    std::string user = refused_for_euid_ ? "uid " + std::to_string(*refused_for_euid_) : "gone";
+    spdlog::warn("{}: owned by uid {}, not by the process's user ({}) or root; not read, so its "
+                 "JIT frames stay unnamed",
+                 path(), refused_owner_, user);
+    refused_reported_ = true;
+  }
 }
 
 void PerfMapReader::refresh()
@@ -211,6 +246,14 @@ void PerfMapReader::read_new()
     struct stat status {};
     if (::fstat(current->get(), &status) == 0 &&
         (!fd_.valid() || status.st_dev != device_ || status.st_ino != inode_)) {
+      if (!owner_trusted(status.st_uid, status.st_dev, status.st_ino)) {
+        // What was read belongs to a file that is no longer the map.
+        if (fd_.valid()) {
+          start_over(UniqueFd(), 0, 0);
+          started_over_in_interval_ = false;
+        }
+        return;
+      }
       // A map replaced again within the interval is read from its start in the next one: a
       // process that replaces its map all the time costs one read per interval.
       if (fd_.valid() && started_over_in_interval_)

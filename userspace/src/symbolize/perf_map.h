@@ -2,7 +2,8 @@
 // `jcmd Compiler.perfmap`; also Node.js and others) name the code they generate: one line
 // "<hex start> <hex size> <name>" per piece of code, later lines winning where ranges overlap.
 // A map is read through the process's own root: it sits in the container's /tmp, and the
-// container is not trusted.
+// container is not trusted. As perf does, a map is believed only if the process's user or root
+// owns it.
 //
 // What a map may cost has budgets that no real JIT meets; where one cuts, the cut is counted and
 // shows as "[truncated]" (name_cut.h):
@@ -44,6 +45,10 @@ inline constexpr size_t kMaxPerfMapName = 16 * 1024;
 // bytes is cut to max_name.
 std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line,
                                                 size_t max_name = kMaxPerfMapName);
+
+// Whether flamebpf believes a map whose file is owned by file_uid, for a process whose effective
+// uid is process_euid (both as the host sees them): the process's own user or root, as perf.
+bool perf_map_owner_trusted(uint32_t file_uid, uint32_t process_euid);
 
 // Named ranges where a later insert wins over whatever it overlaps. The pieces of a range that a
 // later one splits share its name, and the bytes of names held have a budget. Movable, not
@@ -107,8 +112,9 @@ public:
   PerfMapReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root = "/proc");
 
   // Reads what is new, within what is left of this interval's budgets. Never blocks on the file.
-  // Each kind of trouble (malformed lines, a budget that cut) is logged once per reader, and
-  // counted.
+  // A map file not owned by the process's user or root is not read, and what was read of an
+  // earlier file is dropped: that file is no longer the map. Each kind of trouble (malformed
+  // lines, a budget that cut, a refused owner) is logged once per reader, and counted.
   void refresh();
   // A new interval begins: its budgets are whole again.
   void begin_interval();
@@ -125,6 +131,11 @@ public:
   // Intervals whose budget ran out before the map was read to its end (or before a replaced map
   // could be read again); the rest waited for the next interval.
   uint64_t intervals_over_budget() const { return intervals_over_budget_; }
+  // Map files refused for their owner; the owner of the last one, and the process's effective
+  // uid then (nullopt if the process was gone).
+  uint64_t refused_files() const { return refused_files_; }
+  uint32_t refused_owner() const { return refused_owner_; }
+  std::optional<uint32_t> refused_for_euid() const { return refused_for_euid_; }
   // Whether the map was found (now or earlier) and is being read.
   bool found() const { return fd_.valid(); }
   // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
@@ -142,6 +153,9 @@ public:
   static constexpr size_t kMaxEntries = 256 * 1024;
 
 private:
+  // Whether the map file (device, inode) owned by owner may be read as this process's map;
+  // counts a refusal once per file.
+  bool owner_trusted(uint32_t owner, uint64_t device, uint64_t inode);
   void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
   // Takes the lines of text (the rest of a line waits in partial_); returns how many of its
   // bytes were parsed, as opposed to skipped as part of an overlong line.
@@ -167,17 +181,24 @@ private:
   size_t parsed_in_interval_ = 0;
   bool started_over_in_interval_ = false;
   bool over_budget_in_interval_ = false;
+  // The last file refused for its owner, so that it is counted once.
+  uint64_t refused_device_ = 0;
+  uint64_t refused_inode_ = 0;
   uint64_t bad_lines_ = 0;
   uint64_t ignored_lines_ = 0;
   uint64_t long_names_ = 0;
   uint64_t names_over_budget_ = 0;
   uint64_t intervals_over_budget_ = 0;
+  uint64_t refused_files_ = 0;
+  uint32_t refused_owner_ = 0;
+  std::optional<uint32_t> refused_for_euid_;
   // What report() said already.
   uint64_t bad_lines_reported_ = 0;
   bool full_reported_ = false;
   bool long_names_reported_ = false;
   bool names_over_budget_reported_ = false;
   bool over_budget_reported_ = false;
+  bool refused_reported_ = false;
 };
 
 } // namespace flamebpf::symbolize
