@@ -27,13 +27,15 @@ constexpr size_t kChainSvgBound = 8 << 20;
 constexpr uint64_t kReplacedMapReadBound =
     2 * (symbolize::PerfMapReader::kMaxParsePerInterval + (1 << 20)) + (32 << 20);
 
-// The number of frames in each line of folded text, less the process name at its root.
+// The most user frames in a stack of folded text: all but the process name and kernel frames.
 size_t deepest(const std::map<std::string, uint64_t>& stacks)
 {
-  size_t frames = 0;
-  for (const auto& [stack, count] : stacks)
-    frames = std::max<size_t>(frames, occurrences(stack, ";"));
-  return frames;
+  size_t deepest = 0;
+  for (const auto& [stack, count] : stacks) {
+    auto frames = split(stack, ';');
+    deepest = std::max<size_t>(deepest, frames.size() - 1 - occurrences(stack, "_[k]"));
+  }
+  return deepest;
 }
 
 TEST_F(HostileContainerTest, HeavySparseMapOfManyEntriesKeepsMemoryBounded)

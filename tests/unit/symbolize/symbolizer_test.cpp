@@ -474,8 +474,8 @@ TEST_F(FakeJit, StackBeyondItsFrameBudgetKeepsItsInnermostFrames)
   auto profile = symbolize({offsets}, options);
   ASSERT_EQ(profile.stacks.size(), 1u);
   const auto& frames = profile.stacks[0].frames;
-  // 102 frames, cut to 37 (and three kept for marks) under one mark.
-  ASSERT_EQ(frames.size(), 38u);
+  // 102 frames, cut to 39 under one mark.
+  ASSERT_EQ(frames.size(), 40u);
   EXPECT_EQ(frames[0], kTruncatedFrame);
   EXPECT_EQ(frames.back(), (Frame{"Leaf.l", "", FrameKind::kJit}));
   EXPECT_EQ(frames[frames.size() - 2], (Frame{"R.r", "", FrameKind::kInlined}));

@@ -155,14 +155,14 @@ bool Symbolizer::name_user_address(const ImageKey& key,
 }
 
 std::vector<profile::Frame> Symbolizer::user_frames(const profile::RawSample& sample,
-                                                    size_t room,
                                                     size_t* bytes,
                                                     bool* cut,
                                                     profile::SymbolizedProfile& profile)
 {
   ImageKey key{sample.tgid, sample.image_id};
   // Innermost first, so that a cut keeps the frames nearest the leaf, where the time went, and
-  // drops those nearest the root.
+  // drops those nearest the root; one frame of the budget is the cut's mark.
+  size_t room = options_.max_stack_frames > 0 ? options_.max_stack_frames - 1 : 0;
   std::vector<profile::Frame> inner_first;
   std::vector<profile::Frame> group;
   size_t used = 0;
@@ -217,13 +217,9 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.comm = processes_.get(key).comm;
     stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
                                       processes_.get(key).cgroup);
-    // The kernel's frames (at most 127, named by the kernel) and the marks always fit; the user
-    // frames get the rest of the stack's budget, less one frame for a kTruncated mark.
-    size_t fixed = sample.kernel_frames.size() + 3;
-    size_t room = options_.max_stack_frames > fixed ? options_.max_stack_frames - fixed : 0;
     size_t bytes = 0;
     bool cut = false;
-    auto user = user_frames(sample, room, &bytes, &cut, out);
+    auto user = user_frames(sample, &bytes, &cut, out);
     auto& frames = stack.frames;
     frames.reserve(user.size() + sample.kernel_frames.size() + 2);
     if (sample.user_stack_lost)

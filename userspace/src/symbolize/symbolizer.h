@@ -23,8 +23,9 @@ namespace flamebpf::symbolize {
 // them:
 // A frame's name (and module): real names, even C++ templates, are well below this.
 inline constexpr size_t kMaxFrameName = 8 * 1024;
-// Frames per stack after inline expansion: the kernel gives at most 127 user and 127 kernel
-// frames, and HotSpot inlines at most MaxInlineLevel (15) methods into each, so ~2,200 at most.
+// User frames per stack after inline expansion: the kernel gives at most 127, and HotSpot inlines
+// at most MaxInlineLevel (15) methods into each, so ~2,000 at most. (The kernel's own frames, at
+// most 127, are named by the kernel.)
 inline constexpr size_t kMaxStackFrames = 4096;
 // Bytes of frame names (and modules) per stack: 4,096 frames of 256 bytes.
 inline constexpr size_t kMaxStackNameBytes = 1 << 20;
@@ -97,11 +98,10 @@ private:
                          std::vector<profile::Frame>& out,
                          profile::SymbolizedProfile& profile,
                          bool* cut_when_read);
-  // The user frames of sample, root first, within the stack's budgets: room frames at most, and
-  // max_stack_name_bytes. Adds the bytes of names they hold to *bytes, and sets *cut if frames
+  // The user frames of sample, root first, within the stack's budgets (max_stack_frames, and
+  // max_stack_name_bytes). Adds the bytes of names they hold to *bytes, and sets *cut if frames
   // were left out.
   std::vector<profile::Frame> user_frames(const profile::RawSample& sample,
-                                          size_t room,
                                           size_t* bytes,
                                           bool* cut,
                                           profile::SymbolizedProfile& profile);
