@@ -132,13 +132,7 @@ std::string PerfMapReader::path() const
 
 std::optional<std::chrono::system_clock::time_point> PerfMapReader::modified() const
 {
-  struct stat status {};
-  if (!fd_.valid() || ::fstat(fd_.get(), &status) != 0)
-    return std::nullopt;
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::seconds(status.st_mtim.tv_sec) +
-          std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
+  return modified_;
 }
 
 void PerfMapReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
@@ -150,6 +144,8 @@ void PerfMapReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
   partial_.clear();
   skipping_ = false;
   table_.clear();
+  if (!fd_.valid())
+    modified_.reset();
   started_over_in_interval_ = true;
 }
 
@@ -267,6 +263,10 @@ void PerfMapReader::read_new()
   struct stat status {};
   if (::fstat(fd_.get(), &status) != 0)
     return;
+  modified_ = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(status.st_mtim.tv_sec) +
+          std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
   uint64_t size = static_cast<uint64_t>(status.st_size);
   if (size < offset_) {
     // Truncated and rewritten in place: read it again from the start, once per interval.

@@ -140,7 +140,8 @@ public:
   bool found() const { return fd_.valid(); }
   // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
   std::string path() const;
-  // When the map file was last written; nullopt if it was never found.
+  // When the map file was last written, as the last refresh saw it (asking the file system now
+  // could stall); nullopt if it was never found.
   std::optional<std::chrono::system_clock::time_point> modified() const;
 
   static constexpr size_t kMaxLine = 64 * 1024; // longer lines are skipped
@@ -176,6 +177,7 @@ private:
   std::string partial_;   // an incomplete last line, waiting for its end
   bool skipping_ = false; // inside a line longer than kMaxLine
   PerfMapTable table_;
+  std::optional<std::chrono::system_clock::time_point> modified_;
   // This interval's spending.
   size_t read_in_interval_ = 0;
   size_t parsed_in_interval_ = 0;

@@ -132,7 +132,39 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   // ends is still read to its end through the open file.
   if (image.jvm && !image.perf_map && image.ns_pid != 0) {
     image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_);
-    image.perf_map->refresh();
+    refresh_perf_map(image);
+  }
+}
+
+bool ProcessImage::perf_map_usable()
+{
+  if (perf_map_stalled &&
+      perf_map_stalled->wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    spdlog::info("{}: answers again", perf_map->path());
+    perf_map_stalled.reset();
+  }
+  return perf_map && !perf_map_stalled;
+}
+
+void ProcessTable::refresh_perf_map(ProcessImage& image)
+{
+  if (!image.perf_map_usable())
+    return;
+  // The work holds the reader: should it stall, it may finish long after this image is gone.
+  auto outcome = stall_guard_.run<bool>([reader = image.perf_map] {
+    reader->refresh();
+    return true;
+  });
+  if (!outcome) {
+    spdlog::debug("{}: not read, too many reads of targets' files are stalled",
+                  image.perf_map->path());
+    return;
+  }
+  if (outcome->stalled) {
+    image.perf_map_stalled = outcome->result;
+    spdlog::warn("{}: no answer within {} ms (its file system stalls); its JIT frames stay "
+                 "unnamed until it answers",
+                 image.perf_map->path(), kStallLimit.count());
   }
 }
 
@@ -167,16 +199,16 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   }
   if (image.perf_map_generation != generation_) {
     image.perf_map_generation = generation_;
-    image.perf_map->refresh();
+    refresh_perf_map(image);
   }
-  return &image.perf_map->table();
+  return image.perf_map_usable() ? &image.perf_map->table() : nullptr;
 }
 
 std::vector<PerfMapStatus> ProcessTable::perf_maps() const
 {
   std::vector<PerfMapStatus> maps;
   for (const auto& [key, image] : processes_) {
-    if (!image.perf_map)
+    if (!image.perf_map || image.perf_map_stalled)
       continue;
     if (auto modified = image.perf_map->modified())
       maps.push_back({key.pid, image.perf_map->path(), *modified, image.perf_map->table().size()});
@@ -191,7 +223,7 @@ void ProcessTable::poll_perf_maps()
       continue;
     if (!image.perf_map)
       image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
-    image.perf_map->refresh();
+    refresh_perf_map(image);
   }
 }
 
@@ -216,7 +248,7 @@ std::vector<ImageKey> ProcessTable::end_generation()
   }
   std::vector<ImageKey> gone;
   for (auto it = processes_.begin(); it != processes_.end();) {
-    const auto& [key, image] = *it;
+    auto& [key, image] = *it;
     bool exited = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
     bool replaced =
         image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
@@ -224,7 +256,7 @@ std::vector<ImageKey> ProcessTable::end_generation()
       gone.push_back(key);
       it = processes_.erase(it);
     } else {
-      if (image.perf_map)
+      if (image.perf_map_usable())
         image.perf_map->begin_interval();
       ++it;
     }

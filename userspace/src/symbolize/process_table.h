@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/stall_guard.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/proc_maps.h"
@@ -46,6 +48,12 @@ struct ProcessImage {
   // first address in anonymous code.
   std::shared_ptr<PerfMapReader> perf_map;
   uint64_t perf_map_generation = 0; // generation perf_map was last refreshed in
+  // A refresh of perf_map that stalled (its file system does not answer) and is still running:
+  // until it ends, the reader is its and the map names nothing.
+  std::optional<std::shared_future<bool>> perf_map_stalled;
+
+  // Whether perf_map may be used now: there is one and no stalled refresh holds it.
+  bool perf_map_usable();
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
@@ -130,9 +138,16 @@ public:
   size_t size() const { return processes_.size(); }
   size_t elf_files() const { return elf_cache_.size(); }
 
+  // How long a perf map's refresh may take before the table goes on without it.
+  static constexpr std::chrono::milliseconds kStallLimit{1000};
+
 private:
+  // Refreshes image's perf map through the stall guard; one line if it stalls.
+  void refresh_perf_map(ProcessImage& image);
+
   std::string proc_root_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
+  StallGuard stall_guard_{kStallLimit};
   ElfCache elf_cache_;
   std::vector<ImageKey> new_jvms_;
   uint64_t generation_ = 1;
