@@ -6,6 +6,7 @@
 
 #include "agent/dump_writer.h"
 #include "agent/stats.h"
+#include "common/utf8.h"
 #include "test_support.h"
 #include "test_xml.h"
 
@@ -168,6 +169,26 @@ TEST(Stats, AppendsWholeLines)
   ASSERT_TRUE(append_line(path, "{\"b\":2}").has_value());
   EXPECT_EQ(contents(path), "{\"a\":1}\n{\"b\":2}\n");
   EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+}
+
+TEST(Stats, JsonStringsAreValidUtf8)
+{
+  EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  // Valid UTF-8 is kept; each byte outside a valid sequence becomes U+FFFD; DEL is escaped.
+  EXPECT_EQ(json_string("caf\xC3\xA9 \xE2\x82\xAC"), "\"caf\xC3\xA9 \xE2\x82\xAC\"");
+  EXPECT_EQ(json_string("bad \xff\xfe\xc0\x80 \xed\xa0\x80 \xe2\x82 end\x7f"),
+            "\"bad \\ufffd\\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd end"
+            "\\u007f\"");
+  auto profile = interval(5, 0);
+  profile.stacks[0].target = "web\xff\x1b[31m";
+  IntervalStats stats;
+  stats.window = window(0);
+  stats.profile = &profile;
+  stats.perf_maps = {{10, "web\xff\x1b[31m", 1}};
+  std::string json = stats_json(stats);
+  EXPECT_TRUE(utf8::is_valid(json)) << json;
+  EXPECT_EQ(json.find('\x1b'), std::string::npos) << json;
+  EXPECT_NE(json.find("\"web\\ufffd\\u001b[31m\":{\"samples\":5"), std::string::npos) << json;
 }
 
 } // namespace

@@ -100,6 +100,11 @@ TEST(FoldedFrame, KernelSuffixAndSanitizing)
   EXPECT_EQ(folded_frame(unknown("libc.so.6+0x10")), "libc.so.6+0x10");
   EXPECT_EQ(folded_frame(native("a;b;c")), "a:b:c");
   EXPECT_EQ(folded_frame(native(std::string("a\nb\r\tc\0d", 8))), "a b  c d");
+  // One line of UTF-8 text: no control character for a terminal, no byte outside valid UTF-8.
+  EXPECT_EQ(folded_frame(native("ctl\x01\x1b[31mred\x7f")), "ctl  [31mred ");
+  EXPECT_EQ(
+      folded_frame(native("caf\xC3\xA9 \xff\xfe\xc0\x80 \xe2\x82")),
+      "caf\xC3\xA9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(folded_frame(native("")), "[unknown]");
   EXPECT_EQ(folded_frame(kernel("")), "[unknown]_[k]");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 #include <zlib.h>
 
+#include "common/utf8.h"
 #include "emit/pprof.h"
 #include "proto/profile.pb.h"
 
@@ -262,6 +263,27 @@ TEST(Pprof, StringTableStartsEmptyAndHoldsEachStringOnce)
   for (const char* expected : {"samples", "count", "cpu", "nanoseconds", "burner", "java",
                                "swapper/0", "main", "pid", "comm", "container", "host", "web"})
     EXPECT_TRUE(distinct.contains(expected)) << expected;
+}
+
+TEST(Pprof, NamesOfAnyBytesBecomeValidUtf8Strings)
+{
+  SymbolizedProfile input;
+  input.frequency_hz = 99;
+  input.stacks = {{7,
+                   "bad\xff\xfe",
+                   "web\xc0\x80",
+                   {native("utf8 \xff bad", "/lib\xed\xa0\x80.so"), jit("caf\xC3\xA9\x1b[31m")},
+                   3},
+                  {8, "bad\xfe\xff", "web", {native("utf8 \xfe bad")}, 2}};
+  // protobuf's parser refuses a proto3 string that is not UTF-8.
+  pb::Profile profile = parse(input);
+  std::set<std::string> strings(profile.string_table().begin(), profile.string_table().end());
+  for (const auto& text : strings)
+    EXPECT_TRUE(utf8::is_valid(text)) << text;
+  EXPECT_EQ(strings.size(), static_cast<size_t>(profile.string_table_size())); // still once each
+  for (const char* expected : {"utf8 \xEF\xBF\xBD bad", "bad\xEF\xBF\xBD\xEF\xBF\xBD",
+                               "web\xEF\xBF\xBD\xEF\xBF\xBD", "caf\xC3\xA9\x1b[31m"})
+    EXPECT_TRUE(strings.contains(expected)) << ::testing::PrintToString(strings);
 }
 
 TEST(Pprof, FunctionsLocationsAndMappingsAreSharedAcrossStacks)

@@ -13,6 +13,7 @@
 
 #include "common/procfs.h"
 #include "common/unique_fd.h"
+#include "common/utf8.h"
 #include "drain/drop_report.h"
 
 namespace flamebpf::agent {
@@ -93,8 +94,16 @@ OwnUsage own_usage()
 std::string json_string(std::string_view s)
 {
   std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
+  for (size_t at = 0; at < s.size();) {
+    char32_t code_point = 0;
+    size_t length = utf8::sequence_at(s, at, code_point);
+    if (length == 0) {
+      // JSON is UTF-8 text: a byte outside any valid sequence becomes U+FFFD.
+      out += "\\ufffd";
+      ++at;
+      continue;
+    }
+    switch (code_point) {
     case '"':
       out += "\\\"";
       break;
@@ -108,11 +117,12 @@ std::string json_string(std::string_view s)
       out += "\\t";
       break;
     default:
-      if (c < 0x20 || c == 0x7f)
-        out += fmt::format("\\u{:04x}", c);
+      if (code_point < 0x20 || code_point == 0x7f)
+        out += fmt::format("\\u{:04x}", static_cast<uint32_t>(code_point));
       else
-        out.push_back(static_cast<char>(c));
+        out.append(s, at, length);
     }
+    at += length;
   }
   out += '"';
   return out;

@@ -62,7 +62,9 @@ std::string summary_line(const IntervalStats& stats);
 // Appends line and a newline to path in one write, so concurrent readers see whole lines.
 [[nodiscard]] Result<> append_line(const std::string& path, const std::string& line);
 
-// s as a JSON string literal, quotes included.
+// s as a JSON string literal, quotes included. JSON is UTF-8 text and s any bytes: each byte
+// that starts no valid UTF-8 sequence is replaced by U+FFFD (written "\ufffd"), and control
+// characters are escaped.
 std::string json_string(std::string_view s);
 
 } // namespace flamebpf::agent

@@ -2,22 +2,36 @@
 
 #include <map>
 
+#include "common/utf8.h"
+
 namespace flamebpf::emit {
 namespace {
 
+// A name as one frame of a line of UTF-8 text: ';' would split it and a control character
+// (a newline, an escape sequence for the terminal it is shown on) has no place in it; a byte
+// outside any valid UTF-8 sequence becomes U+FFFD, as in every other output.
 void append_sanitized(std::string& out, const std::string& text)
 {
   if (text.empty()) {
     out += "[unknown]";
     return;
   }
-  for (char c : text) {
-    if (c == ';')
-      out.push_back(':');
-    else if (c == '\n' || c == '\r' || c == '\t' || c == '\0')
-      out.push_back(' ');
-    else
-      out.push_back(c);
+  for (size_t at = 0; at < text.size();) {
+    auto c = static_cast<unsigned char>(text[at]);
+    if (c < 0x80) {
+      out.push_back(c == ';' ? ':' : c < 0x20 || c == 0x7f ? ' ' : static_cast<char>(c));
+      ++at;
+      continue;
+    }
+    char32_t code_point = 0;
+    size_t length = utf8::sequence_at(text, at, code_point);
+    if (length == 0) {
+      out += utf8::kReplacement;
+      ++at;
+    } else {
+      out.append(text, at, length);
+      at += length;
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 #include <zlib.h>
 
+#include "common/utf8.h"
 #include "proto/profile.pb.h"
 
 namespace flamebpf::emit {
@@ -99,6 +100,10 @@ private:
 
 int64_t Builder::string(std::string_view text)
 {
+  // profile.proto's strings are proto3 strings, UTF-8 by definition (a parser may reject anything
+  // else); names from targets are any bytes.
+  if (!utf8::is_valid(text))
+    return string(utf8::valid(text));
   if (auto it = strings_.find(text); it != strings_.end())
     return it->second;
   auto index = static_cast<int64_t>(out_.string_table_size());
