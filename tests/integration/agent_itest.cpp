@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
+#include <set>
 #include <sstream>
 #include <sys/mount.h>
 #include <thread>
@@ -65,6 +66,15 @@ void expect_only_whole_files(const std::string& dir)
       EXPECT_EQ(gunzip.wait(), 0) << entry.path() << " is not whole gzip";
     }
   }
+}
+
+std::set<std::string> names_in(const std::string& dir)
+{
+  std::set<std::string> names;
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(dir, ignored))
+    names.insert(entry.path().filename());
+  return names;
 }
 
 class AgentTest : public ::testing::Test {
@@ -333,6 +343,47 @@ TEST_F(AgentTest, SigtermWritesThePartialLastInterval)
   }
   EXPECT_GT(count_with_prefix(folded, "burner_term;"), 100u);
   EXPECT_GT(count_containing(folded, "main;run;a;b;c"), 100u);
+}
+
+TEST_F(AgentTest, TargetsWhoseNamesMeetAfterSanitizingGetADirectoryEach)
+{
+  // "<parent>/a" would be written to "<parent>_a", the directory of the cgroup "<parent>_a".
+  TempCgroup parent;
+  std::string nested = parent.path() + "/a";
+  std::string sibling = parent.path() + "_a";
+  ASSERT_EQ(::mkdir(nested.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(sibling.c_str(), 0755), 0);
+  struct Remove {
+    std::vector<std::string> paths;
+    ~Remove()
+    {
+      for (const auto& path : paths)
+        ::rmdir(path.c_str());
+    }
+  } remove{{nested, sibling}};
+  {
+    Child in_nested({copy_burner(dir_.path(), "burner_nested"), "15"}, nested);
+    Child in_sibling({copy_burner(dir_.path(), "burner_sibling"), "15"}, sibling);
+    auto run = run_flamebpf({"--cgroup", nested, "--cgroup", sibling, "--output-dir", out_,
+                             "--interval", "1", "-d", "2.5", "--format", "folded"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    auto directories = names_in(out_);
+    directories.erase("flamebpf-stats.jsonl");
+    ASSERT_EQ(directories.size(), 2u) << ::testing::PrintToString(directories) << run.output;
+    std::string mount = cgroup2_mount();
+    for (const auto& [cgroup, comm, other] :
+         {std::tuple(nested, "burner_nested;", "burner_sibling;"),
+          std::tuple(sibling, "burner_sibling;", "burner_nested;")}) {
+      std::string target = out_ + "/" + agent::target_directory(cgroup.substr(mount.size() + 1));
+      std::map<std::string, uint64_t> folded;
+      for (const auto& dump : agent::list_dumps(target)) {
+        for (const auto& [stack, count] : read_folded(target + "/" + dump.files[0]))
+          folded[stack] += count;
+      }
+      EXPECT_GT(count_with_prefix(folded, comm), 50u) << target << "\n" << run.output;
+      EXPECT_EQ(count_with_prefix(folded, other), 0u) << target;
+    }
+  }
 }
 
 } // namespace

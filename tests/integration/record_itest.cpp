@@ -7,6 +7,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -30,6 +31,14 @@ uint64_t expect_workload_chain(const std::map<std::string, uint64_t>& folded,
   uint64_t samples = burner_chain_samples(folded, comm, context);
   EXPECT_GT(samples, min_samples) << hottest_stacks(folded) << context;
   return samples;
+}
+
+std::set<std::string> names_in(const std::string& dir)
+{
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.insert(entry.path().filename());
+  return names;
 }
 
 class RecordTest : public ::testing::Test {
@@ -493,6 +502,48 @@ TEST_F(RecordTest, UnprivilegedUserGetsOneLineWithTheFix)
   EXPECT_NE(output.find("sudo"), std::string::npos) << output;
   EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
   EXPECT_EQ(output.find("libbpf"), std::string::npos) << output;
+}
+
+TEST_F(RecordTest, TargetsWhoseNamesMeetAfterSanitizingGetAFileEach)
+{
+  // "<parent>/a" would be written as "<parent>_a", the name of the cgroup "<parent>_a".
+  TempCgroup parent;
+  std::string nested = parent.path() + "/a";
+  std::string sibling = parent.path() + "_a";
+  ASSERT_EQ(::mkdir(nested.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(sibling.c_str(), 0755), 0);
+  struct Remove {
+    std::vector<std::string> paths;
+    ~Remove()
+    {
+      for (const auto& path : paths)
+        ::rmdir(path.c_str());
+    }
+  } remove{{nested, sibling}};
+  {
+    Child in_nested({copy_burner(dir_.path(), "burner_nested"), "15"}, nested);
+    Child in_sibling({copy_burner(dir_.path(), "burner_sibling"), "15"}, sibling);
+    settle();
+    auto run = run_flamebpf(
+        {"--cgroup", nested, "--cgroup", sibling, "-d", "3", "-o", dir_.path() + "/out.folded"});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::set<std::string> files;
+    for (const auto& name : names_in(dir_.path())) {
+      if (name.starts_with("out."))
+        files.insert(name);
+    }
+    ASSERT_EQ(files.size(), 2u) << ::testing::PrintToString(files) << run.output;
+    std::string mount = cgroup2_mount();
+    std::string sibling_file = "out." + sibling.substr(mount.size() + 1) + ".folded";
+    ASSERT_TRUE(files.contains(sibling_file)) << ::testing::PrintToString(files);
+    files.erase(sibling_file);
+    auto own = read_folded(dir_.path() + "/" + sibling_file);
+    auto other = read_folded(dir_.path() + "/" + *files.begin());
+    EXPECT_GT(count_with_prefix(own, "burner_sibling;"), 50u) << run.output;
+    EXPECT_EQ(count_with_prefix(own, "burner_nested;"), 0u);
+    EXPECT_GT(count_with_prefix(other, "burner_nested;"), 50u) << run.output;
+    EXPECT_EQ(count_with_prefix(other, "burner_sibling;"), 0u);
+  }
 }
 
 } // namespace

@@ -50,11 +50,13 @@ TEST(WindowName, SecondsOrMilliseconds)
 TEST(TargetDirectory, NeverLeavesTheOutputDirectory)
 {
   EXPECT_EQ(target_directory("web"), "web");
-  EXPECT_EQ(target_directory("system.slice/nginx.service"), "system.slice_nginx.service");
-  EXPECT_EQ(target_directory(".."), "_..");
-  EXPECT_EQ(target_directory("."), "_.");
-  EXPECT_EQ(target_directory(""), "_");
-  EXPECT_EQ(target_directory("a\nb;c"), "a_b_c");
+  EXPECT_TRUE(
+      target_directory("system.slice/nginx.service").starts_with("system.slice_nginx.service_"));
+  EXPECT_TRUE(target_directory("..").starts_with("_.._"));
+  EXPECT_TRUE(target_directory(".").starts_with("_._"));
+  EXPECT_TRUE(target_directory("").starts_with("__"));
+  EXPECT_TRUE(target_directory("a\nb;c").starts_with("a_b_c_"));
+  EXPECT_EQ(target_directory("a\nb;c").find('/'), std::string::npos);
 }
 
 TEST(ListDumps, GroupsFilesByWindowOldestFirst)

@@ -1,6 +1,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -42,6 +43,14 @@ Window window(int index)
 {
   return {Clock::time_point(std::chrono::seconds(kT + index * 60)),
           Clock::time_point(std::chrono::seconds(kT + (index + 1) * 60))};
+}
+
+std::set<std::string> names_in(const std::filesystem::path& dir)
+{
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.insert(entry.path().filename());
+  return names;
 }
 
 TEST(DumpWriter, OneSetOfFilesPerTargetAndLatestLinks)
@@ -124,6 +133,30 @@ TEST(DumpWriter, RemovesTemporariesOfAKilledRun)
   options.directory = dir.path().string();
   DumpWriter writer(options);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "web"));
+}
+
+TEST(DumpWriter, TargetsThatDifferInReplacedCharactersGetDirectoriesOfTheirOwn)
+{
+  TempDir dir;
+  DumpOptions options;
+  options.directory = dir.path().string();
+  options.formats = {emit::Format::kFolded};
+  DumpWriter writer(options);
+  profile::SymbolizedProfile profile;
+  profile.stacks = {{10, "one", "a/b", {{"main", "", FrameKind::kNative}}, 5},
+                    {20, "two", "a_b", {{"main", "", FrameKind::kNative}}, 7},
+                    {30, "three", "a b", {{"main", "", FrameKind::kNative}}, 9}};
+  EXPECT_EQ(writer.write(profile, window(0)).files, 3u);
+  auto names = names_in(dir.path());
+  EXPECT_EQ(names.size(), 3u) << ::testing::PrintToString(names);
+  EXPECT_EQ(contents(dir.path() / "a_b" / "latest.folded"), "two;main 7\n");
+  EXPECT_EQ(contents(dir.path() / target_directory("a/b") / "latest.folded"), "one;main 5\n");
+  EXPECT_EQ(contents(dir.path() / target_directory("a b") / "latest.folded"), "three;main 9\n");
+  // The next interval, with only one of them, writes to the same directory.
+  profile.stacks.erase(profile.stacks.begin() + 1, profile.stacks.end());
+  writer.write(profile, window(1));
+  EXPECT_EQ(list_dumps(dir.path() / target_directory("a/b")).size(), 2u);
+  EXPECT_EQ(list_dumps(dir.path() / "a_b").size(), 1u);
 }
 
 TEST(Stats, OneJsonLinePerInterval)

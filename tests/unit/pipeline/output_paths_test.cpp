@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "pipeline/output_paths.h"
+#include "profile/by_target.h"
 
 namespace flamebpf::pipeline {
 namespace {
@@ -15,14 +16,14 @@ TEST(OutputPathForTarget, NameGoesBeforeTheExtension)
   EXPECT_EQ(output_path_for_target(".hidden", "web"), ".hidden.web");
 }
 
-TEST(OutputPathForTarget, NameCannotLeaveTheDirectory)
+TEST(OutputPathForTarget, TargetsThatMeetAfterSanitizingGetTwoFiles)
 {
-  EXPECT_EQ(output_path_for_target("out.folded", "system.slice/nginx.service"),
-            "out.system.slice_nginx.service.folded");
-  EXPECT_EQ(output_path_for_target("out.folded", "../../etc/passwd"),
-            "out._._.._etc_passwd.folded");
-  EXPECT_EQ(output_path_for_target("out.folded", ""), "out._.folded");
-  EXPECT_EQ(output_path_for_target("out.folded", "a b;c\n"), "out.a_b_c_.folded");
+  auto names = profile::target_file_names({"a/b", "a_b", "../../etc/passwd"});
+  EXPECT_EQ(output_path_for_target("out.folded", names.at("a_b")), "out.a_b.folded");
+  EXPECT_NE(output_path_for_target("out.folded", names.at("a/b")), "out.a_b.folded");
+  std::string escaped = output_path_for_target("/x/out.folded", names.at("../../etc/passwd"));
+  EXPECT_TRUE(escaped.starts_with("/x/out._.._.._etc_passwd_")) << escaped;
+  EXPECT_EQ(escaped.find('/', 3), std::string::npos) << escaped;
 }
 
 TEST(DefaultOutputPath, TimestampedInTheCurrentDirectory)

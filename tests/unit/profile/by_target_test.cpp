@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "profile/by_target.h"
 
@@ -19,6 +22,70 @@ TEST(SplitByTarget, EachTargetGetsOnlyItsStacks)
   EXPECT_EQ(parts.at("db").frequency_hz, 99u);
   EXPECT_EQ(parts.at("db").counters[FB_COUNTER_SAMPLES], 12u);
   EXPECT_TRUE(split_by_target(SymbolizedProfile{}).empty());
+}
+
+bool portable(const std::string& name)
+{
+  return !name.empty() && name.front() != '.' &&
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+             std::string::npos;
+}
+
+TEST(TargetFileName, PortableNamesAreKept)
+{
+  EXPECT_EQ(target_file_name("web"), "web");
+  EXPECT_EQ(target_file_name("payments-db.v2_blue"), "payments-db.v2_blue");
+  EXPECT_EQ(target_file_name("pod-1a2b3c4d"), "pod-1a2b3c4d");
+  EXPECT_EQ(target_file_name("web-0123456789ab"), "web-0123456789ab");
+}
+
+TEST(TargetFileName, OtherNamesAreSpelledPortablyAndMarked)
+{
+  std::string nginx = target_file_name("system.slice/nginx.service");
+  EXPECT_TRUE(nginx.starts_with("system.slice_nginx.service_")) << nginx;
+  EXPECT_EQ(nginx.size(), std::string("system.slice_nginx.service_").size() + 8);
+  for (const std::string& target :
+       std::vector<std::string>{"..", ".", "", ".hidden", "../../etc/passwd", "a\nb;c", "\xff\xfe",
+                                "flamebpf-stats.jsonl", std::string(300, 'x')}) {
+    std::string name = target_file_name(target);
+    EXPECT_TRUE(portable(name)) << "'" << target << "' -> '" << name << "'";
+    EXPECT_NE(name, target);
+    EXPECT_LE(name.size(), kMaxTargetFileName + 10);
+    // The same every time.
+    EXPECT_EQ(target_file_name(target), name);
+  }
+}
+
+TEST(TargetFileName, NamesThatMeetOnlyAfterReplacingStayApart)
+{
+  // "a/b" would become "a_b", the name of the target "a_b".
+  std::set<std::string> names;
+  for (const char* target : {"a_b", "a/b", "a b", "a;b", "a\nb", "a_b_00000000"})
+    names.insert(target_file_name(target));
+  EXPECT_EQ(names.size(), 6u) << ::testing::PrintToString(names);
+  EXPECT_EQ(target_file_name("a_b"), "a_b");
+  // A name that looks marked is marked again, so it cannot take a marked name.
+  std::string marked = target_file_name("a/b");
+  EXPECT_NE(target_file_name(marked), marked);
+  EXPECT_TRUE(target_file_name(marked).starts_with(marked + "_"));
+}
+
+TEST(TargetFileNames, UniqueWithinTheSetWhateverCollides)
+{
+  std::set<std::string> targets{"a_b", "a/b", "a b", "web"};
+  auto names = target_file_names(targets);
+  ASSERT_EQ(names.size(), 4u);
+  std::set<std::string> distinct;
+  for (const auto& [target, name] : names) {
+    EXPECT_EQ(name, target_file_name(target)); // no collision here: each keeps its own name
+    distinct.insert(name);
+  }
+  EXPECT_EQ(distinct.size(), 4u);
+  // Long names cut to the same prefix still differ by their mark.
+  std::string base(kMaxTargetFileName + 5, 'x');
+  auto long_names = target_file_names({base + "1", base + "2"});
+  EXPECT_NE(long_names.at(base + "1"), long_names.at(base + "2"));
 }
 
 } // namespace

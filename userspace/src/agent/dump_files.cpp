@@ -8,6 +8,8 @@
 #include <map>
 #include <sys/stat.h>
 
+#include "profile/by_target.h"
+
 namespace flamebpf::agent {
 namespace {
 
@@ -116,15 +118,7 @@ std::optional<Window> parse_window_name(std::string_view file_name)
 
 std::string target_directory(std::string_view target)
 {
-  std::string name;
-  for (char c : target) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-    name.push_back(keep ? c : '_');
-  }
-  if (name.empty() || name == "." || name == "..")
-    name = "_" + name;
-  return name;
+  return profile::target_file_name(target);
 }
 
 std::vector<Dump> list_dumps(const std::string& directory)

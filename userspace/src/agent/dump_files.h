@@ -29,8 +29,8 @@ std::string window_name(const Window& window);
 // The window a file name starts with (the part before the first '.' after the window), if any.
 std::optional<Window> parse_window_name(std::string_view file_name);
 
-// A target name as a directory name: letters, digits, '.', '_' and '-' kept, anything else
-// '_' (so no name leaves DIR), never "", "." or "..".
+// A target's directory name in DIR: profile::target_file_name, so that no name leaves DIR and no
+// two targets share a directory.
 std::string target_directory(std::string_view target);
 
 // One interval's dump of one target: its window and the files written for it.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <dirent.h>
 #include <filesystem>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,10 +53,11 @@ Result<> DumpWriter::write_latest_link(const std::string& directory,
 }
 
 Result<size_t> DumpWriter::write_target(const std::string& target,
+                                        const std::string& directory_name,
                                         const profile::SymbolizedProfile& profile,
                                         const Window& window)
 {
-  std::string directory = options_.directory + "/" + target_directory(target);
+  std::string directory = options_.directory + "/" + directory_name;
   if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(system_error(errno, "cannot create " + directory));
   std::string base = window_name(window);
@@ -116,7 +118,8 @@ DumpReport DumpWriter::drain_pending(DumpReport report)
   while (!pending_.empty()) {
     Interval& interval = pending_.front();
     for (auto it = interval.targets.begin(); it != interval.targets.end();) {
-      auto written = write_target(it->first, it->second, interval.window);
+      const std::string& directory = interval.directories.at(it->first);
+      auto written = write_target(it->first, directory, it->second, interval.window);
       if (!written) {
         if (report.error.empty())
           report.error = written.error().message;
@@ -124,7 +127,7 @@ DumpReport DumpWriter::drain_pending(DumpReport report)
         return report;
       }
       report.files += *written;
-      report.removed += apply_retention(options_.directory + "/" + target_directory(it->first));
+      report.removed += apply_retention(options_.directory + "/" + directory);
       it = interval.targets.erase(it);
     }
     pending_.pop_front();
@@ -137,7 +140,11 @@ DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval, const W
 {
   // Earlier intervals first: if their writes work again, nothing needs to give way.
   DumpReport report = drain_pending(DumpReport{});
-  Interval next{window, profile::split_by_target(interval)};
+  Interval next{window, profile::split_by_target(interval), {}};
+  std::set<std::string> targets;
+  for (const auto& [target, part] : next.targets)
+    targets.insert(target);
+  next.directories = profile::target_file_names(targets);
   report.targets = next.targets.size();
   if (!next.targets.empty())
     pending_.push_back(std::move(next));

@@ -53,9 +53,11 @@ private:
   struct Interval {
     Window window;
     std::map<std::string, profile::SymbolizedProfile> targets; // by target name
+    std::map<std::string, std::string> directories;            // target name -> directory name
   };
-  // Writes one target's dump; fails on the first file that cannot be written.
+  // Writes one target's dump into DIR/directory; fails on the first file that cannot be written.
   Result<size_t> write_target(const std::string& target,
+                              const std::string& directory,
                               const profile::SymbolizedProfile& profile,
                               const Window& window);
   Result<> write_latest_link(const std::string& directory,

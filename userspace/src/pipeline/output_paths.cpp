@@ -14,23 +14,15 @@ std::string default_output_path()
   return std::string("./flamebpf-") + stamp + ".folded";
 }
 
-std::string output_path_for_target(const std::string& path, const std::string& target)
+std::string output_path_for_target(const std::string& path, const std::string& file_name)
 {
-  std::string safe;
-  for (char c : target) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '_' || c == '-' || (c == '.' && !safe.empty());
-    safe.push_back(keep ? c : '_');
-  }
-  if (safe.empty())
-    safe = "_";
   size_t slash = path.rfind('/');
   size_t base = slash == std::string::npos ? 0 : slash + 1;
   size_t dot = path.rfind('.');
   // A leading dot (".profile") or none at all: no extension to keep.
   if (dot == std::string::npos || dot <= base)
-    return path + "." + safe;
-  return path.substr(0, dot) + "." + safe + path.substr(dot);
+    return path + "." + file_name;
+  return path.substr(0, dot) + "." + file_name + path.substr(dot);
 }
 
 } // namespace flamebpf::pipeline

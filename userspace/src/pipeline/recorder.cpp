@@ -203,6 +203,10 @@ Result<std::vector<OutputFile>> write_outputs(const cli::Config& config,
   // A requested target without samples still gets its (empty) file: "no CPU used" is an answer.
   for (const auto& name : target_names)
     parts.try_emplace(name);
+  std::set<std::string> names;
+  for (const auto& [name, part] : parts)
+    names.insert(name);
+  auto file_names = profile::target_file_names(names);
   for (const auto& output : outputs) {
     if (!targets.per_target_output() || output == "-") {
       // Several targets in one stream stay apart only with their names as root frames.
@@ -213,7 +217,7 @@ Result<std::vector<OutputFile>> write_outputs(const cli::Config& config,
       continue;
     }
     for (const auto& [name, part] : parts) {
-      std::string path = output_path_for_target(output, name);
+      std::string path = output_path_for_target(output, file_names.at(name));
       if (auto written = write_profile(path, part, config, config.target_frame); !written)
         return fail(written.error());
       files.push_back({path, part.total_samples(), process_count(part)});

@@ -1,6 +1,73 @@
 #include "profile/by_target.h"
 
+#include <fmt/format.h>
+
 namespace flamebpf::profile {
+namespace {
+
+// The stats file sits beside the target directories of agent mode.
+constexpr std::string_view kReservedName = "flamebpf-stats.jsonl";
+constexpr size_t kMarkLength = 9; // "_" and 8 hex digits
+
+bool portable(char c)
+{
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+bool hex_digit(char c)
+{
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+// Whether name ends as a marked name does: "_" and 8 hex digits.
+bool looks_marked(std::string_view name)
+{
+  if (name.size() < kMarkLength || name[name.size() - kMarkLength] != '_')
+    return false;
+  for (char c : name.substr(name.size() - kMarkLength + 1)) {
+    if (!hex_digit(c))
+      return false;
+  }
+  return true;
+}
+
+bool kept_as_is(std::string_view target)
+{
+  if (target.empty() || target.size() > kMaxTargetFileName || target.front() == '.' ||
+      target == kReservedName || looks_marked(target))
+    return false;
+  for (char c : target) {
+    if (!portable(c))
+      return false;
+  }
+  return true;
+}
+
+// FNV-1a: stable across runs and builds, which is all a mark needs; uniqueness against crafted
+// collisions is target_file_names' job.
+uint64_t name_hash(std::string_view target, uint64_t salt)
+{
+  uint64_t hash = 0xcbf29ce484222325ull ^ salt;
+  for (char c : target) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string marked(std::string_view target, uint64_t salt)
+{
+  std::string name;
+  for (char c : target.substr(0, kMaxTargetFileName))
+    name.push_back(portable(c) ? c : '_');
+  if (name.empty() || name.front() == '.')
+    name.insert(name.begin(), '_');
+  uint64_t hash = name_hash(target, salt);
+  return fmt::format("{}_{:08x}", name, static_cast<uint32_t>(hash ^ (hash >> 32)));
+}
+
+} // namespace
 
 std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile& profile)
 {
@@ -17,6 +84,34 @@ std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile
     it->second.stacks.push_back(stack);
   }
   return parts;
+}
+
+std::string target_file_name(std::string_view target)
+{
+  return kept_as_is(target) ? std::string(target) : marked(target, 0);
+}
+
+std::map<std::string, std::string> target_file_names(const std::set<std::string>& targets)
+{
+  std::map<std::string, std::string> names;
+  std::set<std::string> taken;
+  // A kept name is never marked, so those go first and always keep their names.
+  for (const auto& target : targets) {
+    if (kept_as_is(target)) {
+      names[target] = target;
+      taken.insert(target);
+    }
+  }
+  for (const auto& target : targets) {
+    if (kept_as_is(target))
+      continue;
+    std::string name = marked(target, 0);
+    for (uint64_t salt = 1; taken.contains(name); ++salt)
+      name = marked(target, salt);
+    names[target] = name;
+    taken.insert(name);
+  }
+  return names;
 }
 
 } // namespace flamebpf::profile
