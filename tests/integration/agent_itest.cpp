@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -68,6 +69,26 @@ void expect_only_whole_files(const std::string& dir)
   }
 }
 
+bool have_setpriv()
+{
+  return ::access("/usr/bin/setpriv", X_OK) == 0;
+}
+
+// Runs a shell script as the real unprivileged user nobody; its exit code.
+int as_nobody(const std::string& script)
+{
+  Child shell({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+               "--inh-caps=-all", "/bin/sh", "-c", script});
+  return shell.wait();
+}
+
+mode_t mode_of(const std::string& path)
+{
+  struct stat status {};
+  EXPECT_EQ(::lstat(path.c_str(), &status), 0) << path;
+  return status.st_mode & 07777;
+}
+
 std::set<std::string> names_in(const std::string& dir)
 {
   std::set<std::string> names;
@@ -75,6 +96,18 @@ std::set<std::string> names_in(const std::string& dir)
   for (const auto& entry : fs::directory_iterator(dir, ignored))
     names.insert(entry.path().filename());
   return names;
+}
+
+// Lines of text containing needle.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle)
+{
+  std::vector<std::string> found;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) != std::string::npos)
+      found.push_back(line);
+  }
+  return found;
 }
 
 class AgentTest : public ::testing::Test {
@@ -273,7 +306,9 @@ TEST_F(AgentTest, FullDiskIsLoggedSurvivedAndRecovered)
   TempCgroup web;
   Child a({copy_burner(dir_.path(), "burner_full"), "60"}, web.path());
   fs::create_directories(out_);
-  ASSERT_EQ(::mount("flamebpf-test", out_.c_str(), "tmpfs", 0, "size=512k"), 0);
+  // mode=0750: a tmpfs's root is world-writable (1777) by default, and flamebpf refuses to keep
+  // profiles in a directory others may write.
+  ASSERT_EQ(::mount("flamebpf-test", out_.c_str(), "tmpfs", 0, "size=512k,mode=0750"), 0);
   struct Unmount {
     std::string path;
     ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
@@ -343,6 +378,133 @@ TEST_F(AgentTest, SigtermWritesThePartialLastInterval)
   }
   EXPECT_GT(count_with_prefix(folded, "burner_term;"), 100u);
   EXPECT_GT(count_containing(folded, "main;run;a;b;c"), 100u);
+}
+
+TEST_F(AgentTest, AnOutputDirectoryOthersControlIsRefusedInOneLine)
+{
+  if (!have_setpriv())
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  // Made by another user first, in a directory everyone may write, as /tmp is.
+  std::string shared = dir_.path() + "/shared";
+  fs::create_directory(shared);
+  ::chmod(dir_.path().c_str(), 0755);
+  ::chmod(shared.c_str(), 01777);
+  std::string theirs = shared + "/flamebpf";
+  ASSERT_EQ(as_nobody("mkdir -m 0755 " + theirs), 0);
+  std::string open = dir_.path() + "/open";
+  fs::create_directory(open);
+  ::chmod(open.c_str(), 0777);
+  std::string real = dir_.path() + "/real";
+  fs::create_directory(real);
+  std::string link = dir_.path() + "/link";
+  fs::create_directory_symlink(real, link);
+  for (const auto& [directory, why] : {std::pair(theirs, " belongs to uid 65534, not to root"),
+                                       std::pair(open, " is writable by others (mode 0777)"),
+                                       std::pair(link, " is a symbolic link")}) {
+    auto run = run_flamebpf({"--output-dir", directory, "--interval", "1", "-d", "1"});
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+    EXPECT_NE(run.output.find("--output-dir " + directory + why), std::string::npos) << run.output;
+    EXPECT_TRUE(names_in(directory).empty()) << directory;
+  }
+}
+
+TEST_F(AgentTest, FilesAreReadableByTheGroupAndDirectoriesCreated0750)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_modes"), "30"}, web.path());
+  std::string out = dir_.path() + "/new/dumps";
+  auto run = run_flamebpf({"--cgroup", web.path(), "--output-dir", out, "--interval", "1", "-d",
+                           "1.5", "--format", "folded,svg,pprof"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(mode_of(out), 0750u);
+  EXPECT_EQ(mode_of(out + "/flamebpf-stats.jsonl"), 0640u);
+  std::string target = out + "/" + agent::target_directory(web.relative_path());
+  EXPECT_EQ(mode_of(target), 0750u);
+  auto dumps = agent::list_dumps(target);
+  ASSERT_GE(dumps.size(), 1u) << run.output;
+  for (const auto& dump : dumps) {
+    for (const auto& file : dump.files)
+      EXPECT_EQ(mode_of(target + "/" + file), 0640u) << file;
+  }
+}
+
+TEST_F(AgentTest, ATargetDirectoryTurnedIntoALinkIsRefusedAndTheOthersKeepBeingWritten)
+{
+  TempCgroup web;
+  TempCgroup db;
+  Child a({copy_burner(dir_.path(), "burner_web"), "60"}, web.path());
+  Child b({copy_burner(dir_.path(), "burner_db"), "60"}, db.path());
+  // Another directory, with a file retention would remove if it were in a target's directory.
+  TempDir elsewhere;
+  const std::string old_dump = "20200101T000000Z_20200101T000100Z.folded";
+  std::ofstream(elsewhere.path() + "/" + old_dump) << "precious 1\n";
+  auto before = names_in(elsewhere.path());
+  std::string log = dir_.path() + "/log";
+  Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--cgroup", db.path(), "--output-dir", out_,
+               "--interval", "1", "--format", "folded", "--retain-count", "2"},
+              "", log);
+  std::string web_dir = out_ + "/" + agent::target_directory(web.relative_path());
+  std::string db_dir = out_ + "/" + agent::target_directory(db.relative_path());
+  // The first dumps of both (the first window may be too short to hold samples).
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         !(fs::exists(web_dir + "/latest.folded") && fs::exists(db_dir + "/latest.folded")))
+    std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(fs::exists(web_dir + "/latest.folded")) << read_text(log);
+  ASSERT_TRUE(fs::exists(db_dir + "/latest.folded")) << read_text(log);
+  // Between two intervals, web's directory becomes a link to the other directory.
+  fs::rename(web_dir, dir_.path() + "/web.moved");
+  fs::create_directory_symlink(elsewhere.path(), web_dir);
+  auto db_before = agent::list_dumps(db_dir).back().window;
+  std::this_thread::sleep_for(4s);
+  ASSERT_EQ(::kill(agent.pid(), 0), 0) << "flamebpf exited:\n" << read_text(log);
+  agent.signal(SIGTERM);
+  ASSERT_EQ(agent.wait(), 0) << read_text(log);
+
+  // Nothing was written to or removed from the other directory.
+  EXPECT_EQ(names_in(elsewhere.path()), before);
+  EXPECT_EQ(read_text(elsewhere.path() + "/" + old_dump), "precious 1\n");
+  EXPECT_TRUE(fs::is_symlink(web_dir));
+  // Said once, naming the directory, and db was written all along.
+  auto said = lines_with(read_text(log), web_dir + " is a symbolic link");
+  EXPECT_EQ(said.size(), 1u) << read_text(log);
+  auto db_dumps = agent::list_dumps(db_dir);
+  ASSERT_EQ(db_dumps.size(), 2u) << read_text(log); // --retain-count 2
+  EXPECT_GT(db_dumps.back().window.end, db_before.end + 2s) << read_text(log);
+  // The last whole interval (the newest dump is SIGTERM's partial one).
+  auto whole = read_folded(db_dir + "/" + db_dumps.front().files[0]);
+  EXPECT_GT(count_with_prefix(whole, "burner_db;"), 10u) << read_text(log);
+}
+
+TEST_F(AgentTest, AFifoAtTheStatsFileNeverBlocksTheAgent)
+{
+  TempCgroup web;
+  Child a({copy_burner(dir_.path(), "burner_stats"), "30"}, web.path());
+  ASSERT_EQ(::mkdir(out_.c_str(), 0750), 0);
+  std::string stats = out_ + "/flamebpf-stats.jsonl";
+  ASSERT_EQ(::mkfifo(stats.c_str(), 0600), 0);
+  std::string log = dir_.path() + "/log";
+  Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--output-dir", out_, "--interval", "1",
+               "--format", "folded"},
+              "", log);
+  std::this_thread::sleep_for(3500ms);
+  agent.signal(SIGTERM);
+  // Blocked in the FIFO's open, it would never see SIGTERM's flag.
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         read_text("/proc/" + std::to_string(agent.pid()) + "/stat").find(") Z") ==
+             std::string::npos)
+    std::this_thread::sleep_for(50ms);
+  agent.signal(SIGKILL);
+  EXPECT_EQ(agent.wait(), 0) << "flamebpf blocked on the FIFO\n" << read_text(log);
+  EXPECT_GE(agent::list_dumps(out_ + "/" + agent::target_directory(web.relative_path())).size(), 3u)
+      << read_text(log);
+  // Said once, however many intervals passed.
+  EXPECT_EQ(lines_with(read_text(log), stats + ": it is a FIFO").size(), 1u) << read_text(log);
+  struct stat status {};
+  ASSERT_EQ(::lstat(stats.c_str(), &status), 0);
+  EXPECT_TRUE(S_ISFIFO(status.st_mode));
 }
 
 TEST_F(AgentTest, TargetsWhoseNamesMeetAfterSanitizingGetADirectoryEach)

@@ -9,7 +9,9 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -31,6 +33,64 @@ uint64_t expect_workload_chain(const std::map<std::string, uint64_t>& folded,
   uint64_t samples = burner_chain_samples(folded, comm, context);
   EXPECT_GT(samples, min_samples) << hottest_stacks(folded) << context;
   return samples;
+}
+
+// A directory every user may write in, sticky as /tmp is, removed on destruction.
+class SharedDir {
+public:
+  SharedDir()
+  {
+    char pattern[] = "/tmp/flamebpf-shared.XXXXXX";
+    if (!::mkdtemp(pattern))
+      throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+    ::chmod(path_.c_str(), 01777);
+  }
+  ~SharedDir()
+  {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+bool have_setpriv()
+{
+  return ::access("/usr/bin/setpriv", X_OK) == 0;
+}
+
+// Runs a shell script as the real unprivileged user nobody; its exit code.
+int as_nobody(const std::string& script)
+{
+  Child shell({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+               "--inh-caps=-all", "/bin/sh", "-c", script});
+  return shell.wait();
+}
+
+// Waits for child to exit, for at most seconds, then kills it: a run that blocks fails the test
+// instead of hanging it. The exit code, and whether it had to be killed.
+std::pair<int, bool> wait_at_most(Child& child, double seconds)
+{
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string stat = read_text("/proc/" + std::to_string(child.pid()) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || (close + 2 < stat.size() && stat[close + 2] == 'Z'))
+      return {child.wait(), false};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  child.signal(SIGKILL);
+  return {child.wait(), true};
+}
+
+struct stat status_of(const std::string& path)
+{
+  struct stat status {};
+  EXPECT_EQ(::lstat(path.c_str(), &status), 0) << path;
+  return status;
 }
 
 std::set<std::string> names_in(const std::string& dir)
@@ -502,6 +562,130 @@ TEST_F(RecordTest, UnprivilegedUserGetsOneLineWithTheFix)
   EXPECT_NE(output.find("sudo"), std::string::npos) << output;
   EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
   EXPECT_EQ(output.find("libbpf"), std::string::npos) << output;
+}
+
+TEST_F(RecordTest, LinksPlantedInASharedDirectoryNeverRedirectTheProfile)
+{
+  if (!have_setpriv())
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  // root's file outside the shared directory, which nobody must not be able to have overwritten.
+  std::string victim = dir_.path() + "/victim";
+  std::ofstream(victim) << "precious\n";
+  ::chmod(victim.c_str(), 0644);
+  SharedDir shared;
+  std::string out = shared.path() + "/x.folded";
+  TempCgroup target;
+  Child workload({copy_burner(dir_.path(), "burner_shared"), "15"}, target.path());
+  settle();
+  std::string log = dir_.path() + "/log";
+  Child profiler({FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "2", "-o", out}, "", log);
+  // Before flamebpf writes, nobody plants links to the victim at every name it could use: the
+  // output, its neighbours, and the temporary names earlier versions used (<output>.tmp.<pid>)
+  // for flamebpf's pid and the next ones.
+  std::string pid = std::to_string(profiler.pid());
+  ASSERT_EQ(as_nobody("cd " + shared.path() + " && for p in $(seq " + pid + " $((" + pid +
+                      " + 50))); do ln -s " + victim + " x.folded.tmp.$p; done && ln -s " + victim +
+                      " x.folded && ln -s " + victim + " x.svg && ln -s " + victim +
+                      " x.folded.tmp && ln -s " + victim + " .x.folded.tmp.0000000000000000"),
+            0);
+  auto planted = names_in(shared.path());
+  auto [exit_code, killed] = wait_at_most(profiler, 2 + 60);
+  ASSERT_FALSE(killed) << read_text(log);
+  ASSERT_EQ(exit_code, 0) << read_text(log);
+
+  EXPECT_EQ(read_text(victim), "precious\n");
+  auto victim_status = status_of(victim);
+  EXPECT_EQ(victim_status.st_uid, 0u);
+  EXPECT_EQ(victim_status.st_mode & 07777, 0644u);
+  // The profile took the output's name; every other link is as planted, and nothing else is there.
+  auto status = status_of(out);
+  EXPECT_TRUE(S_ISREG(status.st_mode));
+  EXPECT_EQ(status.st_mode & 07777, 0600u);
+  expect_workload_chain(read_folded(out), "burner_shared", 60, read_text(log));
+  EXPECT_EQ(names_in(shared.path()), planted);
+  for (const auto& name : planted) {
+    if (name != "x.folded") {
+      EXPECT_TRUE(S_ISLNK(status_of(shared.path() + "/" + name).st_mode)) << name;
+    }
+  }
+}
+
+TEST_F(RecordTest, AFifoAtTheOutputPathIsSaidAtOnceAndNeverBlocks)
+{
+  if (!have_setpriv())
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  SharedDir shared;
+  std::string out = shared.path() + "/x.folded";
+  ASSERT_EQ(as_nobody("mkfifo " + out), 0);
+  std::string log = dir_.path() + "/log";
+  Child profiler({FLAMEBPF_BINARY, "-d", "2", "-o", out}, "", log);
+  auto [exit_code, killed] = wait_at_most(profiler, 2 + 30);
+  ASSERT_FALSE(killed) << "flamebpf blocked on the FIFO\n" << read_text(log);
+  EXPECT_EQ(exit_code, 2) << read_text(log);
+  std::string output = read_text(log);
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+  EXPECT_NE(output.find(out + ": it is a FIFO"), std::string::npos) << output;
+  EXPECT_TRUE(S_ISFIFO(status_of(out).st_mode));
+
+  // Also when the FIFO appears during the recording: said once flamebpf comes to write.
+  std::string late = shared.path() + "/late.folded";
+  Child recording({FLAMEBPF_BINARY, "-d", "2", "-o", late}, "", log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(as_nobody("mkfifo " + late), 0);
+  auto [late_exit, late_killed] = wait_at_most(recording, 2 + 30);
+  ASSERT_FALSE(late_killed) << "flamebpf blocked on the FIFO\n" << read_text(log);
+  EXPECT_EQ(late_exit, 1) << read_text(log);
+  EXPECT_NE(read_text(log).find(late + ": it is a FIFO"), std::string::npos) << read_text(log);
+}
+
+TEST_F(RecordTest, ProfilesAreTheirOwnersOnlyAndGoToTheSudoUser)
+{
+  if (!have_setpriv())
+    GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  SharedDir shared;
+  std::string svg = shared.path() + "/mine.svg";
+  auto sudo = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"/usr/bin/env", "SUDO_UID=65534", "SUDO_GID=65534",
+                                  FLAMEBPF_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string log = dir_.path() + "/sudo.log";
+    Child run(argv, "", log);
+    EXPECT_EQ(run.wait(), 0) << read_text(log);
+  };
+  sudo({"-d", "1", "-o", svg});
+  auto status = status_of(svg);
+  EXPECT_EQ(status.st_uid, 65534u);
+  EXPECT_EQ(status.st_gid, 65534u);
+  EXPECT_EQ(status.st_mode & 07777, 0600u);
+  // The user who ran sudo can open it.
+  EXPECT_EQ(as_nobody("head -c 5 " + svg + " >/dev/null"), 0);
+
+  // A file already at the output path is replaced by a new one; the old one is never given away.
+  std::string folded = shared.path() + "/old.folded";
+  std::ofstream(folded) << "old 1\n";
+  ::chmod(folded.c_str(), 0644);
+  std::string kept = dir_.path() + "/kept";
+  ASSERT_EQ(::link(folded.c_str(), kept.c_str()), 0);
+  sudo({"-d", "1", "-o", folded});
+  EXPECT_EQ(status_of(folded).st_uid, 65534u);
+  EXPECT_EQ(status_of(kept).st_uid, 0u);
+  EXPECT_EQ(status_of(kept).st_mode & 07777, 0644u);
+  EXPECT_EQ(read_text(kept), "old 1\n");
+
+  // Without sudo: root's, and root's only; the default outputs too.
+  TempDir cwd;
+  std::string previous = std::filesystem::current_path();
+  std::filesystem::current_path(cwd.path());
+  auto run = run_flamebpf({"-d", "1"});
+  std::filesystem::current_path(previous);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto written = names_in(cwd.path());
+  ASSERT_EQ(written.size(), 2u) << run.output; // the folded file and its flame graph
+  for (const auto& name : written) {
+    auto own = status_of(cwd.path() + "/" + name);
+    EXPECT_EQ(own.st_uid, 0u) << name;
+    EXPECT_EQ(own.st_mode & 07777, 0600u) << name;
+  }
 }
 
 TEST_F(RecordTest, TargetsWhoseNamesMeetAfterSanitizingGetAFileEach)

@@ -67,6 +67,7 @@ TEST(ListDumps, GroupsFilesByWindowOldestFirst)
   write_file(root / "20261122T162000Z_20261122T162100Z.svg", "svg!");
   write_file(root / "20261122T162000Z_20261122T162100Z.folded", "x");
   write_file(root / "20261122T162000Z_20261122T162100Z.folded.tmp.42", "partial");
+  write_file(root / ".20261122T162000Z_20261122T162100Z.folded.tmp.0123456789abcdef", "partial");
   write_file(root / "notes.txt", "?");
   std::filesystem::create_symlink("20261122T162100Z_20261122T162200Z.folded",
                                   root / "latest.folded");

@@ -1,8 +1,12 @@
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/dump_writer.h"
@@ -45,6 +49,14 @@ Window window(int index)
           Clock::time_point(std::chrono::seconds(kT + (index + 1) * 60))};
 }
 
+DumpWriter open_writer(const DumpOptions& options)
+{
+  auto writer = DumpWriter::open(options);
+  if (!writer)
+    throw std::runtime_error(writer.error().message);
+  return std::move(*writer);
+}
+
 std::set<std::string> names_in(const std::filesystem::path& dir)
 {
   std::set<std::string> names;
@@ -53,12 +65,41 @@ std::set<std::string> names_in(const std::filesystem::path& dir)
   return names;
 }
 
+mode_t mode_of(const std::filesystem::path& path)
+{
+  struct stat status {};
+  EXPECT_EQ(::lstat(path.c_str(), &status), 0) << path;
+  return status.st_mode & 07777;
+}
+
+// Limits the size of files this process writes for a test's scope (writes past it fail with
+// EFBIG, as they would with ENOSPC on a full disk), and ignores SIGXFSZ meanwhile.
+class FileSizeLimit {
+public:
+  explicit FileSizeLimit(rlim_t bytes)
+  {
+    ::getrlimit(RLIMIT_FSIZE, &previous_);
+    previous_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{bytes, previous_.rlim_max};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit()
+  {
+    ::setrlimit(RLIMIT_FSIZE, &previous_);
+    ::signal(SIGXFSZ, previous_handler_);
+  }
+
+private:
+  rlimit previous_{};
+  sighandler_t previous_handler_ = SIG_DFL;
+};
+
 TEST(DumpWriter, OneSetOfFilesPerTargetAndLatestLinks)
 {
   TempDir dir;
   DumpOptions options;
   options.directory = dir.path().string();
-  DumpWriter writer(options);
+  DumpWriter writer = open_writer(options);
   auto report = writer.write(interval(5, 3), window(0));
   EXPECT_EQ(report.targets, 2u);
   EXPECT_EQ(report.files, 4u);
@@ -85,7 +126,7 @@ TEST(DumpWriter, RetentionAndDiffAgainstThePreviousInterval)
   options.formats = {emit::Format::kFolded};
   options.retention.max_count = 2;
   options.diff_previous = true;
-  DumpWriter writer(options);
+  DumpWriter writer = open_writer(options);
   for (int i = 0; i < 4; ++i)
     writer.write(interval(static_cast<uint64_t>(5 + i), 1), window(i));
   auto dumps = list_dumps(dir.path() / "web");
@@ -105,16 +146,17 @@ TEST(DumpWriter, KeepsIntervalsWhileWritesFailAndRetries)
   options.directory = dir.path().string();
   options.formats = {emit::Format::kFolded};
   options.max_pending = 2;
-  DumpWriter writer(options);
-  // A file where the target's directory should be: every write fails, as on a full disk.
-  std::ofstream(dir.path() / "web") << "in the way";
-  auto failed = writer.write(interval(5, 0), window(0));
-  EXPECT_NE(failed.error.find("cannot create"), std::string::npos) << failed.error;
-  EXPECT_EQ(failed.pending, 1u);
-  writer.write(interval(6, 0), window(1));
-  auto dropped = writer.write(interval(7, 0), window(2));
-  EXPECT_EQ(dropped.dropped, 1u); // the oldest of three gives way
-  std::filesystem::remove(dir.path() / "web");
+  DumpWriter writer = open_writer(options);
+  {
+    // Every write fails for want of room, as on a full disk.
+    FileSizeLimit full(0);
+    auto failed = writer.write(interval(5, 0), window(0));
+    EXPECT_NE(failed.error.find("File too large"), std::string::npos) << failed.error;
+    EXPECT_EQ(failed.pending, 1u);
+    writer.write(interval(6, 0), window(1));
+    auto dropped = writer.write(interval(7, 0), window(2));
+    EXPECT_EQ(dropped.dropped, 1u); // the oldest of three gives way
+  }
   auto recovered = writer.write(interval(8, 0), window(3));
   EXPECT_EQ(recovered.error, "");
   EXPECT_EQ(recovered.pending, 0u);
@@ -124,15 +166,23 @@ TEST(DumpWriter, KeepsIntervalsWhileWritesFailAndRetries)
   EXPECT_EQ(dumps[0].window, window(1));
 }
 
-TEST(DumpWriter, RemovesTemporariesOfAKilledRun)
+TEST(DumpWriter, RemovesOnlyItsOwnTemporariesOfAKilledRun)
 {
   TempDir dir;
+  TempDir elsewhere;
   std::filesystem::create_directories(dir.path() / "web");
+  std::ofstream(dir.path() / "web" / ".20261122T162000Z_20261122T162100Z.svg.tmp.0123456789abcdef")
+      << "<svg";
   std::ofstream(dir.path() / "web" / "20261122T162000Z_20261122T162100Z.svg.tmp.999") << "<svg";
+  std::ofstream(dir.path() / "web" / "notes.tmp.txt") << "the operator's";
+  // A link to another directory, holding a file named like a temporary: left alone.
+  std::ofstream(elsewhere.path() / ".x.tmp.0123456789abcdef") << "not flamebpf's";
+  std::filesystem::create_directory_symlink(elsewhere.path(), dir.path() / "db");
   DumpOptions options;
   options.directory = dir.path().string();
-  DumpWriter writer(options);
-  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "web"));
+  DumpWriter writer = open_writer(options);
+  EXPECT_EQ(names_in(dir.path() / "web"), std::set<std::string>{"notes.tmp.txt"});
+  EXPECT_EQ(names_in(elsewhere.path()), std::set<std::string>{".x.tmp.0123456789abcdef"});
 }
 
 TEST(DumpWriter, TargetsThatDifferInReplacedCharactersGetDirectoriesOfTheirOwn)
@@ -141,7 +191,7 @@ TEST(DumpWriter, TargetsThatDifferInReplacedCharactersGetDirectoriesOfTheirOwn)
   DumpOptions options;
   options.directory = dir.path().string();
   options.formats = {emit::Format::kFolded};
-  DumpWriter writer(options);
+  DumpWriter writer = open_writer(options);
   profile::SymbolizedProfile profile;
   profile.stacks = {{10, "one", "a/b", {{"main", "", FrameKind::kNative}}, 5},
                     {20, "two", "a_b", {{"main", "", FrameKind::kNative}}, 7},
@@ -157,6 +207,92 @@ TEST(DumpWriter, TargetsThatDifferInReplacedCharactersGetDirectoriesOfTheirOwn)
   writer.write(profile, window(1));
   EXPECT_EQ(list_dumps(dir.path() / target_directory("a/b")).size(), 2u);
   EXPECT_EQ(list_dumps(dir.path() / "a_b").size(), 1u);
+}
+
+TEST(DumpWriter, FilesAre0640AndDirectories0750)
+{
+  mode_t previous = ::umask(022);
+  TempDir dir;
+  DumpOptions options;
+  options.directory = (dir.path() / "dumps").string();
+  DumpWriter writer = open_writer(options);
+  writer.write(interval(5, 0), window(0));
+  ASSERT_TRUE(writer.append_stats("{}").has_value());
+  ::umask(previous);
+  EXPECT_EQ(mode_of(dir.path() / "dumps"), 0750u);
+  EXPECT_EQ(mode_of(dir.path() / "dumps" / "web"), 0750u);
+  EXPECT_EQ(mode_of(dir.path() / "dumps" / kStatsFileName), 0640u);
+  for (const auto& file : names_in(dir.path() / "dumps" / "web")) {
+    if (!file.starts_with("latest.")) {
+      EXPECT_EQ(mode_of(dir.path() / "dumps" / "web" / file), 0640u) << file;
+    }
+  }
+}
+
+TEST(DumpWriter, RefusesAnOutputDirectoryOthersMayWrite)
+{
+  TempDir dir;
+  std::filesystem::create_directory(dir.path() / "shared");
+  ::chmod((dir.path() / "shared").c_str(), 01777);
+  DumpOptions options;
+  options.directory = (dir.path() / "shared").string();
+  auto writer = DumpWriter::open(options);
+  ASSERT_FALSE(writer.has_value());
+  EXPECT_TRUE(writer.error().message.starts_with("--output-dir " + options.directory +
+                                                 " is writable by others"))
+      << writer.error().message;
+  std::filesystem::create_directory_symlink(dir.path(), dir.path() / "link");
+  options.directory = (dir.path() / "link").string();
+  writer = DumpWriter::open(options);
+  ASSERT_FALSE(writer.has_value());
+  EXPECT_NE(writer.error().message.find("is a symbolic link"), std::string::npos)
+      << writer.error().message;
+}
+
+TEST(DumpWriter, ATargetDirectoryReplacedByALinkIsRefusedAndTheOthersWritten)
+{
+  TempDir dir;
+  TempDir victim;
+  const std::string victim_dump = "20261122T162000Z_20261122T162100Z.folded";
+  std::ofstream(victim.path() / victim_dump) << "precious\n";
+  DumpOptions options;
+  options.directory = dir.path().string();
+  options.formats = {emit::Format::kFolded};
+  options.retention.max_count = 1;
+  DumpWriter writer = open_writer(options);
+  writer.write(interval(5, 3), window(0));
+  // Between intervals, web's directory becomes a link to another directory.
+  std::filesystem::remove_all(dir.path() / "web");
+  std::filesystem::create_directory_symlink(victim.path(), dir.path() / "web");
+  for (int i = 1; i <= 3; ++i) {
+    auto report = writer.write(interval(5, 3), window(i));
+    EXPECT_EQ(report.refused, 1u);
+    EXPECT_EQ(report.error, "");
+    EXPECT_EQ(report.pending, 0u) << "a refused target must not hold the others back";
+  }
+  EXPECT_EQ(names_in(victim.path()), std::set<std::string>{victim_dump});
+  EXPECT_EQ(contents(victim.path() / victim_dump), "precious\n");
+  auto db = list_dumps(dir.path() / "db");
+  ASSERT_EQ(db.size(), 1u); // retention ran there
+  EXPECT_EQ(db[0].window, window(3));
+  // Once the link is gone, web is written again.
+  std::filesystem::remove(dir.path() / "web");
+  auto report = writer.write(interval(5, 3), window(4));
+  EXPECT_EQ(report.refused, 0u);
+  EXPECT_EQ(list_dumps(dir.path() / "web").size(), 1u);
+}
+
+TEST(DumpWriter, AFifoAtTheStatsFileIsRefusedWithoutBlocking)
+{
+  TempDir dir;
+  DumpOptions options;
+  options.directory = dir.path().string();
+  DumpWriter writer = open_writer(options);
+  ASSERT_EQ(::mkfifo((dir.path() / kStatsFileName).c_str(), 0600), 0);
+  auto appended = writer.append_stats("{}");
+  ASSERT_FALSE(appended.has_value());
+  EXPECT_NE(appended.error().message.find("it is a FIFO"), std::string::npos)
+      << appended.error().message;
 }
 
 TEST(Stats, OneJsonLinePerInterval)
@@ -192,16 +328,6 @@ TEST(Stats, OneJsonLinePerInterval)
   EXPECT_EQ(summary_line(stats), "interval 16:20:00\xE2\x80\x93"
                                  "16:21:00: 8 samples in 2 targets, 2 drops, unnamed "
                                  "frames: native 4.0%, JIT 2.0%; flamebpf CPU 0.05 s, RSS 30 MB");
-}
-
-TEST(Stats, AppendsWholeLines)
-{
-  TempDir dir;
-  std::string path = (dir.path() / "stats.jsonl").string();
-  ASSERT_TRUE(append_line(path, "{\"a\":1}").has_value());
-  ASSERT_TRUE(append_line(path, "{\"b\":2}").has_value());
-  EXPECT_EQ(contents(path), "{\"a\":1}\n{\"b\":2}\n");
-  EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
 }
 
 TEST(Stats, JsonStringsAreValidUtf8)

@@ -1,4 +1,6 @@
+#include <cstdlib>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "pipeline/output_paths.h"
 #include "profile/by_target.h"
@@ -24,6 +26,30 @@ TEST(OutputPathForTarget, TargetsThatMeetAfterSanitizingGetTwoFiles)
   std::string escaped = output_path_for_target("/x/out.folded", names.at("../../etc/passwd"));
   EXPECT_TRUE(escaped.starts_with("/x/out._.._.._etc_passwd_")) << escaped;
   EXPECT_EQ(escaped.find('/', 3), std::string::npos) << escaped;
+}
+
+TEST(ProfileFileAccess, OwnerOnlyAndGivenToTheSudoUser)
+{
+  ::setenv("SUDO_UID", "1234", 1);
+  ::setenv("SUDO_GID", "5678", 1);
+  FileAccess access = profile_file_access();
+  EXPECT_EQ(access.mode, 0600u);
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(access.owner_uid.has_value());
+    EXPECT_EQ(*access.owner_uid, 1234u);
+    EXPECT_EQ(access.owner_gid, 5678u);
+  } else {
+    EXPECT_FALSE(access.owner_uid.has_value()); // only root can give a file away
+  }
+  for (const char* bad : {"", "12x", "-1", "4294967295", "99999999999"}) {
+    ::setenv("SUDO_UID", bad, 1);
+    EXPECT_FALSE(profile_file_access().owner_uid.has_value()) << bad;
+  }
+  ::setenv("SUDO_UID", "1234", 1);
+  ::unsetenv("SUDO_GID");
+  EXPECT_FALSE(profile_file_access().owner_uid.has_value());
+  ::unsetenv("SUDO_UID");
+  EXPECT_FALSE(profile_file_access().owner_uid.has_value());
 }
 
 TEST(DefaultOutputPath, TimestampedInTheCurrentDirectory)

@@ -4,10 +4,13 @@
 #include <charconv>
 #include <ctime>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <map>
 #include <sys/stat.h>
 
+#include "common/atomic_file.h"
+#include "common/unique_fd.h"
 #include "profile/by_target.h"
 
 namespace flamebpf::agent {
@@ -123,19 +126,31 @@ std::string target_directory(std::string_view target)
 
 std::vector<Dump> list_dumps(const std::string& directory)
 {
+  UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid())
+    return {};
+  return list_dumps_at(fd.get());
+}
+
+std::vector<Dump> list_dumps_at(int dir_fd)
+{
   std::map<std::pair<Clock::time_point, Clock::time_point>, Dump> by_window;
-  DIR* dir = ::opendir(directory.c_str());
+  // A descriptor of its own: readdir moves it, and closedir closes it.
+  UniqueFd own(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* dir = own.valid() ? ::fdopendir(own.get()) : nullptr;
   if (!dir)
     return {};
+  own.release();
   while (dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name.starts_with("latest.") || name.find(".tmp.") != std::string::npos)
+    if (name.starts_with("latest.") || is_temporary_name(name))
       continue;
     auto window = parse_window_name(name);
     if (!window)
       continue;
     struct stat status {};
-    if (::lstat((directory + "/" + name).c_str(), &status) != 0 || !S_ISREG(status.st_mode))
+    if (::fstatat(dir_fd, name.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(status.st_mode))
       continue;
     Dump& dump = by_window[{window->start, window->end}];
     dump.window = *window;

@@ -40,9 +40,12 @@ struct Dump {
   uint64_t bytes = 0;             // their total size
 };
 
-// The dumps in a target directory, oldest first, from their file names (latest.* and files not
-// named after a window are ignored).
+// The dumps in a target directory, oldest first, from their file names (latest.*, temporaries,
+// files not named after a window and anything but regular files are ignored).
 std::vector<Dump> list_dumps(const std::string& directory);
+
+// The same, in the directory open as dir_fd.
+std::vector<Dump> list_dumps_at(int dir_fd);
 
 // Parses a point in time: "2026-11-22T16:20:00Z", "2026-11-22 16:20:00" (UTC),
 // "20261122T162000Z", "@1795000000" (seconds since the epoch), or "-30m", "-2h", "-1d" (before

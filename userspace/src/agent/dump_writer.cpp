@@ -1,10 +1,8 @@
 #include "agent/dump_writer.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <dirent.h>
-#include <filesystem>
-#include <set>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,65 +13,98 @@
 #include "profile/by_target.h"
 
 namespace flamebpf::agent {
-DumpWriter::DumpWriter(DumpOptions options) : options_(std::move(options))
+namespace {
+
+const FileAccess kDumpAccess{kDumpFileMode, std::nullopt, 0};
+
+// The names in the directory open as dir_fd.
+std::vector<std::string> names_in(int dir_fd)
 {
-  clean_stale_temporaries();
+  std::vector<std::string> names;
+  UniqueFd own(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* dir = own.valid() ? ::fdopendir(own.get()) : nullptr;
+  if (!dir)
+    return names;
+  own.release();
+  while (dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name != "." && name != "..")
+      names.emplace_back(name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+} // namespace
+
+DumpWriter::DumpWriter(DumpOptions options, UniqueFd directory)
+    : options_(std::move(options)), directory_(std::move(directory))
+{
+}
+
+Result<DumpWriter> DumpWriter::open(DumpOptions options)
+{
+  auto directory = open_private_directory(options.directory, true);
+  if (!directory)
+    return fail(Error{directory.error().errno_value, "--output-dir " + directory.error().message});
+  DumpWriter writer(std::move(options), std::move(*directory));
+  writer.clean_stale_temporaries();
+  return writer;
 }
 
 void DumpWriter::clean_stale_temporaries()
 {
-  // One agent writes a directory: a temporary file there is a killed run's, never a reader's.
-  std::error_code ignored;
-  for (const auto& target : std::filesystem::directory_iterator(options_.directory, ignored)) {
-    if (!target.is_directory(ignored) || target.is_symlink(ignored))
+  // One agent writes a directory: a temporary there is a killed run's, never a reader's. Only
+  // flamebpf's own are removed: files and links with a temporary's name and flamebpf's owner,
+  // in target directories that are flamebpf's own.
+  for (const auto& target : names_in(directory_.get())) {
+    auto directory = open_private_subdirectory(directory_.get(), target, false,
+                                               options_.directory + "/" + target);
+    if (!directory)
       continue;
-    for (const auto& file : std::filesystem::directory_iterator(target.path(), ignored)) {
-      if (file.path().filename().string().find(".tmp.") != std::string::npos)
-        std::filesystem::remove(file.path(), ignored);
+    for (const auto& file : names_in(directory->get())) {
+      struct stat status {};
+      if (!is_temporary_name(file) ||
+          ::fstatat(directory->get(), file.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0 ||
+          status.st_uid != ::geteuid() || !(S_ISREG(status.st_mode) || S_ISLNK(status.st_mode)))
+        continue;
+      ::unlinkat(directory->get(), file.c_str(), 0);
     }
   }
 }
 
-Result<> DumpWriter::write_latest_link(const std::string& directory,
-                                       const std::string& file,
-                                       std::string_view extension)
+Result<DumpWriter::TargetWritten>
+DumpWriter::write_target(const std::string& target,
+                         const std::string& directory,
+                         const profile::SymbolizedProfile& profile,
+                         const Window& window)
 {
-  // A relative link, replaced by a rename: readers find either the old newest or the new one.
-  std::string link = directory + "/latest" + std::string(extension);
-  std::string temporary = link + ".tmp." + std::to_string(::getpid());
-  ::unlink(temporary.c_str());
-  if (::symlink(file.c_str(), temporary.c_str()) != 0)
-    return fail(system_error(errno, "cannot link " + link));
-  if (::rename(temporary.c_str(), link.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temporary.c_str());
-    return fail(system_error(saved, "cannot link " + link));
-  }
-  return {};
-}
-
-Result<size_t> DumpWriter::write_target(const std::string& target,
-                                        const std::string& directory_name,
-                                        const profile::SymbolizedProfile& profile,
-                                        const Window& window)
-{
-  std::string directory = options_.directory + "/" + directory_name;
-  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
-    return fail(system_error(errno, "cannot create " + directory));
+  std::string shown = options_.directory + "/" + directory;
+  auto opened = open_private_subdirectory(directory_.get(), directory, true, shown);
+  if (!opened)
+    return fail(opened.error());
+  int dir_fd = opened->get();
   std::string base = window_name(window);
   emit::SvgOptions svg = options_.svg;
   svg.subtitle = emit::describe_profile(profile);
-  size_t files = 0;
+  TargetWritten written;
+  auto write = [&](const std::string& file, std::string_view extension,
+                   const ContentWriter& write_content) -> Result<> {
+    if (auto done = write_file_at(dir_fd, file, kDumpAccess, write_content, shown + "/" + file);
+        !done)
+      return fail(done.error());
+    ++written.files;
+    // A relative link, replaced by a rename: readers find either the old newest or the new one.
+    std::string latest = "latest" + std::string(extension);
+    return replace_symlink_at(dir_fd, latest, file, shown + "/" + latest);
+  };
   for (emit::Format format : options_.formats) {
-    std::string file = base + std::string(emit::extension(format));
     auto emitter = emit::make_emitter(format, svg);
-    auto written = write_file_atomically(
-        directory + "/" + file, [&](std::ostream& out) { return emitter->write(profile, out); });
-    if (!written)
-      return fail(written.error());
-    ++files;
-    if (auto linked = write_latest_link(directory, file, emit::extension(format)); !linked)
-      return fail(linked.error());
+    std::string file = base + std::string(emit::extension(format));
+    if (auto done = write(file, emit::extension(format),
+                          [&](std::ostream& out) { return emitter->write(profile, out); });
+        !done)
+      return fail(done.error());
   }
   if (options_.diff_previous) {
     if (auto previous = previous_.find(target); previous != previous_.end()) {
@@ -84,30 +115,30 @@ Result<size_t> DumpWriter::write_target(const std::string& target,
       diff_svg.title = "Differential Flame Graph";
       diff_svg.subtitle = target + " \xC2\xB7 " + base + " against the interval before";
       emit::DiffOptions diff;
-      std::string file = base + ".diff.svg";
-      auto written = write_file_atomically(directory + "/" + file, [&](std::ostream& out) {
-        return emit::write_svg(tree, diff_svg, out, &diff);
-      });
-      if (!written)
-        return fail(written.error());
-      ++files;
-      if (auto linked = write_latest_link(directory, file, ".diff.svg"); !linked)
-        return fail(linked.error());
+      if (auto done =
+              write(base + ".diff.svg", ".diff.svg",
+                    [&](std::ostream& out) { return emit::write_svg(tree, diff_svg, out, &diff); });
+          !done)
+        return fail(done.error());
     }
     previous_[target] = profile;
   }
-  return files;
+  written.removed = apply_retention(dir_fd, shown);
+  return written;
 }
 
-size_t DumpWriter::apply_retention(const std::string& directory)
+size_t DumpWriter::apply_retention(int dir_fd, const std::string& shown)
 {
   const auto& policy = options_.retention;
   if (!policy.max_age && !policy.max_count && !policy.max_bytes)
     return 0;
   size_t removed = 0;
-  for (const auto& dump : expired_dumps(list_dumps(directory), policy, Clock::now())) {
-    for (const auto& file : dump.files)
-      ::unlink((directory + "/" + file).c_str());
+  // Through the target directory's descriptor: nothing outside it is ever removed.
+  for (const auto& dump : expired_dumps(list_dumps_at(dir_fd), policy, Clock::now())) {
+    for (const auto& file : dump.files) {
+      if (::unlinkat(dir_fd, file.c_str(), 0) != 0 && errno != ENOENT)
+        spdlog::debug("cannot remove {}/{}: {}", shown, file, std::strerror(errno));
+    }
     ++removed;
   }
   return removed;
@@ -120,14 +151,25 @@ DumpReport DumpWriter::drain_pending(DumpReport report)
     for (auto it = interval.targets.begin(); it != interval.targets.end();) {
       const std::string& directory = interval.directories.at(it->first);
       auto written = write_target(it->first, directory, it->second, interval.window);
+      if (!written && written.error().errno_value == kRefusedErrno) {
+        // Not a passing failure: keeping the dump would only stop every other target's.
+        // The message names the directory, whose name is safe to show, not the target.
+        if (refused_.insert(directory).second)
+          spdlog::error("{}; the dumps of that target are dropped until it is removed",
+                        written.error().message);
+        ++report.refused;
+        it = interval.targets.erase(it);
+        continue;
+      }
       if (!written) {
         if (report.error.empty())
           report.error = written.error().message;
         report.pending = pending_.size();
         return report;
       }
-      report.files += *written;
-      report.removed += apply_retention(options_.directory + "/" + directory);
+      refused_.erase(directory);
+      report.files += written->files;
+      report.removed += written->removed;
       it = interval.targets.erase(it);
     }
     pending_.pop_front();
@@ -164,6 +206,12 @@ DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval, const W
 DumpReport DumpWriter::flush()
 {
   return drain_pending(DumpReport{});
+}
+
+Result<> DumpWriter::append_stats(const std::string& line)
+{
+  return append_at(directory_.get(), kStatsFileName, line + "\n", kDumpFileMode,
+                   options_.directory + "/" + kStatsFileName);
 }
 
 } // namespace flamebpf::agent

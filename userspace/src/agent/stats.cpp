@@ -1,9 +1,7 @@
 #include "agent/stats.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <ctime>
-#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
@@ -12,7 +10,6 @@
 #include <unistd.h>
 
 #include "common/procfs.h"
-#include "common/unique_fd.h"
 #include "common/utf8.h"
 #include "drain/drop_report.h"
 
@@ -197,26 +194,6 @@ std::string summary_line(const IntervalStats& stats)
                      100 * share(frames.native_unnamed, frames.native_frames),
                      100 * share(frames.jit_unnamed, frames.jit_frames), stats.interval_cpu_seconds,
                      stats.usage.rss_bytes >> 20);
-}
-
-Result<> append_line(const std::string& path, const std::string& line)
-{
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd.valid())
-    return fail(system_error(errno, "cannot open " + path));
-  std::string whole = line + "\n";
-  ssize_t n = ::write(fd.get(), whole.data(), whole.size());
-  if (n != static_cast<ssize_t>(whole.size())) {
-    int saved = n < 0 ? errno : ENOSPC;
-    // A torn line would corrupt the file for readers: cut it off again.
-    if (n > 0) {
-      off_t end = ::lseek(fd.get(), 0, SEEK_END);
-      if (end >= n)
-        (void)::ftruncate(fd.get(), end - n);
-    }
-    return fail(system_error(saved, "cannot append to " + path));
-  }
-  return {};
 }
 
 } // namespace flamebpf::agent

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "agent/dump_files.h"
-#include "common/result.h"
 #include "profile/symbolized_profile.h"
 
 namespace flamebpf::agent {
@@ -58,9 +57,6 @@ std::string stats_json(const IntervalStats& stats);
 // "interval 16:20:00–16:21:00: 5940 samples in 3 targets, 0 drops, unnamed frames: native 1.2%,
 // JIT 0.0%; flamebpf CPU 0.03 s, RSS 28 MB".
 std::string summary_line(const IntervalStats& stats);
-
-// Appends line and a newline to path in one write, so concurrent readers see whole lines.
-[[nodiscard]] Result<> append_line(const std::string& path, const std::string& line);
 
 // s as a JSON string literal, quotes included. JSON is UTF-8 text and s any bytes: each byte
 // that starts no valid UTF-8 sequence is replaced by U+FFFD (written "\ufffd"), and control

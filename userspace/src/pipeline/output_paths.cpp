@@ -1,8 +1,31 @@
 #include "pipeline/output_paths.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <ctime>
+#include <optional>
+#include <string_view>
+#include <unistd.h>
 
 namespace flamebpf::pipeline {
+namespace {
+
+// A user or group id from sudo's environment: decimal, and not -1 (which chown reads as "keep").
+template <class Id> std::optional<Id> id_from_environment(const char* variable)
+{
+  const char* value = std::getenv(variable);
+  if (value == nullptr)
+    return std::nullopt;
+  std::string_view text(value);
+  Id id{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+      id == static_cast<Id>(-1))
+    return std::nullopt;
+  return id;
+}
+
+} // namespace
 
 std::string default_output_path()
 {
@@ -23,6 +46,19 @@ std::string output_path_for_target(const std::string& path, const std::string& f
   if (dot == std::string::npos || dot <= base)
     return path + "." + file_name;
   return path.substr(0, dot) + "." + file_name + path.substr(dot);
+}
+
+FileAccess profile_file_access()
+{
+  FileAccess access;
+  access.mode = 0600;
+  auto uid = id_from_environment<uid_t>("SUDO_UID");
+  auto gid = id_from_environment<gid_t>("SUDO_GID");
+  if (::geteuid() == 0 && uid && gid) {
+    access.owner_uid = *uid;
+    access.owner_gid = *gid;
+  }
+  return access;
 }
 
 } // namespace flamebpf::pipeline

@@ -1,6 +1,5 @@
 #include "pipeline/recorder.h"
 
-#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <optional>
@@ -110,15 +109,11 @@ void install_signal_handlers()
   sigaction(SIGHUP, &hangup, nullptr);
 }
 
-// The dump options of agent mode, the directory created.
+// The dump options of agent mode.
 Result<agent::DumpOptions> dump_options(const cli::Config& config)
 {
   agent::DumpOptions options;
   options.directory = config.output_dir;
-  std::error_code failed;
-  std::filesystem::create_directories(options.directory, failed);
-  if (failed)
-    return fail(error("cannot create " + options.directory + ": " + failed.message()));
   options.formats.clear();
   for (const auto& name : config.formats) {
     auto format = emit::parse_format(name);
@@ -178,8 +173,8 @@ Result<> write_profile(const std::string& path,
       return fail(error("cannot write to stdout"));
     return {};
   }
-  return write_file_atomically(path,
-                               [&](std::ostream& out) { return emitter->write(profile, out); });
+  return write_output_file(path, profile_file_access(),
+                           [&](std::ostream& out) { return emitter->write(profile, out); });
 }
 
 uint64_t process_count(const profile::SymbolizedProfile& profile)
@@ -239,13 +234,25 @@ Result<RecordSummary> record(const cli::Config& config)
     auto options = dump_options(config);
     if (!options)
       return fail(options.error());
-    dumps.emplace(std::move(*options));
+    auto writer = agent::DumpWriter::open(std::move(*options));
+    if (!writer)
+      return fail(writer.error());
+    dumps.emplace(std::move(*writer));
   }
   // Without -o: the folded file and its flame graph beside it.
   std::vector<std::string> outputs{config.output};
   if (config.output.empty()) {
     std::string folded = default_output_path();
     outputs = {folded, folded.substr(0, folded.size() - 7) + ".svg"};
+  }
+  // A FIFO or a missing directory where the profile goes is said now, not after the recording.
+  if (!agent_mode && !targets->per_target_output()) {
+    for (const auto& output : outputs) {
+      if (output == "-")
+        continue;
+      if (auto writable = check_output_path(output); !writable)
+        return fail(usage_error(writable.error().message));
+    }
   }
   // Every target requested or seen: named for the per-target outputs of a recording, only
   // counted by the agent, which sees containers come and go for weeks.
@@ -335,6 +342,7 @@ Result<RecordSummary> record(const cli::Config& config)
   agent::OwnUsage usage_before = agent::own_usage();
   uint64_t intervals = 0;
   uint64_t dump_files = 0;
+  std::string stats_failure; // the last failure to append to the stats file, said once
   auto write_dumps = [&](const profile::SymbolizedProfile& interval,
                          agent::Clock::time_point window_end) {
     agent::Window window{window_start, window_end};
@@ -355,14 +363,15 @@ Result<RecordSummary> record(const cli::Config& config)
     stats.files_written = report.files;
     stats.dumps_pending = report.pending;
     spdlog::info("{}", agent::summary_line(stats));
-    auto appended =
-        agent::append_line(config.output_dir + "/flamebpf-stats.jsonl", agent::stats_json(stats));
+    auto appended = dumps->append_stats(agent::stats_json(stats));
     // A full disk is said once per interval; sampling goes on and the writes are retried.
     if (!report.error.empty())
       spdlog::error("{}; {} intervals kept in memory, retried at the next one", report.error,
                     report.pending);
-    else if (!appended)
+    else if (!appended && appended.error().message != stats_failure)
       spdlog::error("{}", appended.error().message);
+    // A stats file that stays unwritable (a FIFO in its place) is said once, not every interval.
+    stats_failure = appended ? "" : appended.error().message;
   };
   auto drain_once = [&]() -> Result<> {
     // Pending notices first, so processes are captured before their samples are symbolized.

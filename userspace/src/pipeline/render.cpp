@@ -14,6 +14,7 @@
 #include "emit/folded.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
+#include "pipeline/output_paths.h"
 #include "profile/folded_reader.h"
 
 namespace flamebpf::pipeline {
@@ -71,7 +72,7 @@ Result<> write_output(const std::string& path,
       return fail(error("cannot write to stdout: " + written.error().message));
     return {};
   }
-  return write_file_atomically(path, write_content);
+  return write_output_file(path, profile_file_access(), write_content);
 }
 
 emit::SvgOptions svg_options(const cli::Config& config, std::string default_title)
