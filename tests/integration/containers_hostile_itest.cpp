@@ -12,7 +12,9 @@
 // every hostile perf map is read without a JVM.
 #include <gtest/gtest.h>
 
+#include "common/utf8.h"
 #include "hostile_harness.h"
+#include "proto/profile.pb.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -337,12 +339,13 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
 
   // A sub-cgroup of another container, named by whoever made it (a runtime, an orchestrator);
   // the kernel refuses newlines in cgroup names (and '/' is the path separator), so it gets the
-  // rest.
+  // rest, bytes that are not UTF-8 and a terminal escape included.
   auto cg = spin("hn-cgroup", {"--comm", "cgspin", "valid", "Cgroup.leaf"});
-  std::string hostile = cg.cgroup2_path + "/evil;x\ny_[k] <script>&amp;<evil a=\"'\">";
+  std::string hostile =
+      cg.cgroup2_path + "/evil;x\ny_[k] \xff\xfe\x1b[31m<script>&amp;<evil a=\"'\">";
   if (::mkdir(hostile.c_str(), 0755) != 0) {
     ASSERT_EQ(errno, EINVAL) << hostile << ": " << std::strerror(errno);
-    hostile = cg.cgroup2_path + "/evil;x y_[k] <script>&amp;<evil a=\"'\">";
+    hostile = cg.cgroup2_path + "/evil;x y_[k] \xff\xfe\x1b[31m<script>&amp;<evil a=\"'\">";
     ASSERT_EQ(::mkdir(hostile.c_str(), 0755), 0) << std::strerror(errno);
   }
   std::ofstream(hostile + "/cgroup.procs") << cg.pid;
@@ -358,6 +361,9 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
   expect_prompt(streamed, 3);
   uint64_t through = expect_names_kept_apart(streamed.out, 1, streamed.log);
   EXPECT_GT(through, 100u) << streamed.log;
+  // UTF-8 text, with no control character for the terminal it is printed on.
+  EXPECT_TRUE(utf8::is_valid(streamed.out));
+  EXPECT_EQ(streamed.out.find('\x1b'), std::string::npos);
   std::set<std::string> targets;
   uint64_t cgroup_samples = 0;
   for (const auto& [stack, count] : parse_folded(streamed.out)) {
@@ -392,8 +398,16 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
   std::string names_folded; // every window of hn-names
   for (const auto& entry : fs::directory_iterator(out)) {
     std::string name = entry.path().filename();
-    if (name == "flamebpf-stats.jsonl")
+    if (name == "flamebpf-stats.jsonl") {
+      // JSON lines, so UTF-8, with every control character escaped.
+      std::string stats = read_text(entry.path());
+      EXPECT_TRUE(utf8::is_valid(stats)) << stats;
+      for (const auto& line : split(stats.substr(0, stats.size() - 1), '\n'))
+        EXPECT_EQ(
+            std::count_if(line.begin(), line.end(), [](char c) { return c >= 0 && c < 0x20; }), 0)
+            << line;
       continue;
+    }
     ASSERT_TRUE(entry.is_directory()) << name;
     ++target_dirs;
     EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -407,11 +421,19 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
       if (path.ends_with(".folded")) {
         std::string text = read_text(path);
         EXPECT_EQ(folded_problems(text), "") << path;
+        EXPECT_TRUE(utf8::is_valid(text)) << path;
         if (name == "hn-names")
           names_folded += text;
       } else if (path.ends_with(".svg")) {
         EXPECT_EQ(svg_problems(path, scripts, dir_.path()), "") << path;
       } else if (path.ends_with(".pb.gz")) {
+        // pprof's strings are proto3 strings: protobuf's own parser refuses any that is not
+        // UTF-8, where go tool pprof lets it through.
+        std::string raw = dir_.path() + "/profile.pb";
+        ASSERT_EQ(run_tool({"/bin/sh", "-c", "gzip -dc '" + path + "' >" + raw}, dir_.path()).first,
+                  0);
+        perftools::profiles::Profile parsed;
+        EXPECT_TRUE(parsed.ParseFromString(read_text(raw))) << path;
         std::string top = PprofTool(go, dir_.path()).run({"-top", "-nodecount=200"}, path);
         if (name == "hn-names") {
           EXPECT_NE(top.find("Hostile.leaf"), std::string::npos) << top;
@@ -422,6 +444,7 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
     }
   }
   EXPECT_EQ(target_dirs, 2u) << ::testing::PrintToString(files_below(out));
+  EXPECT_EQ(dumped.log.find("invalid UTF-8"), std::string::npos) << dumped.log;
   EXPECT_GT(expect_names_kept_apart(names_folded, 0, dumped.log), 50u) << dumped.log;
 }
 
