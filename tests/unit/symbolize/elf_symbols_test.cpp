@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/contained_file.h"
+#include "symbolize/demangle.h"
 #include "symbolize/elf_symbols.h"
 #include "test_elf.h"
 #include "test_support.h"
@@ -18,9 +20,24 @@ namespace {
 
 using flamebpf::testing::FixtureElf;
 
-std::unique_ptr<ElfSymbols> open_symbols(const std::string& path)
+// The debug root dir, as the ELF file's own root.
+std::vector<DebugRoot> root_at(const std::string& dir)
 {
-  auto symbols = ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, "/");
+  std::vector<DebugRoot> roots;
+  auto fd = open_directory(dir);
+  EXPECT_TRUE(fd.has_value()) << dir;
+  if (fd)
+    roots.push_back({std::move(*fd), kResolveInRoot, dir, true});
+  return roots;
+}
+
+// Symbols of the ELF file at path (inside root), its debug file looked for in root.
+std::unique_ptr<ElfSymbols>
+open_symbols(const std::string& path, const std::string& root = "/", const std::string& inside = "")
+{
+  std::string full = root == "/" ? path : root + path;
+  auto symbols = ElfSymbols::open(UniqueFd(::open(full.c_str(), O_RDONLY | O_CLOEXEC)),
+                                  inside.empty() ? path : inside, root_at(root), full);
   EXPECT_TRUE(symbols.has_value()) << symbols.error().message;
   return symbols ? std::move(*symbols) : nullptr;
 }
@@ -119,12 +136,15 @@ TEST(ElfSymbols, BuildIdIsTheNoteInHex)
             open_symbols(FLAMEBPF_ELF_FIXTURE_SHIFTED)->build_id());
 }
 
-// Symbols of a stripped copy of the plain fixture, whose debug file is found as debug_root says.
+// Symbols of a stripped copy of the plain fixture, its debug file looked for in debug_root.
 std::unique_ptr<ElfSymbols> open_stripped(const std::string& variant, const std::string& debug_root)
 {
   std::string path = std::string(FLAMEBPF_ELF_DEBUG_FIXTURES) + "/" + variant + "/libfixture.so";
+  std::vector<DebugRoot> roots;
+  if (auto fd = open_directory(debug_root))
+    roots.push_back({std::move(*fd), kResolveInRoot, debug_root, true});
   auto symbols =
-      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, debug_root);
+      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, roots, path);
   EXPECT_TRUE(symbols.has_value()) << symbols.error().message;
   return symbols ? std::move(*symbols) : nullptr;
 }
@@ -133,7 +153,7 @@ TEST(ElfSymbols, StrippedFileUsesTheDebugFileNamedByGnuDebuglink)
 {
   FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
   ASSERT_TRUE(unstripped.valid());
-  auto symbols = open_stripped("debuglink", "/nonexistent");
+  auto symbols = open_stripped("debuglink", "/");
   ASSERT_NE(symbols, nullptr);
   // Stripping keeps the code where it was, so the unstripped file's offsets hold.
   expect_function(unstripped, *symbols, "fb_fixture_hidden", "fb_fixture_hidden");
@@ -167,7 +187,8 @@ TEST(ElfSymbols, StrippedFileWithoutDebugFileKeepsOnlyExportedNames)
 TEST(ElfSymbols, NotAnElfFileIsAnError)
 {
   std::string path = flamebpf::testing::data_path("kallsyms/sample.txt");
-  auto symbols = ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, "/");
+  auto symbols =
+      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, {}, path);
   ASSERT_FALSE(symbols.has_value());
   EXPECT_NE(symbols.error().message.find(path), std::string::npos) << symbols.error().message;
 }

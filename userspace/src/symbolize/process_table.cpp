@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <utility>
 
+#include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
 
@@ -50,7 +51,11 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
     failed_[key] = 1;
     return nullptr;
   }
-  auto symbols = ElfSymbols::open(std::move(fd), via_root, process + "/root");
+  // Debug files are looked for inside the process's root only.
+  std::vector<DebugRoot> debug_roots;
+  if (auto root_fd = open_directory(process + "/root"))
+    debug_roots.push_back({std::move(*root_fd), kResolveInRoot, process + "/root", true});
+  auto symbols = ElfSymbols::open(std::move(fd), mapping.path, debug_roots, via_root);
   if (!symbols) {
     spdlog::debug("{}", symbols.error().message);
     failed_[key] = 1;

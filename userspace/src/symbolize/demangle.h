@@ -1,0 +1,37 @@
+// Demangling with a bound: a name from a target's symbol table can be a few hundred bytes that
+// demangle to megabytes (each substitution may repeat all the text before it), so the output is
+// cut at a byte budget and a time budget, and nothing is allocated on the heap on the way.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace flamebpf::symbolize {
+
+// What ends a name cut by a budget.
+inline constexpr std::string_view kTruncatedMark = " [truncated]";
+// A demangled name is cut at this many bytes (before the mark).
+inline constexpr size_t kMaxDemangledBytes = 4096;
+// Longer mangled names are not demangled: the demangler's stack use grows with the input.
+inline constexpr size_t kMaxMangledBytes = 4096;
+// The demangler stops after this long, whatever it has written.
+inline constexpr std::chrono::milliseconds kMaxDemangleTime{50};
+
+struct Demangled {
+  std::string text; // at most max_bytes plus kTruncatedMark
+  bool cut = false; // text was cut by a budget and ends with kTruncatedMark
+};
+
+// Demangles an Itanium C++ ABI name ("_Z..."); other names, and names that do not demangle, are
+// returned as they are, cut at max_bytes if longer.
+Demangled demangle_bounded(std::string_view name, size_t max_bytes = kMaxDemangledBytes);
+
+// demangle_bounded's text.
+std::string demangle(std::string_view name);
+
+// name cut to max_bytes and marked, if longer.
+std::string cut_name(std::string_view name, size_t max_bytes);
+
+} // namespace flamebpf::symbolize
