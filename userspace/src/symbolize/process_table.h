@@ -53,7 +53,8 @@ struct ProcessImage {
   const MappedCode* find(uint64_t address) const;
 };
 
-// Opened ELF files shared by every process that maps them, keyed by file identity.
+// The symbols of ELF files, shared by every process that maps them, keyed by file identity. No
+// file stays open: ElfSymbols reads what it needs and closes it.
 class ElfCache {
 public:
   explicit ElfCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
@@ -66,7 +67,7 @@ public:
   // The symbols of the file behind mapping in process pid, opening it on first use.
   std::shared_ptr<const ElfSymbols> get(uint32_t pid, const Mapping& mapping);
   size_t size() const { return files_.size(); }
-  // Closes files no process holds beyond the kUnusedKept most recently used, and forgets old
+  // Forgets files no process holds beyond the kUnusedKept most recently used, and forgets old
   // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
   void trim();
 
