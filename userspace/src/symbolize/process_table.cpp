@@ -93,9 +93,49 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
   }
   if (!(*symbols)->problems().empty())
     spdlog::warn("{}: {}", shown, fmt::join((*symbols)->problems(), "; "));
+  size_t bytes = (*symbols)->memory_bytes();
+  if (held_bytes_ + bytes > kMaxHeldBytes)
+    evict_unused(held_bytes_ + bytes - kMaxHeldBytes);
+  if (held_bytes_ + bytes > kMaxHeldBytes) {
+    if (!full_reported_)
+      spdlog::warn("the symbols of ELF files in use take {} MiB; {} and further files are left "
+                   "unnamed",
+                   held_bytes_ >> 20, shown);
+    full_reported_ = true;
+    failed_[key] = 1;
+    return nullptr;
+  }
+  held_bytes_ += bytes;
   std::shared_ptr<const ElfSymbols> shared = std::move(*symbols);
-  files_.emplace(key, Cached{shared, uses_});
+  files_.emplace(key, Cached{shared, uses_, bytes});
   return shared;
+}
+
+void ElfCache::evict_unused(size_t bytes)
+{
+  std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
+  for (const auto& [key, cached] : files_) {
+    if (cached.symbols.use_count() == 1)
+      unused.emplace_back(cached.last_use, key);
+  }
+  std::sort(unused.begin(), unused.end());
+  size_t freed = 0;
+  for (const auto& [last_use, key] : unused) {
+    if (freed >= bytes)
+      break;
+    freed += erase(key);
+  }
+}
+
+size_t ElfCache::erase(const FileKey& key)
+{
+  auto it = files_.find(key);
+  if (it == files_.end())
+    return 0;
+  size_t bytes = it->second.bytes;
+  held_bytes_ -= bytes;
+  files_.erase(it);
+  return bytes;
 }
 
 void ElfCache::trim()
@@ -108,8 +148,10 @@ void ElfCache::trim()
   if (unused.size() > kUnusedKept) {
     std::sort(unused.begin(), unused.end());
     for (size_t i = 0; i < unused.size() - kUnusedKept; ++i)
-      files_.erase(unused[i].second);
+      erase(unused[i].second);
   }
+  if (held_bytes_ < kMaxHeldBytes / 2)
+    full_reported_ = false;
   // A failure is remembered so that a file is not retried each sample; after many, all are
   // forgotten at once and retried when met again.
   if (failed_.size() > kFailuresKept)

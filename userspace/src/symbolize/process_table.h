@@ -67,22 +67,36 @@ public:
   // The symbols of the file behind mapping in process pid, opening it on first use.
   std::shared_ptr<const ElfSymbols> get(uint32_t pid, const Mapping& mapping);
   size_t size() const { return files_.size(); }
+  // The memory the cached symbols take, roughly.
+  size_t held_bytes() const { return held_bytes_; }
   // Forgets files no process holds beyond the kUnusedKept most recently used, and forgets old
   // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
   void trim();
 
   static constexpr size_t kUnusedKept = 64;
   static constexpr size_t kFailuresKept = 1024;
+  // The symbols of all cached files together: past it, files no process holds are forgotten, and
+  // if that is not enough, further files are not read (each file has its own budgets, but a
+  // container could map hundreds).
+  static constexpr size_t kMaxHeldBytes = size_t{1} << 30;
 
 private:
   struct Cached {
     std::shared_ptr<const ElfSymbols> symbols;
     uint64_t last_use = 0;
+    size_t bytes = 0; // symbols->memory_bytes() when cached
   };
+  // Forgets files no process holds, least recently used first, until bytes are freed.
+  void evict_unused(size_t bytes);
+  // Forgets one file; returns the bytes it held.
+  size_t erase(const FileKey& key);
+
   std::string proc_root_;
   std::map<FileKey, Cached> files_;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
+  size_t held_bytes_ = 0;
+  bool full_reported_ = false; // kMaxHeldBytes was reached, and that was said
 };
 
 // One process between two execs.
