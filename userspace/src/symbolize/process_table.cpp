@@ -94,9 +94,9 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
   if (!(*symbols)->problems().empty())
     spdlog::warn("{}: {}", shown, fmt::join((*symbols)->problems(), "; "));
   size_t bytes = (*symbols)->memory_bytes();
-  if (held_bytes_ + bytes > kMaxHeldBytes)
-    evict_unused(held_bytes_ + bytes - kMaxHeldBytes);
-  if (held_bytes_ + bytes > kMaxHeldBytes) {
+  if (held_bytes_ + bytes > max_held_bytes_)
+    evict_unused(held_bytes_ + bytes - max_held_bytes_);
+  if (held_bytes_ + bytes > max_held_bytes_) {
     if (!full_reported_)
       spdlog::warn("the symbols of ELF files in use take {} MiB; {} and further files are left "
                    "unnamed",
@@ -150,7 +150,7 @@ void ElfCache::trim()
     for (size_t i = 0; i < unused.size() - kUnusedKept; ++i)
       erase(unused[i].second);
   }
-  if (held_bytes_ < kMaxHeldBytes / 2)
+  if (held_bytes_ < max_held_bytes_ / 2)
     full_reported_ = false;
   // A failure is remembered so that a file is not retried each sample; after many, all are
   // forgotten at once and retried when met again.

@@ -57,7 +57,11 @@ struct ProcessImage {
 // file stays open: ElfSymbols reads what it needs and closes it.
 class ElfCache {
 public:
-  explicit ElfCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+  // The cache reads processes below proc_root and holds at most max_held_bytes of symbols.
+  explicit ElfCache(std::string proc_root, size_t max_held_bytes = kMaxHeldBytes)
+      : proc_root_(std::move(proc_root)), max_held_bytes_(max_held_bytes)
+  {
+  }
 
   struct FileKey {
     uint64_t device = 0;
@@ -92,6 +96,7 @@ private:
   size_t erase(const FileKey& key);
 
   std::string proc_root_;
+  size_t max_held_bytes_;
   std::map<FileKey, Cached> files_;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
