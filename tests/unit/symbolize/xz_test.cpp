@@ -40,7 +40,7 @@ TEST(Xz, BombStopsAtTheOutputBudget)
 {
   rusage before{};
   ::getrusage(RUSAGE_SELF, &before);
-  // 20 KB that expand to 64 MiB.
+  // 20 KB that expand to 64 MiB, and say so in their index: refused before decoding.
   auto output = xz_decompress(fixture("bomb.xz"), 1 << 20, kMemory);
   rusage after{};
   ::getrusage(RUSAGE_SELF, &after);
@@ -48,6 +48,23 @@ TEST(Xz, BombStopsAtTheOutputBudget)
   EXPECT_EQ(output.error().errno_value, EFBIG);
   EXPECT_EQ(output.error().message, "cannot decompress: more than 1048576 bytes");
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 16 * 1024);
+}
+
+// Without an index to read the size from (here: padding after the stream hides it), the stream is
+// decoded once to count its bytes, up to the budget, and nothing is held.
+TEST(Xz, BombWithoutAReadableIndexStopsAtTheOutputBudgetToo)
+{
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  auto output = xz_decompress(fixture("bomb.xz") + std::string(4, '\0'), 4 << 20, kMemory);
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  ASSERT_FALSE(output.has_value());
+  EXPECT_EQ(output.error().errno_value, EFBIG);
+  EXPECT_EQ(output.error().message, "cannot decompress: more than 4194304 bytes");
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 16 * 1024); // the decoder's dictionary at most
+  // The padded small stream still decompresses.
+  EXPECT_TRUE(xz_decompress(fixture("small.xz") + std::string(4, '\0'), kOutput, kMemory));
 }
 
 TEST(Xz, DictionaryLargerThanTheMemoryBudgetIsRefused)
