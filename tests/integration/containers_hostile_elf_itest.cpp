@@ -333,6 +333,50 @@ TEST_F(HostileElfTest, DebugFileLookupOpensOnlyRegularFilesInsideTheContainer)
   }
 }
 
+// --- the file behind a mapping ---
+
+// Each child process of the container maps a copy of its program, deletes it, makes the name its
+// mapping now shows ("<path> (deleted)") a link to a host file, and splits and merges the mapping
+// without end, so that the range flamebpf read from /proc/<pid>/maps is gone from map_files when
+// it opens it. A deleted file is opened through map_files or not at all.
+TEST_F(HostileElfTest, DeletedMappingsNameIsNeverFollowed)
+{
+  HostSecrets host;
+  constexpr int kChildren = 4;
+  auto container =
+      run_spinner("he-deleted", ELF_SPINNER_BINARY,
+                  {"--deleted", std::to_string(kChildren), kProgram, "/churn", host.victim()});
+  std::vector<pid_t> children;
+  for (int attempt = 0; attempt < 200 && children.size() < kChildren; ++attempt) {
+    children.clear();
+    std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
+    for (pid_t pid; procs >> pid;) {
+      if (pid != container.pid &&
+          read_text("/proc/" + std::to_string(pid) + "/maps").find(" (deleted)") !=
+              std::string::npos)
+        children.push_back(pid);
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_EQ(children.size(), static_cast<size_t>(kChildren));
+  std::string link = "/proc/" + std::to_string(children[0]) + "/root/churn/lib0.bin (deleted)";
+  ASSERT_TRUE(fs::is_symlink(link)) << link;
+
+  AccessWatch watch({host.dir()});
+  std::string folded = dir_.path() + "/deleted.folded";
+  auto daemon = run_as_daemon({"--cgroup", "he-deleted", "-d", "3", "-o", folded}, dir_.path());
+  const Measured& run = daemon.run;
+  auto accesses = watch.events();
+  print_figures("deleted mappings split and merged", run);
+  expect_prompt(run, 3);
+  EXPECT_TRUE(accesses.empty()) << "flamebpf opened the host's file through a deleted name:\n"
+                                << ::testing::PrintToString(accesses);
+  host.expect_untouched();
+  expect_no_secret(run, dir_.path());
+  // The children were sampled (they are busy), so their mappings were looked at.
+  EXPECT_GE(total_count(parse_folded(read_text(folded))), 10u) << describe(run);
+}
+
 // --- descriptors ---
 
 TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)

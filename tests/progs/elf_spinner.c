@@ -2,20 +2,29 @@
 // tests: it spins in local functions that only .symtab (or a separate debug file) names, or in a
 // function whose mangled name demangles to megabytes; it can also map hundreds of ELF files.
 //
-//   elf_spinner [--copies N SOURCE DIR] [exponential]
+//   elf_spinner [--copies N SOURCE DIR] [--deleted N SOURCE DIR TARGET] [exponential]
 //
 //   --copies N SOURCE DIR  copy the ELF file SOURCE to DIR/lib<i>.so for i < N (DIR is created)
 //                          and map each whole copy executable, as a process loading N libraries
+//   --deleted N SOURCE DIR TARGET
+//                          start N child processes that each copy SOURCE to DIR/lib<i>.bin, map
+//                          it executable, delete it, make "DIR/lib<i>.bin (deleted)" (the name
+//                          the mapping now shows) a symlink to TARGET, and then split and merge
+//                          the mapping without end (changing its last page's protection), so
+//                          that the range /proc/<pid>/maps shows is gone from map_files by the
+//                          time a profiler opens it
 //   exponential            spin in the function with the exponential mangled name (below)
 // Then "spinner ready" goes to stdout and the process spins for 10 minutes at most, in
 // main -> elf_spinner_outer -> elf_spinner_inner (or -> the exponential function).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,6 +102,60 @@ static void map_copies(int count, const char* source, const char* dir)
   free(bytes);
 }
 
+static void* split_and_merge(void* mapping)
+{
+  for (;;) {
+    mprotect((char*)mapping + 3 * 4096, 4096, PROT_READ);
+    mprotect((char*)mapping + 3 * 4096, 4096, PROT_READ | PROT_EXEC);
+  }
+  return NULL;
+}
+
+static void spin(int exponential_mode)
+{
+  double end = now() + 600;
+  while (now() < end)
+    elf_spinner_outer(exponential_mode);
+}
+
+static void start_deleted(int count, const char* source, const char* dir, const char* target)
+{
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    die("cannot create", dir);
+  for (int i = 0; i < count; ++i) {
+    char path[4096];
+    char deleted[4200];
+    snprintf(path, sizeof path, "%s/lib%d.bin", dir, i);
+    snprintf(deleted, sizeof deleted, "%s (deleted)", path);
+    pid_t child = fork();
+    if (child < 0)
+      die("cannot fork for", path);
+    if (child > 0)
+      continue;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int in = open(source, O_RDONLY);
+    int out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0755);
+    char buffer[65536];
+    ssize_t n;
+    while (in >= 0 && out >= 0 && (n = read(in, buffer, sizeof buffer)) > 0)
+      if (write(out, buffer, (size_t)n) != n)
+        die("cannot write", path);
+    struct stat status;
+    if (out < 0 || fstat(out, &status) != 0 || status.st_size < 4 * 4096)
+      die("cannot copy to", path);
+    void* mapping = mmap(NULL, 4 * 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, out, 0);
+    if (mapping == MAP_FAILED)
+      die("cannot map", path);
+    close(in);
+    close(out);
+    if (unlink(path) != 0 || symlink(target, deleted) != 0)
+      die("cannot replace", path);
+    // The churning thread alone keeps the child busy, and sampled.
+    split_and_merge(mapping);
+    exit(0);
+  }
+}
+
 int main(int argc, char** argv)
 {
   int exponential_mode = 0;
@@ -100,6 +163,9 @@ int main(int argc, char** argv)
     if (strcmp(argv[i], "--copies") == 0 && i + 3 < argc) {
       map_copies(atoi(argv[i + 1]), argv[i + 2], argv[i + 3]);
       i += 3;
+    } else if (strcmp(argv[i], "--deleted") == 0 && i + 4 < argc) {
+      start_deleted(atoi(argv[i + 1]), argv[i + 2], argv[i + 3], argv[i + 4]);
+      i += 4;
     } else if (strcmp(argv[i], "exponential") == 0) {
       exponential_mode = 1;
     } else {
@@ -109,8 +175,6 @@ int main(int argc, char** argv)
   }
   printf("spinner ready\n");
   fflush(stdout);
-  double end = now() + 600;
-  while (now() < end)
-    elf_spinner_outer(exponential_mode);
+  spin(exponential_mode);
   return 0;
 }
