@@ -5,8 +5,8 @@ set -euo pipefail
 
 build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev liblzma-dev
-  libiberty-dev zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev
-  protobuf-compiler openjdk-17-jdk-headless
+  libiberty-dev zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless
 )
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) is xz; libiberty-dev: the demangler with a bounded
 # output (cplus_demangle_v3_callback).
@@ -17,9 +17,10 @@ build_packages=(
 # (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
 # playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
 # the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets;
-# xz-utils compresses the MiniDebugInfo of the ELF fixtures.
+# xz-utils compresses the MiniDebugInfo of the ELF fixtures; systemd's systemd-analyze checks the
+# service unit.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils)
+  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

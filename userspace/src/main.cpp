@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <sys/resource.h>
 
 #include "cli/options.h"
 #include "common/log.h"
@@ -29,6 +30,10 @@ int main(int argc, char** argv)
   }
   flamebpf::cli::finish_parse(app, config);
   flamebpf::log::init(config.verbose);
+  // Warnings held back by the log's rate limit are counted in one last line, however main ends.
+  struct FlushSuppressedWarnings {
+    ~FlushSuppressedWarnings() { flamebpf::log::flush_suppressed(); }
+  } flush_suppressed_warnings;
   if (config.mode != flamebpf::cli::Mode::kRecord) {
     auto done = config.mode == flamebpf::cli::Mode::kRender ? flamebpf::pipeline::render(config)
                 : config.mode == flamebpf::cli::Mode::kDiff ? flamebpf::pipeline::diff(config)
@@ -38,6 +43,13 @@ int main(int argc, char** argv)
       return done.error().usage ? kExitUsage : kExitRuntimeFailure;
     }
     return 0;
+  }
+  // Every ELF file, perf map and container flamebpf reads costs a descriptor for a while: the
+  // soft limit (often 1024) goes up to the hard one, which the service raises.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &files) != 0)
+      spdlog::debug("cannot raise the open files limit to {}", files.rlim_max);
   }
   // libdw would fetch missing debug files from debuginfod servers; a profiler on a production host
   // makes no network requests of its own.

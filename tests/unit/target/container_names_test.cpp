@@ -165,5 +165,28 @@ TEST(ContainerNames, ConfigWithAnotherIdOrSymlinkOutOfTheRootIsIgnored)
   EXPECT_TRUE(names.all().empty());
 }
 
+TEST(ContainerNames, OnlyRootsRuntimesFromRootsProgramsAreTrusted)
+{
+  FakeProc proc;
+  // Any user may run a program named dockerd or conmon in the host's PID namespace.
+  auto users =
+      proc.add_process(100, "dockerd", nul_joined({"dockerd"}), true, FakeProc::Identity::kUser);
+  write_file(users + "/var/lib/docker/containers/" + kWeb + "/config.v2.json",
+             read_data("docker/config.v2.json"));
+  proc.add_process(101, "conmon", nul_joined({"conmon", "-c", kOld, "-n", "payments-db"}), true,
+                   FakeProc::Identity::kUser);
+  // Root running a program someone else could have replaced.
+  auto writable = proc.add_process(102, "dockerd", nul_joined({"dockerd"}), true,
+                                   FakeProc::Identity::kRootWritableProgram);
+  write_file(writable + "/var/lib/docker/containers/" + kWeb + "/config.v2.json",
+             read_data("docker/config.v2.json"));
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_TRUE(names.all().empty());
+  EXPECT_FALSE(names.name_of(kWeb).has_value());
+  EXPECT_FALSE(names.name_of(kOld).has_value());
+  EXPECT_TRUE(names.docker_data_roots().empty());
+}
+
 } // namespace
 } // namespace flamebpf::target

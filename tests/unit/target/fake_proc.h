@@ -27,17 +27,36 @@ public:
 
   const std::string& root() const { return root_; }
 
+  // Who a process runs as, and from which program.
+  enum class Identity {
+    kRoot,                // euid 0, a program only root may change (/bin/sh)
+    kUser,                // euid 1000, the same program
+    kRootWritableProgram, // euid 0, a program anyone may change
+  };
+
   // A process named comm with a command line; it shares flamebpf's PID namespace when
   // same_namespace (its ns/pid is then the same file as self/ns/pid). Returns its root
   // directory, <proc>/<pid>/root.
   std::string add_process(int pid,
                           const std::string& comm,
                           const std::string& cmdline,
-                          bool same_namespace = true) const
+                          bool same_namespace = true,
+                          Identity identity = Identity::kRoot) const
   {
     std::string base = root_ + "/" + std::to_string(pid);
     write_file(base + "/comm", comm + "\n");
     write_file(base + "/cmdline", cmdline);
+    std::string uid = identity == Identity::kUser ? "1000" : "0";
+    write_file(base + "/status",
+               "Name:\t" + comm + "\nUid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid + "\n");
+    if (identity == Identity::kRootWritableProgram) {
+      std::string program = (dir_.path() / "writable-program").string();
+      write_file(program, "");
+      std::filesystem::permissions(program, std::filesystem::perms::all);
+      std::filesystem::create_symlink(program, base + "/exe");
+    } else {
+      std::filesystem::create_symlink("/bin/sh", base + "/exe");
+    }
     std::filesystem::create_directories(base + "/ns");
     if (same_namespace)
       std::filesystem::create_hard_link(root_ + "/self/ns/pid", base + "/ns/pid");

@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fake_proc.h"
@@ -186,6 +187,31 @@ TEST_F(TargetSetTest, ProcessTargetIsDroppedWhenItExits)
   ASSERT_EQ(changes.removed.size(), 1u);
   EXPECT_EQ(changes.removed[0].pid, 4242u);
   EXPECT_TRUE(set->live().empty());
+}
+
+TEST_F(TargetSetTest, ProcessTargetStaysWhileFlamebpfIsOutOfDescriptors)
+{
+  std::string pid = "4242";
+  write_file(proc() + "/" + pid + "/status", "Name:\tburner\nTgid:\t4242\nPid:\t4242\n");
+  write_file(proc() + "/" + pid + "/comm", "burner\n");
+  TargetOptions options;
+  options.pids = {4242};
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  // No descriptor can be opened now: every open fails with EMFILE, as when a host's many ELF
+  // files had used them all.
+  int next_free = ::dup(0);
+  ASSERT_GE(next_free, 0);
+  ::close(next_free);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit none = saved;
+  none.rlim_cur = static_cast<rlim_t>(next_free);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  auto changes = set->refresh();
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_TRUE(changes.removed.empty());
+  EXPECT_EQ(set->live().size(), 1u);
 }
 
 } // namespace

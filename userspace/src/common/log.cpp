@@ -1,15 +1,134 @@
 #include "common/log.h"
 
 #include <bpf/libbpf.h>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <fmt/format.h>
+#include <mutex>
+#include <spdlog/sinks/base_sink.h>
 #include <string>
+#include <unistd.h>
 
 namespace flamebpf::log {
 namespace {
 
 bool g_verbose = false;
+
+// The length of the valid UTF-8 sequence at the start of text, or 0 if it is not one.
+size_t utf8_sequence(std::string_view text)
+{
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(0);
+  size_t length = lead < 0x80           ? 1
+                  : (lead >> 5) == 0x6  ? 2
+                  : (lead >> 4) == 0xe  ? 3
+                  : (lead >> 3) == 0x1e ? 4
+                                        : 0;
+  if (length == 0 || text.size() < length)
+    return 0;
+  uint32_t code = length == 1   ? lead
+                  : length == 2 ? lead & 0x1fu
+                  : length == 3 ? lead & 0x0fu
+                                : lead & 0x07u;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80)
+      return 0;
+    code = (code << 6) | (byte(i) & 0x3fu);
+  }
+  static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  bool overlong = code < kSmallest[length];
+  bool surrogate = code >= 0xd800 && code <= 0xdfff;
+  if (overlong || surrogate || code > 0x10ffff)
+    return 0;
+  return length;
+}
+
+// Code points that act on a terminal or reorder what it shows: C1 controls, and the bidirectional
+// embeddings, overrides and isolates that can make a name read as something else.
+bool acts_on_terminal(uint32_t code)
+{
+  return (code >= 0x80 && code <= 0x9f) || (code >= 0x202a && code <= 0x202e) ||
+         (code >= 0x2066 && code <= 0x2069);
+}
+
+uint32_t decode(std::string_view sequence)
+{
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(sequence[i]); };
+  if (sequence.size() == 1)
+    return byte(0);
+  uint32_t code = byte(0) & (0x7fu >> sequence.size());
+  for (size_t i = 1; i < sequence.size(); ++i)
+    code = (code << 6) | (byte(i) & 0x3fu);
+  return code;
+}
+
+void append_escaped(std::string& out, std::string_view bytes)
+{
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char byte : bytes) {
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xf];
+  }
+}
+
+void write_line(std::string_view level, std::string_view message)
+{
+  std::string line = fmt::format("flamebpf: {}: {}\n", level, message);
+  std::string_view rest = line;
+  // One write per line when it fits the pipe: lines of two threads never interleave.
+  while (!rest.empty()) {
+    ssize_t n = ::write(STDERR_FILENO, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return;
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+std::string suppressed_line(uint64_t count)
+{
+  return fmt::format("{} more warnings were not shown (at most {} are shown a minute; run with -v "
+                     "to see all)",
+                     count, WarningBudget::kWarningsPerWindow);
+}
+
+// Stderr, with every message made printable and warnings held to their budget.
+class SafeStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  void flush_suppressed()
+  {
+    std::lock_guard lock(mutex_);
+    if (uint64_t held = budget_.suppressed(); held > 0) {
+      write_line("warning", suppressed_line(held));
+      budget_ = WarningBudget{};
+    }
+  }
+
+protected:
+  void sink_it_(const spdlog::details::log_msg& message) override
+  {
+    if (!g_verbose) {
+      // Any line closes a window that is over, so its count comes within an interval.
+      auto now = WarningBudget::Clock::now();
+      if (uint64_t held = budget_.roll(now); held > 0)
+        write_line("warning", suppressed_line(held));
+      if (message.level == spdlog::level::warn && !budget_.admit(now))
+        return;
+    }
+    auto level = spdlog::level::to_string_view(message.level);
+    write_line(std::string_view(level.data(), level.size()),
+               printable(std::string_view(message.payload.data(), message.payload.size())));
+  }
+  void flush_() override {}
+
+private:
+  WarningBudget budget_;
+};
+
+std::shared_ptr<SafeStderrSink> g_sink;
 
 int libbpf_print(libbpf_print_level level, const char* format, va_list args)
 {
@@ -38,11 +157,58 @@ int libbpf_print(libbpf_print_level level, const char* format, va_list args)
 
 } // namespace
 
+std::string printable(std::string_view text)
+{
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    size_t length = utf8_sequence(text);
+    if (length == 0) {
+      append_escaped(out, text.substr(0, 1));
+      text.remove_prefix(1);
+      continue;
+    }
+    std::string_view sequence = text.substr(0, length);
+    uint32_t code = decode(sequence);
+    if (code == '\\')
+      out += "\\\\";
+    else if (code < 0x20 || code == 0x7f || acts_on_terminal(code))
+      append_escaped(out, sequence);
+    else
+      out += sequence;
+    text.remove_prefix(length);
+  }
+  return out;
+}
+
+uint64_t WarningBudget::roll(Clock::time_point now)
+{
+  if (!started_ || now - window_start_ < kWindow)
+    return 0;
+  uint64_t held = suppressed_;
+  *this = WarningBudget{};
+  return held;
+}
+
+bool WarningBudget::admit(Clock::time_point now)
+{
+  if (!started_) {
+    started_ = true;
+    window_start_ = now;
+  }
+  if (shown_ < kWarningsPerWindow) {
+    ++shown_;
+    return true;
+  }
+  ++suppressed_;
+  return false;
+}
+
 void init(bool verbose)
 {
   g_verbose = verbose;
-  auto logger = spdlog::stderr_logger_st("flamebpf");
-  logger->set_pattern("flamebpf: %^%l%$: %v");
+  g_sink = std::make_shared<SafeStderrSink>();
+  auto logger = std::make_shared<spdlog::logger>("flamebpf", g_sink);
   logger->set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_default_logger(logger);
   libbpf_set_print(libbpf_print);
@@ -51,6 +217,12 @@ void init(bool verbose)
 bool verbose()
 {
   return g_verbose;
+}
+
+void flush_suppressed()
+{
+  if (g_sink)
+    g_sink->flush_suppressed();
 }
 
 } // namespace flamebpf::log

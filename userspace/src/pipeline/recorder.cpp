@@ -13,6 +13,7 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
+#include "common/service_notify.h"
 #include "drain/drain.h"
 #include "drain/drop_report.h"
 #include "emit/folded.h"
@@ -414,7 +415,10 @@ Result<RecordSummary> record(const cli::Config& config)
                                 std::chrono::duration<double>(config.duration_seconds));
   bool refresh_pending = false;
   auto next_perf_map_poll = started + kPerfMapPollInterval;
+  ServiceNotifier service;
+  service.ready();
   while (!g_stop_requested.load()) {
+    service.alive();
     auto now = Clock::now();
     if (bounded && now >= deadline)
       break;
@@ -441,8 +445,10 @@ Result<RecordSummary> record(const cli::Config& config)
     }
     if (g_reresolve_requested.exchange(false)) {
       spdlog::info("SIGHUP: resolving the targets again");
+      service.reloading();
       if (auto refreshed = refresh_targets(true); !refreshed)
         return fail(refreshed.error());
+      service.ready();
     }
     refresh_pending |= watcher.changed();
     if (refresh_pending && now - last_refresh >= kMinRefreshGap) {
@@ -461,6 +467,7 @@ Result<RecordSummary> record(const cli::Config& config)
     if (!polled)
       return fail(polled.error());
   }
+  service.stopping();
   // JVMs being attached get the chance to name the last interval's frames.
   attacher.wait_idle(Clock::now() + attacher_options.timeout);
   if (auto drained = drain_once(); !drained)

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "common/unique_fd.h"
 #include "target/cgroup_resolver.h"
@@ -17,21 +18,33 @@ uint32_t depth_of(const std::string& below_mount)
   return below_mount == "/" ? 0 : depth;
 }
 
-// Names of the subdirectories of the directory open as fd (taken).
-std::vector<std::string> subdirectories(UniqueFd fd)
+struct Subdirectory {
+  std::string name;
+  // Runtimes' cgroups belong to whoever owns the hierarchy (root); a directory another user owns
+  // lies in a subtree delegated to that user, who may name it like a container
+  // (docker-<id>.scope) to pose as one.
+  bool managers = false;
+};
+
+// The subdirectories of the directory open as fd (taken); manager owns the hierarchy.
+std::vector<Subdirectory> subdirectories(UniqueFd fd, uid_t manager)
 {
-  std::vector<std::string> names;
+  std::vector<Subdirectory> found;
   DIR* dir = ::fdopendir(fd.get());
   if (!dir)
-    return names;
+    return found;
   fd.release();
   while (dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;
-    if (entry->d_type == DT_DIR && name != "." && name != "..")
-      names.emplace_back(name);
+    if (entry->d_type != DT_DIR || name == "." || name == "..")
+      continue;
+    struct stat status {};
+    bool managers = ::fstatat(::dirfd(dir), entry->d_name, &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    status.st_uid == manager;
+    found.push_back({std::string(name), managers});
   }
   ::closedir(dir);
-  return names;
+  return found;
 }
 
 } // namespace
@@ -39,6 +52,9 @@ std::vector<std::string> subdirectories(UniqueFd fd)
 CgroupInventory scan_cgroup_tree(const std::string& cgroup2_mount, size_t max_directories)
 {
   CgroupInventory inventory;
+  struct stat mount {};
+  if (::stat(cgroup2_mount.c_str(), &mount) != 0)
+    return inventory;
   std::vector<std::string> pending{"/"};
   while (!pending.empty()) {
     if (inventory.directories.size() >= max_directories) {
@@ -52,22 +68,24 @@ CgroupInventory scan_cgroup_tree(const std::string& cgroup2_mount, size_t max_di
     if (!fd.valid())
       continue; // removed since its parent was read
     inventory.directories.push_back(below);
-    for (auto& name : subdirectories(std::move(fd))) {
+    for (auto& [name, managers] : subdirectories(std::move(fd), mount.st_uid)) {
       std::string child = below == "/" ? "/" + name : below + "/" + name;
       auto id = [&]() -> uint64_t {
         auto found = cgroup_id_of(cgroup2_mount + child);
         return found ? *found : 0;
       };
-      if (auto match = container_of_cgroup(child); match && match->cgroup == child) {
+      auto match = managers ? container_of_cgroup(child) : std::nullopt;
+      if (match && match->cgroup == child) {
         // A container's own sub-cgroups count for it: no need to look inside.
         if (uint64_t cgroup_id = id())
           inventory.containers.push_back(
               {match->id, match->runtime, match->pod_uid, child, cgroup_id, depth_of(child)});
         continue;
       }
-      if (auto uid = pod_of_component(name)) {
+      auto pod = managers ? pod_of_component(name) : std::nullopt;
+      if (pod) {
         if (uint64_t cgroup_id = id())
-          inventory.pods.push_back({*uid, child, cgroup_id, depth_of(child)});
+          inventory.pods.push_back({*pod, child, cgroup_id, depth_of(child)});
       }
       pending.push_back(std::move(child));
     }

@@ -36,8 +36,10 @@ struct CgroupInventory {
   bool truncated = false; // the walk stopped at max_directories
 };
 
-// Walks the cgroup2 hierarchy mounted at cgroup2_mount. Directories that vanish during the walk
-// are skipped; at most max_directories are visited.
+// Walks the cgroup2 hierarchy mounted at cgroup2_mount. Only directories owned by the owner of the
+// hierarchy's root (root) are taken for containers and pods: a subtree delegated to another user
+// holds plain cgroups, whatever their names.
+// Directories that vanish during the walk are skipped; at most max_directories are visited.
 CgroupInventory scan_cgroup_tree(const std::string& cgroup2_mount,
                                  size_t max_directories = 1 << 16);
 

@@ -143,12 +143,22 @@ ContainerNames::ContainerNames(std::string proc_root) : proc_root_(std::move(pro
 
 bool ContainerNames::trusted(const std::string& pid) const
 {
+  std::string process = proc_root_ + "/" + pid;
   struct stat ours {};
   struct stat theirs {};
   if (::stat((proc_root_ + "/self/ns/pid").c_str(), &ours) != 0 ||
-      ::stat((proc_root_ + "/" + pid + "/ns/pid").c_str(), &theirs) != 0)
+      ::stat((process + "/ns/pid").c_str(), &theirs) != 0)
     return false;
-  return ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino;
+  if (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino)
+    return false;
+  // Any user can run a program named dockerd or conmon; only root runs the real ones, from a file
+  // only root can change.
+  auto status = procfs::read_file(process + "/status", 1 << 16);
+  auto euid = status ? procfs::status_field(*status, "Uid", 1) : std::nullopt;
+  struct stat program {};
+  if (!euid || *euid != 0 || ::stat((process + "/exe").c_str(), &program) != 0)
+    return false;
+  return program.st_uid == 0 && (program.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 std::vector<ContainerNames::DataRoot> ContainerNames::find_docker_data_roots() const

@@ -46,8 +46,9 @@ struct NamedContainer {
   std::string source; // where the name came from, for messages: "docker /var/lib/docker", "conmon"
 };
 
-// The names of the host's containers. Only runtime processes in flamebpf's own PID namespace are
-// trusted: a process inside a container could otherwise pose as dockerd and rename others.
+// The names of the host's containers. Only runtime processes in flamebpf's own PID namespace,
+// running as root from an executable only root can change, are trusted: a process inside a
+// container, or any user's program named dockerd, could otherwise rename others.
 class ContainerNames {
 public:
   // proc_root is normally "/proc"; tests point it at a fixture tree.

@@ -74,12 +74,18 @@ std::string closest_candidates(const std::string& argument, ContainerDirectory& 
   return list;
 }
 
-// A path to a container's own cgroup directory is named after the container.
+// A path to a container's own cgroup directory is named after the container, when the directory
+// belongs to the hierarchy's owner as every runtime's does (see scan_cgroup_tree).
 Target name_path_target(Target target, ContainerDirectory& directory)
 {
   std::string below = target.cgroup_path.substr(directory.cgroup2_mount().size());
   auto match = container_of_cgroup(below);
-  if (match && match->cgroup == below) {
+  struct stat status {};
+  struct stat mount {};
+  bool managers = ::stat(target.cgroup_path.c_str(), &status) == 0 &&
+                  ::stat(directory.cgroup2_mount().c_str(), &mount) == 0 &&
+                  status.st_uid == mount.st_uid;
+  if (match && match->cgroup == below && managers) {
     target.container_id = match->id;
     target.name = directory.display_name(match->id);
   }

@@ -114,7 +114,14 @@ const std::vector<std::string>& TargetSet::watched_directories() const
 bool TargetSet::is_live(const Target& target) const
 {
   if (target.pid != 0) {
-    return procfs::read_tgid(target.pid, proc_root_).has_value();
+    auto status =
+        procfs::read_file(proc_root_ + "/" + std::to_string(target.pid) + "/status", 1 << 16);
+    // Only the kernel saying so means the process is gone: running out of descriptors or memory
+    // (EMFILE, ENOMEM) is flamebpf's own trouble, and must not drop a live target.
+    if (!status)
+      return status.error().errno_value != ENOENT && status.error().errno_value != ESRCH;
+    auto tgid = procfs::status_field(*status, "Tgid");
+    return tgid && *tgid != 0;
   }
   auto id = cgroup_id_of(target.cgroup_path);
   return id && *id == target.cgroup_id;

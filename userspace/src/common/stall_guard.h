@@ -1,0 +1,81 @@
+// Work that reads a target's files runs on a thread of its own, and flamebpf waits for it only so
+// long. A file on FUSE, or on an NFS server that went away, answers only when its server does; a
+// container's FUSE daemon that never answers must not stop the sampling and the dumps of every
+// other target, nor keep a -d run from ending on time.
+//
+// Work that overruns the limit goes on alone: the caller is told it stalled and moves on, and the
+// work's result, should it ever come, waits in its Outcome for the caller to take. Later work
+// goes to a fresh thread. At most kMaxStalled threads are left waiting on stalled work at once;
+// beyond that, guarded work is refused until one of them returns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace flamebpf {
+
+class StallGuard {
+public:
+  static constexpr size_t kMaxStalled = 16;
+
+  explicit StallGuard(std::chrono::milliseconds limit);
+  // Waits for the worker if it is idle or busy with work in time; a worker stuck on stalled work
+  // is left to the operating system (a blocked read ends with the process).
+  ~StallGuard();
+  StallGuard(const StallGuard&) = delete;
+  StallGuard& operator=(const StallGuard&) = delete;
+
+  // What became of one piece of work.
+  template <class T> struct Outcome {
+    std::shared_future<T> result;
+    bool stalled = false; // it overran the limit; result becomes ready when (if) it ends
+  };
+
+  // Runs work on the worker thread and waits up to the limit. nullopt if refused because
+  // kMaxStalled threads are stuck already. work must own everything it touches (capture by value
+  // or shared_ptr): after a stall it runs on while the caller goes on.
+  template <class T> std::optional<Outcome<T>> run(std::function<T()> work)
+  {
+    auto task = std::make_shared<std::packaged_task<T()>>(std::move(work));
+    std::shared_future<T> result = task->get_future().share();
+    if (!post([task] { (*task)(); }))
+      return std::nullopt;
+    bool stalled = result.wait_for(limit_) == std::future_status::timeout;
+    if (stalled)
+      abandon_worker();
+    return Outcome<T>{result, stalled};
+  }
+
+  // Threads currently stuck on stalled work.
+  size_t stalled_threads() const { return stuck_->load(); }
+  std::chrono::milliseconds limit() const { return limit_; }
+
+private:
+  // One thread and its one-slot mailbox.
+  struct Worker {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::function<void()> job;
+    bool quit = false;      // the guard is going away
+    bool abandoned = false; // the guard gave up waiting on its job
+    std::thread thread;
+  };
+  // Hands job to the worker (starting one if needed); false if too many threads are stuck.
+  bool post(std::function<void()> job);
+  // Leaves the current worker to finish its stalled job alone; it exits when done.
+  void abandon_worker();
+  static void work(std::shared_ptr<Worker> worker, std::shared_ptr<std::atomic<size_t>> stuck);
+
+  std::chrono::milliseconds limit_;
+  std::shared_ptr<Worker> worker_;
+  std::shared_ptr<std::atomic<size_t>> stuck_ = std::make_shared<std::atomic<size_t>>(0);
+};
+
+} // namespace flamebpf
