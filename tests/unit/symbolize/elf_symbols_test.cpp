@@ -332,8 +332,8 @@ TEST(ElfSymbols, NotAnElfFileIsAnError)
   EXPECT_NE(symbols.error().message.find(path), std::string::npos) << symbols.error().message;
 }
 
-// libdwfl reads a reported file into memory and closes the descriptor it was given. ElfSymbols
-// must not close that number again: by then it may belong to another file of the process.
+// ElfSymbols closes the descriptor it was given once it has read the file. It must not close that
+// number again later: by then it may belong to another file of the process.
 TEST(ElfSymbols, DoesNotCloseADescriptorItNoLongerOwns)
 {
   const std::string path = FLAMEBPF_ELF_FIXTURE_PLAIN;
