@@ -78,11 +78,21 @@ ElfBytes ElfBytes::memory(std::string_view memory)
 
 Result<std::string> ElfBytes::read(uint64_t offset, size_t length) const
 {
+  std::string bytes;
+  if (auto done = read(offset, length, bytes); !done)
+    return fail(done.error());
+  return bytes;
+}
+
+Result<> ElfBytes::read(uint64_t offset, size_t length, std::string& bytes) const
+{
   if (offset > size_ || length > size_ - offset)
     return fail(Error{EINVAL, "past the end"});
-  if (fd_ < 0)
-    return std::string(memory_.substr(offset, length));
-  std::string bytes(length, '\0');
+  if (fd_ < 0) {
+    bytes.assign(memory_.substr(offset, length));
+    return {};
+  }
+  bytes.resize(length);
   size_t done = 0;
   while (done < length) {
     ssize_t n = ::pread(fd_, bytes.data() + done, length - done, static_cast<off_t>(offset + done));
@@ -95,7 +105,7 @@ Result<std::string> ElfBytes::read(uint64_t offset, size_t length) const
       return fail(Error{EINVAL, "past the end"});
     done += static_cast<size_t>(n);
   }
-  return bytes;
+  return {};
 }
 
 Result<ElfReader> ElfReader::open(ElfBytes bytes, std::string shown)
@@ -305,21 +315,21 @@ Result<bool> ElfReader::read_symbols(const ElfSection& table,
     return fail(error("cannot read symbols of " + shown_ + ": entry size " +
                       std::to_string(table.entry_size)));
   uint64_t readable = std::min<uint64_t>(table.size, max_bytes) / entry_size;
+  std::string step; // one buffer for every step
   // Entry 0 is the undefined symbol.
   for (uint64_t first = 1; first < readable; first += kSymbolStepEntries) {
     uint64_t count = std::min<uint64_t>(kSymbolStepEntries, readable - first);
-    auto raw = bytes_.read(table.offset + first * entry_size, count * entry_size);
-    if (!raw)
-      return fail(Error{raw.error().errno_value,
-                        "cannot read symbols of " + shown_ + ": " + raw.error().message});
+    if (auto read = bytes_.read(table.offset + first * entry_size, count * entry_size, step); !read)
+      return fail(Error{read.error().errno_value,
+                        "cannot read symbols of " + shown_ + ": " + read.error().message});
     for (uint64_t i = 0; i < count; ++i) {
       ElfSymbolEntry entry;
       if (is_64_) {
-        auto symbol = load<Elf64_Sym>(*raw, i * entry_size);
+        auto symbol = load<Elf64_Sym>(step, i * entry_size);
         entry = {symbol.st_value, symbol.st_size, symbol.st_name,
                  static_cast<uint8_t>(ELF64_ST_TYPE(symbol.st_info)), symbol.st_shndx};
       } else {
-        auto symbol = load<Elf32_Sym>(*raw, i * entry_size);
+        auto symbol = load<Elf32_Sym>(step, i * entry_size);
         entry = {symbol.st_value, symbol.st_size, symbol.st_name,
                  static_cast<uint8_t>(ELF32_ST_TYPE(symbol.st_info)), symbol.st_shndx};
       }

@@ -36,6 +36,8 @@ public:
   // Exactly length bytes from offset; an error if the image ends before them. length is the
   // caller's budget: nothing larger is ever allocated.
   [[nodiscard]] Result<std::string> read(uint64_t offset, size_t length) const;
+  // The same into buffer, whose memory is reused.
+  [[nodiscard]] Result<> read(uint64_t offset, size_t length, std::string& buffer) const;
 
 private:
   int fd_ = -1;
