@@ -98,6 +98,19 @@ TEST(ElfSymbols, SegmentWhoseVaddrDiffersFromItsOffset)
   expect_function(file, *symbols, "fb_fixture_gamma", "fb_fixture_gamma");
 }
 
+TEST(ElfSymbols, ThirtyTwoBitLibrary)
+{
+  const std::string path = FLAMEBPF_ELF_FIXTURE_PLAIN32;
+  FixtureElf file(path);
+  ASSERT_TRUE(file.valid()) << path;
+  auto symbols = open_symbols(path);
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".symtab");
+  EXPECT_EQ(symbols->build_id(), file.build_id());
+  expect_function(file, *symbols, "fb_fixture_alpha", "fb_fixture_alpha");
+  expect_function(file, *symbols, "fb_fixture_hidden", "fb_fixture_hidden");
+}
+
 TEST(ElfSymbols, OffsetsOutsideEveryLoadSegment)
 {
   for (const std::string path : {FLAMEBPF_ELF_FIXTURE_PLAIN, FLAMEBPF_ELF_FIXTURE_SHIFTED}) {
