@@ -16,7 +16,8 @@ inline constexpr std::string_view kTruncatedMark = " [truncated]";
 inline constexpr size_t kMaxDemangledBytes = 4096;
 // Longer mangled names are not demangled: the demangler's stack use grows with the input.
 inline constexpr size_t kMaxMangledBytes = 4096;
-// The demangler stops after this long, whatever it has written.
+// The demangler stops after this long, whatever it has written (checked as it writes: every 256
+// bytes of output at most).
 inline constexpr std::chrono::milliseconds kMaxDemangleTime{50};
 
 struct Demangled {

@@ -30,8 +30,10 @@ class ElfBytes {
 public:
   // The file fd, of size bytes (from fstat).
   static ElfBytes file(int fd, uint64_t size);
+  // The bytes in memory, which must outlive this.
   static ElfBytes memory(std::string_view bytes);
 
+  // The image's size in bytes.
   uint64_t size() const { return size_; }
   // Exactly length bytes from offset; an error if the image ends before them. length is the
   // caller's budget: nothing larger is ever allocated.
@@ -45,21 +47,23 @@ private:
   uint64_t size_ = 0;
 };
 
+// A section header, widened to 64 bits.
 struct ElfSection {
-  std::string name; // from .shstrtab; "" if it has none or it is past the budget
-  uint32_t type = 0;
+  std::string name;  // from .shstrtab; "" if it has none or it is past the budget
+  uint32_t type = 0; // SHT_*
   uint64_t flags = 0;
   uint64_t address = 0;
   uint64_t offset = 0;
   uint64_t size = 0;
-  uint32_t link = 0;
+  uint32_t link = 0; // for a symbol table: its string table's index
   uint64_t alignment = 0;
   uint64_t entry_size = 0;
 };
 
+// A program header, widened to 64 bits.
 struct ElfSegment {
-  uint32_t type = 0;
-  uint32_t flags = 0;
+  uint32_t type = 0;  // PT_*
+  uint32_t flags = 0; // PF_*
   uint64_t offset = 0;
   uint64_t vaddr = 0;
   uint64_t file_size = 0;
@@ -70,9 +74,9 @@ struct ElfSegment {
 struct ElfSymbolEntry {
   uint64_t value = 0;
   uint64_t size = 0;
-  uint32_t name = 0; // offset in the linked string table
-  uint8_t type = 0;  // STT_*
-  uint16_t section = 0;
+  uint32_t name = 0;    // offset in the linked string table
+  uint8_t type = 0;     // STT_*
+  uint16_t section = 0; // SHN_UNDEF, SHN_ABS or the index of its section
 };
 
 class ElfReader {
@@ -81,9 +85,13 @@ public:
   // names) of bytes. shown names the image in errors.
   [[nodiscard]] static Result<ElfReader> open(ElfBytes bytes, std::string shown);
 
+  // How messages name the image.
   const std::string& shown() const { return shown_; }
+  // ELFCLASS64, else ELFCLASS32.
   bool is_64() const { return is_64_; }
+  // The section headers, in file order (index 0 is the null section).
   const std::vector<ElfSection>& sections() const { return sections_; }
+  // The program headers, in file order.
   const std::vector<ElfSegment>& segments() const { return segments_; }
   // The first section named name, or of type type; null if none.
   const ElfSection* section_named(std::string_view name) const;

@@ -63,6 +63,7 @@ public:
   const std::string& symbols_from() const { return symbols_from_; }
   // What budgets cut and which debug files were refused while reading, one phrase each.
   const std::vector<std::string>& problems() const { return problems_; }
+  // The number of function symbols held.
   size_t symbol_count() const { return symbols_.size(); }
   // Names cut by a budget so far: when read, or when demangled.
   uint64_t names_cut() const { return names_cut_ + demangled_cut_; }
