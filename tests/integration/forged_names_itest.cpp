@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <set>
 #include <string>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <thread>
 #include <unistd.h>
 
@@ -158,6 +160,28 @@ TEST_F(ForgedNamesTest, AContainerCgroupInAUsersSubtreeIsNoContainer)
       EXPECT_EQ(file.find(short_id(id)), std::string::npos) << file;
     }
   }
+}
+
+TEST_F(ForgedNamesTest, ADeviceARuntimesCommandLineNamesIsNeverOpened)
+{
+  // A device node that does nothing when opened, watched for opens: a hardware watchdog in its
+  // place would arm on the first open and reboot the host.
+  std::string device = dir_.path() + "/watchdog";
+  ASSERT_EQ(::mknod(device.c_str(), S_IFCHR | 0666, ::makedev(1, 3)), 0);
+  int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(::inotify_add_watch(watch, device.c_str(), IN_OPEN), 0);
+  // Root's runtime (a program only root may change, run as root) and a user's, both naming the
+  // device as their configuration file.
+  Child roots({impostor_, "dockerd", "--config-file", device});
+  auto users = impostor({"dockerd", "--config-file", device});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto run = run_flamebpf({"--all-containers", "-d", "1", "-o", dir_.path() + "/all.folded"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  char events[4096];
+  ssize_t opened = ::read(watch, events, sizeof events);
+  ::close(watch);
+  EXPECT_LT(opened, 0) << "flamebpf opened the device " << device << "\n" << run.output;
 }
 
 } // namespace

@@ -67,9 +67,11 @@ struct Measured {
   int exit_code = -1; // or 128 + signal
   bool killed = false;
   double seconds = 0;
-  long max_rss_kb = 0; // flamebpf's peak resident set (wait4's ru_maxrss)
-  std::string out;     // stdout
-  std::string log;     // stderr
+  long max_rss_kb = 0;     // flamebpf's peak resident set (wait4's ru_maxrss)
+  double cpu_seconds = 0;  // flamebpf's user and system time
+  uint64_t read_bytes = 0; // what flamebpf read with read() and its kin (rchar of /proc/<pid>/io)
+  std::string out;         // stdout
+  std::string log;         // stderr
 };
 
 // Runs flamebpf with args, stdout and stderr apart, measuring its wall time and peak RSS; kills it
@@ -104,9 +106,16 @@ inline Measured run_measured(const std::vector<std::string>& args,
   int status = 0;
   rusage usage{};
   for (;;) {
-    pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
-    if (done == pid)
+    // Exited, but not reaped yet: its I/O counts are still there to read.
+    siginfo_t exited{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        exited.si_pid == pid) {
+      std::string io = read_text("/proc/" + std::to_string(pid) + "/io");
+      if (auto at = io.find("rchar: "); at != std::string::npos)
+        result.read_bytes = std::strtoull(io.c_str() + at + 7, nullptr, 10);
+      ::wait4(pid, &status, 0, &usage);
       break;
+    }
     if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds &&
         !result.killed) {
       ::kill(pid, SIGKILL);
@@ -117,6 +126,10 @@ inline Measured run_measured(const std::vector<std::string>& args,
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.max_rss_kb = usage.ru_maxrss;
+  auto seconds = [](const timeval& time) {
+    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
+  };
+  result.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   result.out = read_text(out_path);
   result.log = read_text(log_path);
   return result;
@@ -125,14 +138,14 @@ inline Measured run_measured(const std::vector<std::string>& args,
 inline std::string describe(const Measured& run)
 {
   return "exit " + std::to_string(run.exit_code) + (run.killed ? " (killed: it hung)" : "") +
-         " after " + std::to_string(run.seconds) + " s, peak RSS " +
-         std::to_string(run.max_rss_kb / 1024) + " MB; log:\n" + run.log;
+         " after " + std::to_string(run.seconds) + " s (" + std::to_string(run.cpu_seconds) +
+         " s of CPU), peak RSS " + std::to_string(run.max_rss_kb / 1024) + " MB; log:\n" + run.log;
 }
 
 inline void print_figures(const std::string& what, const Measured& run)
 {
-  std::printf("[ FIGURES  ] %s: %.2f s wall, peak RSS %.1f MB\n", what.c_str(), run.seconds,
-              static_cast<double>(run.max_rss_kb) / 1024.0);
+  std::printf("[ FIGURES  ] %s: %.2f s wall, %.2f s CPU, peak RSS %.1f MB\n", what.c_str(),
+              run.seconds, run.cpu_seconds, static_cast<double>(run.max_rss_kb) / 1024.0);
 }
 
 // Lines of text containing needle.

@@ -16,6 +16,7 @@
 //   --mkdir PATH         create a directory
 //   --link PATH=TARGET   replace PATH (an empty directory or a file) by a symlink to TARGET
 //   --map PATH           where MODE writes the perf map (default /tmp/perf-%p.map)
+//   --owner UID          once the map is written, give it to user UID (chown, as root can)
 //   -X...                ignored, so that a JVM's flags can be on the command line
 // Options take effect in the order given, before MODE; then "spinner ready" goes to stdout and the
 // process spins for 10 minutes at most.
@@ -30,6 +31,13 @@
 //                        each, 64 MiB/s, starting over at 512 MiB)
 //   long NAME            64 lines of 1 MiB each, then a valid line
 //   garbage NAME         8 MiB of random bytes, lines whose addresses overflow, then a valid line
+//   heavy NAME           a valid line, then 64 MiB (sparse: names are mostly holes) of entries:
+//                        one range with a 60 KiB name, 8192 small ranges splitting it, then
+//                        ranges with distinct names of 16 KiB less 64 bytes
+//   inline NAME COUNT    120 generated functions, each calling the next (as recursion does),
+//                        named by one line: a chain of COUNT methods NAME, as inlining writes
+//   replace NAME         four maps of 32 MiB (a valid line, then distinct short entries) made
+//                        beside the map, renamed over it in turn, one every 3 ms
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kStubBytes = 64, kMaxStubs = 32 };
+enum { kStubBytes = 64, kMaxStubs = 128, kMaxNames = 32, kInlineStubs = 120, kReplacements = 4 };
 
 static void die(const char* what, const char* detail)
 {
@@ -252,6 +260,113 @@ static void* grow(void* arg)
   return NULL;
 }
 
+// "<start> <size> <prefix>" at offset at, then a hole up to a name of name_bytes, then a newline:
+// a line whose name costs no disk. Returns the offset after it.
+static off_t
+sparse_line(int fd, off_t at, uint64_t start, uint64_t size, const char* prefix, size_t name_bytes)
+{
+  char head[128];
+  int n = snprintf(head, sizeof head, "%llx %llx %s", (unsigned long long)start,
+                   (unsigned long long)size, prefix);
+  if (pwrite(fd, head, (size_t)n, at) != n)
+    die("cannot write", "the perf map");
+  off_t end = at + n + (off_t)(name_bytes - strlen(prefix));
+  if (pwrite(fd, "\n", 1, end) != 1)
+    die("cannot write", "the perf map");
+  return end + 1;
+}
+
+// Entries that cost a reader far more memory than their file's size, unless it holds each name
+// once: pieces of a split range each copying its name, and many long names.
+static void write_heavy(int fd, const char* name)
+{
+  char line[8192];
+  int n = stub_line(line, sizeof line, 0, name);
+  write_all(fd, line, (size_t)n);
+  off_t at = n;
+  const uint64_t base = 0x100000000000ull;
+  at = sparse_line(fd, at, base, 1ull << 32, "Wide.name", 60 << 10);
+  for (int i = 0; i < 8192; ++i) {
+    n = snprintf(line, sizeof line, "%llx 10 Split.%d\n",
+                 (unsigned long long)(base + (uint64_t)(i + 1) * 0x1000), i);
+    if (pwrite(fd, line, (size_t)n, at) != n)
+      die("cannot write", "the perf map");
+    at += n;
+  }
+  for (int i = 0; at + (16 << 10) <= (64 << 20); ++i) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "Heavy.%d", i);
+    at = sparse_line(fd, at, base + (2ull << 32) + (uint64_t)i * 0x100, 0x10, prefix,
+                     (16 << 10) - 64);
+  }
+}
+
+// One line naming all the generated code: count methods name, joined as an inline chain.
+static void write_inline(int fd, const char* name, long count)
+{
+  size_t name_size = strlen(name);
+  size_t size = 64 + (size_t)count * (name_size + 2);
+  char* line = malloc(size);
+  if (!line)
+    die("cannot allocate", "the inline chain");
+  size_t used = (size_t)snprintf(line, size, "%llx %x ", (unsigned long long)(uintptr_t)g_code,
+                                 (unsigned)(g_stubs * kStubBytes));
+  for (long i = 0; i < count; ++i) {
+    if (i > 0) {
+      memcpy(line + used, "->", 2);
+      used += 2;
+    }
+    memcpy(line + used, name, name_size);
+    used += name_size;
+  }
+  line[used++] = '\n';
+  write_all(fd, line, used);
+  free(line);
+}
+
+struct Replacer {
+  char path[4096];
+  char maps[kReplacements][4096];
+  char link[4096];
+};
+
+// Renames the prepared maps over the map in turn: another file (inode) every 3 ms.
+static void* replace(void* arg)
+{
+  const struct Replacer* replacer = arg;
+  for (unsigned turn = 0;; ++turn) {
+    unlink(replacer->link);
+    const char* next = replacer->maps[turn % kReplacements];
+    if (link(next, replacer->link) != 0)
+      die("cannot link", next);
+    if (rename(replacer->link, replacer->path) != 0)
+      die("cannot rename", replacer->link);
+    struct timespec pause = {0, 3 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
+// A valid line, then 32 MiB of distinct short entries.
+static void write_replacement(const char* path, const char* name)
+{
+  int fd = open_map(path, O_TRUNC);
+  static char chunk[1 << 20];
+  size_t used = (size_t)stub_line(chunk, sizeof chunk, 0, name);
+  uint64_t address = 0x200000000000ull;
+  for (size_t written = 0; written < (32u << 20);) {
+    while (used + 64 < sizeof chunk) {
+      address += 0x10;
+      used += (size_t)snprintf(chunk + used, 64, "%llx 10 R%llx\n", (unsigned long long)address,
+                               (unsigned long long)(address >> 4));
+    }
+    write_all(fd, chunk, used);
+    written += used;
+    used = 0;
+  }
+  close(fd);
+}
+
 static void make_map(const char* mode, const char* path, char** names, size_t count)
 {
   if (strcmp(mode, "none") == 0)
@@ -273,6 +388,17 @@ static void make_map(const char* mode, const char* path, char** names, size_t co
   if (strcmp(mode, "valid") == 0) {
     int fd = open_map(path, O_TRUNC);
     write_valid(fd, names, count);
+    close(fd);
+    return;
+  }
+  if (strcmp(mode, "inline") == 0) {
+    long methods = count == 2 ? strtol(names[1], NULL, 10) : 0;
+    if (methods <= 0) {
+      fprintf(stderr, "jit_spinner: inline takes a NAME and a COUNT\n");
+      exit(2);
+    }
+    int fd = open_map(path, O_TRUNC);
+    write_inline(fd, unescape(names[0]), methods);
     close(fd);
     return;
   }
@@ -300,6 +426,22 @@ static void make_map(const char* mode, const char* path, char** names, size_t co
     for (int i = 0; i < 64; ++i)
       write_all(fd, line, sizeof line);
     write_valid(fd, names, 1);
+  } else if (strcmp(mode, "heavy") == 0) {
+    write_heavy(fd, unescape(names[0]));
+  } else if (strcmp(mode, "replace") == 0) {
+    static struct Replacer replacer;
+    snprintf(replacer.path, sizeof replacer.path, "%s", path);
+    for (int i = 0; i < kReplacements; ++i) {
+      snprintf(replacer.maps[i], sizeof replacer.maps[i], "%s.%d", path, i);
+      write_replacement(replacer.maps[i], unescape(names[0]));
+    }
+    snprintf(replacer.link, sizeof replacer.link, "%s.new", path);
+    // The map is the first one until the replacing starts.
+    if (link(replacer.maps[0], replacer.link) != 0 || rename(replacer.link, path) != 0)
+      die("cannot replace", path);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, replace, &replacer) != 0)
+      die("cannot start", "the replacer");
   } else if (strcmp(mode, "garbage") == 0) {
     static char noise[8 << 20];
     for (size_t i = 0; i < sizeof noise; i += 8) {
@@ -420,6 +562,7 @@ int main(int argc, char** argv)
   signal(SIGPIPE, SIG_IGN);
   alarm(600);
   const char* map = "/tmp/perf-%p.map";
+  long owner = -1;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; ++i) {
     const char* option = argv[i];
@@ -446,6 +589,8 @@ int main(int argc, char** argv)
       plant_link(value);
     } else if (strcmp(option, "--map") == 0) {
       map = value;
+    } else if (strcmp(option, "--owner") == 0) {
+      owner = strtol(value, NULL, 10);
     } else {
       fprintf(stderr, "jit_spinner: unknown option %s\n", option);
       return 2;
@@ -457,12 +602,20 @@ int main(int argc, char** argv)
   }
   const char* mode = argv[i++];
   size_t names = (size_t)(argc - i);
-  if (names > kMaxStubs) {
-    fprintf(stderr, "jit_spinner: at most %d names\n", kMaxStubs);
+  if (names > kMaxNames) {
+    fprintf(stderr, "jit_spinner: at most %d names\n", kMaxNames);
     return 2;
   }
-  generate(strcmp(mode, "valid") == 0 && names > 0 ? names : 1);
-  make_map(mode, expand(map), argv + i, names);
+  size_t stubs = 1;
+  if (strcmp(mode, "valid") == 0 && names > 0)
+    stubs = names;
+  else if (strcmp(mode, "inline") == 0)
+    stubs = kInlineStubs;
+  generate(stubs);
+  const char* path = expand(map);
+  make_map(mode, path, argv + i, names);
+  if (owner >= 0 && chown(path, (uid_t)owner, (gid_t)owner) != 0)
+    die("cannot give away", path);
   printf("spinner ready\n");
   fflush(stdout);
   ((void (*)(void))g_code)();

@@ -129,7 +129,7 @@ TEST(Stats, OneJsonLinePerInterval)
 {
   auto profile = interval(5, 3);
   profile.counters.counts[FB_COUNTER_KSTACK_COLLISION] = 2;
-  profile.symbolize_stats = {100, 4, 50, 1};
+  profile.symbolize_stats = {100, 4, 50, 1, 6, 2};
   IntervalStats stats;
   stats.window = window(0);
   stats.profile = &profile;
@@ -144,6 +144,7 @@ TEST(Stats, OneJsonLinePerInterval)
   EXPECT_NE(json.find("\"total\":2,\"kernel_stack_collisions\":2"), std::string::npos) << json;
   EXPECT_NE(json.find("\"native_share\":0.0400"), std::string::npos) << json;
   EXPECT_NE(json.find("\"jit_share\":0.0200"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"truncated\":{\"names\":6,\"stacks\":2}"), std::string::npos) << json;
   EXPECT_NE(json.find("{\"pid\":42,\"target\":\"web\\\"quoted\",\"age_seconds\":1.5}"),
             std::string::npos)
       << json;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "symbolize/java_frames.h"
+#include "symbolize/name_cut.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -21,6 +22,17 @@ Frame inlined(const std::string& name)
 Frame vm(const std::string& name)
 {
   return {name, "", FrameKind::kNative};
+}
+
+const Frame kTruncatedFrame{"[truncated]", "", FrameKind::kUnknown};
+
+// methods copies of "R.r()" joined as an inline chain.
+std::string chain_of(size_t methods)
+{
+  std::string chain = "R.r()";
+  for (size_t i = 1; i < methods; ++i)
+    chain += "->R.r()";
+  return chain;
 }
 
 TEST(PerfMapFrames, OneDisplayFormForEveryProducer)
@@ -67,6 +79,38 @@ TEST(PerfMapFrames, VmNamesStayAsTheyAre)
         "StubRoutines::call_stub ", "LazyCompile:*foo a.js:1", "a->b", "(weird)", ".x()", "x.()"}) {
     EXPECT_EQ(perf_map_frames(name, false), std::vector<Frame>{vm(name)}) << name;
   }
+}
+
+TEST(PerfMapFrames, InlineChainOfTheBudgetIsWhole)
+{
+  uint64_t dropped = 0;
+  auto frames = perf_map_frames(chain_of(kMaxInlineFrames), false, &dropped);
+  ASSERT_EQ(frames.size(), kMaxInlineFrames);
+  EXPECT_EQ(frames.front(), jit("R.r"));
+  EXPECT_EQ(frames.back(), inlined("R.r"));
+  EXPECT_EQ(dropped, 0u);
+}
+
+TEST(PerfMapFrames, LongerInlineChainKeepsItsOutermostMethodsAndShowsTheCut)
+{
+  uint64_t dropped = 0;
+  auto frames = perf_map_frames(chain_of(9300), false, &dropped);
+  ASSERT_EQ(frames.size(), kMaxInlineFrames + 1);
+  EXPECT_EQ(frames.front(), jit("R.r"));
+  EXPECT_EQ(frames[kMaxInlineFrames - 1], inlined("R.r"));
+  EXPECT_EQ(frames.back(), kTruncatedFrame);
+  EXPECT_EQ(dropped, 9300 - kMaxInlineFrames);
+}
+
+TEST(PerfMapFrames, ChainTheReaderCutShowsTheCut)
+{
+  // What the perf-map reader keeps of a name over its budget.
+  EXPECT_EQ(perf_map_frames("A.a()->B.b()->[truncated]", false),
+            (std::vector<Frame>{jit("A.a"), inlined("B.b"), kTruncatedFrame}));
+  EXPECT_EQ(perf_map_frames("[truncated]", false), std::vector<Frame>{kTruncatedFrame});
+  // Not Java: the name as it is, cut included.
+  EXPECT_EQ(perf_map_frames("Interpreter with a very long na[truncated]", false),
+            std::vector<Frame>{vm("Interpreter with a very long na[truncated]")});
 }
 
 } // namespace

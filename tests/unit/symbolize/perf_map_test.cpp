@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/unique_fd.h"
+#include "symbolize/name_cut.h"
 #include "symbolize/perf_map.h"
 #include "test_support.h"
 
@@ -17,17 +18,27 @@ using flamebpf::testing::read_data;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
 
-// Every entry of a fixture, read as flamebpf reads maps.
-PerfMapTable load(const std::string& fixture, uint64_t* bad = nullptr)
+// A /proc/<pid>/status for a process whose real, effective, saved and filesystem uid are uid.
+void write_status(const std::string& proc, uint32_t pid, uint32_t uid)
+{
+  std::string id = std::to_string(uid);
+  write_file(proc + "/" + std::to_string(pid) + "/status",
+             "Name:\tjava\nUid:\t" + id + "\t" + id + "\t" + id + "\t" + id + "\nNSpid:\t" +
+                 std::to_string(pid) + "\t1\n");
+}
+
+// A fixture read as flamebpf reads maps, by a process of the user who owns the file.
+PerfMapReader load(const std::string& fixture, uint64_t* bad = nullptr)
 {
   TempDir dir;
   std::string proc = dir.path().string();
   write_file(proc + "/7/root/tmp/perf-1.map", read_data("perfmap/" + fixture));
+  write_status(proc, 7, ::geteuid());
   PerfMapReader reader(7, 1, proc);
   reader.refresh();
   if (bad)
     *bad = reader.bad_lines();
-  return reader.table();
+  return reader;
 }
 
 TEST(PerfMapLine, EveryProducersSpelling)
@@ -56,45 +67,98 @@ TEST(PerfMapLine, MalformedLines)
   EXPECT_FALSE(parse_perf_map_line("10000000000000000 1 too.big()"));
 }
 
+TEST(PerfMapLine, LongNameIsCutToItsBudget)
+{
+  std::string name(kMaxPerfMapName + 100, 'x');
+  auto entry = parse_perf_map_line("1000 10 " + name);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_TRUE(entry->truncated);
+  EXPECT_EQ(entry->name.size(), kMaxPerfMapName);
+  EXPECT_EQ(entry->name, name.substr(0, kMaxPerfMapName - kTruncated.size()) + "[truncated]");
+  auto fits = parse_perf_map_line("1000 10 " + std::string(kMaxPerfMapName, 'x'));
+  ASSERT_TRUE(fits.has_value());
+  EXPECT_FALSE(fits->truncated);
+  EXPECT_EQ(fits->name.size(), kMaxPerfMapName);
+}
+
+TEST(PerfMapLine, LongInlineChainLosesWholeMethods)
+{
+  // As a recursive method inlined into itself thousands of times would be named.
+  std::string chain = "R.r()";
+  while (chain.size() < 60000)
+    chain += "->R.r()";
+  auto entry = parse_perf_map_line("1000 10 " + chain);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_TRUE(entry->truncated);
+  EXPECT_LE(entry->name.size(), kMaxPerfMapName);
+  EXPECT_GT(entry->name.size(), kMaxPerfMapName - 20);
+  EXPECT_TRUE(entry->name.ends_with("R.r()->[truncated]")) << entry->name.substr(16000);
+}
+
+TEST(PerfMapLine, CutNeverSplitsACharacter)
+{
+  // Two-byte characters: the budget less kTruncated is odd, so the cut falls inside one unless it
+  // steps back.
+  std::string name;
+  while (name.size() < kMaxPerfMapName + 10)
+    name += "\u00e9";
+  auto entry = parse_perf_map_line("1000 10 " + name);
+  ASSERT_TRUE(entry.has_value());
+  std::string kept = entry->name.substr(0, entry->name.size() - kTruncated.size());
+  EXPECT_EQ(kept.size() % 2, 0u);
+  EXPECT_EQ(static_cast<unsigned char>(kept.back()), 0xa9u);
+}
+
+TEST(PerfMapOwner, TheProcesssUserOrRoot)
+{
+  EXPECT_TRUE(perf_map_owner_trusted(1000, 1000));
+  EXPECT_TRUE(perf_map_owner_trusted(0, 1000));
+  EXPECT_TRUE(perf_map_owner_trusted(0, 0));
+  EXPECT_FALSE(perf_map_owner_trusted(1001, 1000));
+  EXPECT_FALSE(perf_map_owner_trusted(1000, 0));
+}
+
 TEST(PerfMapFixtures, Jdk17AndJdk25CompilerPerfmap)
 {
   for (const char* fixture : {"jdk17-compiler-perfmap.map", "jdk25-compiler-perfmap.map"}) {
     uint64_t bad = 0;
-    auto table = load(fixture, &bad);
+    auto reader = load(fixture, &bad);
     EXPECT_EQ(bad, 0u) << fixture;
-    EXPECT_GE(table.size(), 40u) << fixture;
+    EXPECT_GE(reader.table().size(), 40u) << fixture;
   }
-  auto table = load("jdk17-compiler-perfmap.map");
-  const PerfMapEntry* work = table.find(0x00007fe79ceca920 + 0x10);
-  ASSERT_NE(work, nullptr);
+  auto reader = load("jdk17-compiler-perfmap.map");
+  auto work = reader.table().find(0x00007fe79ceca920 + 0x10);
+  ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->name, "long Hot.work(long)");
-  const PerfMapEntry* interpreter = table.find(0x00007fe79c940b80 + 0x100);
-  ASSERT_NE(interpreter, nullptr);
+  EXPECT_FALSE(work->truncated);
+  auto interpreter = reader.table().find(0x00007fe79c940b80 + 0x100);
+  ASSERT_TRUE(interpreter.has_value());
   EXPECT_EQ(interpreter->name, "Interpreter");
 }
 
 TEST(PerfMapFixtures, FlamebpfAgent)
 {
   uint64_t bad = 0;
-  auto table = load("flamebpf-agent-jdk17.map", &bad);
+  auto reader = load("flamebpf-agent-jdk17.map", &bad);
   EXPECT_EQ(bad, 0u);
-  const PerfMapEntry* work = table.find(0x7faa19403040);
-  ASSERT_NE(work, nullptr);
+  auto work = reader.table().find(0x7faa19403040);
+  ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->name, "Hot.work(long)");
 }
 
 TEST(PerfMapFixtures, PerfMapAgentAndBadLinesCounted)
 {
   uint64_t bad = 0;
-  auto table = load("perf-map-agent.map", &bad);
+  auto reader = load("perf-map-agent.map", &bad);
+  const auto& table = reader.table();
   EXPECT_EQ(bad, 4u);
   EXPECT_EQ(table.size(), 8u);
-  ASSERT_NE(table.find(0x7f3c2d012a10), nullptr);
+  ASSERT_TRUE(table.find(0x7f3c2d012a10).has_value());
   EXPECT_EQ(table.find(0x7f3c2d012a10)->name,
             "Lorg/example/Service;::handle->Lorg/example/Codec;::decode");
   uint64_t malformed_bad = 0;
   auto malformed = load("malformed.map", &malformed_bad);
-  EXPECT_EQ(malformed.size(), 2u);
+  EXPECT_EQ(malformed.table().size(), 2u);
   EXPECT_EQ(malformed_bad, 5u); // the empty line is not counted
 }
 
@@ -109,18 +173,56 @@ TEST(PerfMapTable, LaterEntriesWinWhereTheyOverlap)
   EXPECT_EQ(table.find(0x17ff)->name, "inside");
   EXPECT_EQ(table.find(0x1800)->name, "old");
   EXPECT_EQ(table.find(0x1fff)->name, "old");
-  EXPECT_EQ(table.find(0x2000), nullptr);
+  EXPECT_FALSE(table.find(0x2000).has_value());
   table.insert({0x0800, 0x1500, "over the start"});
   EXPECT_EQ(table.find(0x1000)->name, "over the start");
   EXPECT_EQ(table.find(0x1500)->name, "inside");
   table.insert({0x0000, 0x3000, "everything"});
   EXPECT_EQ(table.size(), 1u);
   EXPECT_EQ(table.find(0x1fff)->name, "everything");
-  EXPECT_EQ(table.find(0x3000), nullptr);
+  EXPECT_FALSE(table.find(0x3000).has_value());
+}
+
+TEST(PerfMapTable, PiecesOfASplitRangeShareItsName)
+{
+  // One long name over a wide range, split by a thousand small ranges: its bytes are held once.
+  PerfMapTable table;
+  std::string wide(10000, 'w');
+  table.insert({0, 0x100000, wide});
+  for (uint64_t i = 1; i <= 1000; ++i)
+    table.insert({i * 0x100, i * 0x100 + 0x10, "S.s()"});
+  EXPECT_EQ(table.size(), 2001u);
+  EXPECT_EQ(table.name_bytes(), wide.size() + 1000 * 5);
+  EXPECT_EQ(table.find(0x150)->name, wide);
+  EXPECT_EQ(table.find(0x200)->name, "S.s()");
+  // Replacing every range frees every name.
+  table.insert({0, 0x100000, "All.new()"});
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.name_bytes(), 9u);
+}
+
+TEST(PerfMapTable, NameBytesHaveABudget)
+{
+  PerfMapTable table(100);
+  EXPECT_TRUE(table.insert({0x1000, 0x1010, std::string(40, 'a')}));
+  EXPECT_TRUE(table.insert({0x2000, 0x2010, std::string(40, 'b')}));
+  EXPECT_FALSE(table.insert({0x3000, 0x3010, std::string(40, 'c')}));
+  EXPECT_LE(table.name_bytes(), 100u);
+  auto cut = table.find(0x3000);
+  ASSERT_TRUE(cut.has_value());
+  EXPECT_EQ(cut->name, "[truncated]");
+  EXPECT_TRUE(cut->truncated);
+  EXPECT_FALSE(table.find(0x1000)->truncated);
+  // Names freed by a later line make room again.
+  table.insert({0x1000, 0x3000, "Over.both()"});
+  EXPECT_TRUE(table.insert({0x4000, 0x4010, std::string(40, 'd')}));
+  EXPECT_EQ(table.find(0x4000)->name, std::string(40, 'd'));
 }
 
 class PerfMapReaderTest : public ::testing::Test {
 protected:
+  // Process 7 runs as the user who writes the maps.
+  void SetUp() override { write_status(proc(), 7, ::geteuid()); }
   std::string proc() const { return dir_.path().string(); }
   std::string map_path() const { return proc() + "/7/root/tmp/perf-1.map"; }
   void append(const std::string& text)
@@ -137,7 +239,7 @@ TEST_F(PerfMapReaderTest, ReadsWhatIsAppendedAndWaitsForWholeLines)
   PerfMapReader reader(7, 1, proc());
   reader.refresh();
   EXPECT_EQ(reader.table().size(), 1u);
-  EXPECT_EQ(reader.table().find(0x2000), nullptr); // the line is not finished yet
+  EXPECT_FALSE(reader.table().find(0x2000).has_value()); // the line is not finished yet
   append("()\n1000 10 A.recompiled()\n");
   reader.refresh();
   EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
@@ -154,11 +256,13 @@ TEST_F(PerfMapReaderTest, ReplacedOrShrunkFileIsReadAgain)
   // A compaction: a new file renamed over the old one.
   write_file(proc() + "/7/root/tmp/new.map", "2000 10 B.b()\n");
   std::filesystem::rename(proc() + "/7/root/tmp/new.map", map_path());
+  reader.begin_interval();
   reader.refresh();
   EXPECT_EQ(reader.table().size(), 1u);
-  EXPECT_EQ(reader.table().find(0x1000), nullptr);
+  EXPECT_FALSE(reader.table().find(0x1000).has_value());
   // Truncated and rewritten in place, shorter.
   std::ofstream(map_path(), std::ios::trunc) << "3000 1 C\n";
+  reader.begin_interval();
   reader.refresh();
   EXPECT_EQ(reader.table().size(), 1u);
   EXPECT_EQ(reader.table().find(0x3000)->name, "C");
@@ -199,7 +303,7 @@ TEST_F(PerfMapReaderTest, ManyMegabyteLinesAreSkippedInOneRefresh)
   PerfMapReader reader(7, 1, proc());
   reader.refresh();
   EXPECT_EQ(reader.bad_lines(), 40u);
-  ASSERT_NE(reader.table().find(0x2000), nullptr);
+  ASSERT_TRUE(reader.table().find(0x2000).has_value());
   EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
 }
 
@@ -253,6 +357,184 @@ TEST_F(PerfMapReaderTest, HostileFilesAreNotRead)
   PerfMapReader fifo(7, 1, proc()); // must not block
   fifo.refresh();
   EXPECT_FALSE(fifo.found());
+}
+
+// "<hex start> 10 <name>\n" for count lines at consecutive addresses from first.
+std::string lines(size_t count, uint64_t first, const std::string& name)
+{
+  std::string text;
+  char start[32];
+  for (size_t i = 0; i < count; ++i) {
+    auto end = std::to_chars(start, start + sizeof start, first + i * 0x10, 16).ptr;
+    text += std::string(start, end) + " 10 " + name + "\n";
+  }
+  return text;
+}
+
+TEST_F(PerfMapReaderTest, NamesBeyondTheMapsBudgetAreReadAsTruncated)
+{
+  // Distinct names of 16 KiB, more bytes of them than a map may hold.
+  size_t count = PerfMapTable::kMaxNameBytes / kMaxPerfMapName + 100;
+  std::string text;
+  for (size_t i = 0; i < count; ++i) {
+    std::string name = std::to_string(i);
+    name.resize(kMaxPerfMapName, 'n');
+    text += lines(1, 0x10000 + i * 0x10, name);
+  }
+  write_file(map_path(), text);
+  PerfMapReader reader(7, 1, proc());
+  for (int interval = 0; interval < 3; ++interval) {
+    reader.refresh();
+    reader.begin_interval();
+  }
+  EXPECT_EQ(reader.table().size(), count);
+  EXPECT_LE(reader.table().name_bytes(), PerfMapTable::kMaxNameBytes + kTruncated.size());
+  EXPECT_GE(reader.names_over_budget(), 100u);
+  EXPECT_EQ(reader.long_names(), 0u);
+  auto first = reader.table().find(0x10000);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_TRUE(first->name.starts_with("0nnn"));
+  auto last = reader.table().find(0x10000 + (count - 1) * 0x10);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->name, "[truncated]");
+  EXPECT_TRUE(last->truncated);
+}
+
+TEST_F(PerfMapReaderTest, LongNamesAreCutAndCounted)
+{
+  write_file(map_path(), "1000 10 " + std::string(kMaxPerfMapName * 2, 'x') + "\n2000 10 B.b()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  EXPECT_EQ(reader.long_names(), 1u);
+  EXPECT_EQ(reader.bad_lines(), 0u);
+  EXPECT_EQ(reader.table().find(0x1000)->name.size(), kMaxPerfMapName);
+  EXPECT_TRUE(reader.table().find(0x1000)->truncated);
+  EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
+}
+
+TEST_F(PerfMapReaderTest, AnIntervalReadsAtMostItsBudgetHoweverOftenItRefreshes)
+{
+  // More lines than an interval may parse (fewer names than a map may hold), then a last line.
+  std::string name(140, 'n');
+  size_t count = PerfMapReader::kMaxParsePerInterval / name.size() + 1000;
+  write_file(map_path(), lines(count, 0x100000, name) + "2000 10 Last.line()\n");
+  PerfMapReader reader(7, 1, proc());
+  for (int poll = 0; poll < 10; ++poll)
+    reader.refresh();
+  EXPECT_EQ(reader.intervals_over_budget(), 1u);
+  EXPECT_FALSE(reader.table().find(0x2000).has_value());
+  EXPECT_LT(reader.table().size(), count);
+  EXPECT_GT(reader.table().size(), count / 2);
+  reader.begin_interval();
+  reader.refresh();
+  ASSERT_TRUE(reader.table().find(0x2000).has_value());
+  EXPECT_EQ(reader.table().find(0x2000)->name, "Last.line()");
+  EXPECT_EQ(reader.intervals_over_budget(), 1u);
+}
+
+TEST_F(PerfMapReaderTest, MapReplacedAgainAndAgainIsReadOncePerInterval)
+{
+  auto replace = [&](const std::string& text) {
+    write_file(proc() + "/7/root/tmp/new.map", text);
+    std::filesystem::rename(proc() + "/7/root/tmp/new.map", map_path());
+  };
+  replace("1000 10 First.map()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  // Replaced at every poll of the interval: the first file stays the one read.
+  for (int poll = 0; poll < 5; ++poll) {
+    replace("1000 10 Map" + std::to_string(poll) + ".replaced()\n");
+    reader.refresh();
+  }
+  EXPECT_EQ(reader.table().find(0x1000)->name, "First.map()");
+  EXPECT_EQ(reader.intervals_over_budget(), 1u);
+  // The next interval reads the current one.
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "Map4.replaced()");
+  // Rewritten in place, shorter, twice in the interval: the second waits too.
+  reader.begin_interval();
+  std::ofstream(map_path(), std::ios::trunc) << "1000 10 A()\n";
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A()");
+  std::ofstream(map_path(), std::ios::trunc) << "1000 1 B\n";
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A()");
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "B");
+}
+
+// A map file owned by another user than the process's, whoever runs the test: root gives the
+// file away; anyone else says the process runs as someone else.
+class ForeignMap {
+public:
+  ForeignMap(const std::string& proc, const std::string& map)
+  {
+    struct stat status {};
+    EXPECT_EQ(::stat(map.c_str(), &status), 0);
+    owner_ = status.st_uid;
+    if (owner_ == 0) {
+      owner_ = 4242;
+      EXPECT_EQ(::chown(map.c_str(), owner_, owner_), 0);
+    }
+    euid_ = owner_ + 1;
+    write_status(proc, 7, euid_);
+  }
+  uint32_t owner() const { return owner_; }
+  uint32_t euid() const { return euid_; }
+
+private:
+  uint32_t owner_ = 0;
+  uint32_t euid_ = 0;
+};
+
+TEST_F(PerfMapReaderTest, MapOfAnotherUserIsNotRead)
+{
+  write_file(map_path(), "1000 10 Planted.name()\n");
+  ForeignMap foreign(proc(), map_path());
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  EXPECT_FALSE(reader.found());
+  EXPECT_EQ(reader.table().size(), 0u);
+  EXPECT_EQ(reader.refused_files(), 1u);
+  EXPECT_EQ(reader.refused_owner(), foreign.owner());
+  EXPECT_EQ(reader.refused_for_euid(), foreign.euid());
+  // Counted once, however often it is polled.
+  reader.refresh();
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.refused_files(), 1u);
+  EXPECT_FALSE(reader.found());
+}
+
+TEST_F(PerfMapReaderTest, MapReplacedByOneOfAnotherUserIsDropped)
+{
+  write_file(map_path(), "1000 10 Own.name()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  ASSERT_TRUE(reader.table().find(0x1000).has_value());
+  write_file(proc() + "/7/root/tmp/new.map", "1000 10 Planted.name()\n");
+  std::filesystem::rename(proc() + "/7/root/tmp/new.map", map_path());
+  ForeignMap foreign(proc(), map_path());
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_FALSE(reader.found());
+  EXPECT_FALSE(reader.table().find(0x1000).has_value());
+  EXPECT_EQ(reader.refused_files(), 1u);
+}
+
+TEST_F(PerfMapReaderTest, NothingNewIsBelievedOfAProcessWhoseUserIsUnknown)
+{
+  // No status: the process is gone (or never was), so its user cannot be known.
+  write_file(map_path(), "1000 10 A.a()\n");
+  std::filesystem::remove(proc() + "/7/status");
+  struct stat status {};
+  ASSERT_EQ(::stat(map_path().c_str(), &status), 0);
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  // Only root's own files are read without asking.
+  EXPECT_EQ(reader.found(), status.st_uid == 0);
 }
 
 } // namespace

@@ -4,16 +4,20 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <optional>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <tuple>
 #include <unistd.h>
 #include <unordered_map>
 
 #include "common/procfs.h"
+#include "symbolize/java_frames.h"
 #include "symbolize/symbolizer.h"
+#include "test_support.h"
 
 namespace flamebpf::symbolize {
 
@@ -361,6 +365,171 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
   symbolizer_->forget_exited_processes();
   frames_of(one_sample({vm.address()}, {}));
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+}
+
+// A JIT process as /proc shows it, in a directory of the test's: this process's pid (so that it
+// lives), anonymous code at kCode, and a perf map whose lines name that code.
+class FakeJit : public ::testing::Test {
+protected:
+  static constexpr uint64_t kCode = 0x7f0000000000;
+
+  void SetUp() override
+  {
+    pid_ = static_cast<uint32_t>(::getpid());
+    std::string process = proc() + "/" + std::to_string(pid_);
+    testing::write_file(process + "/maps", "7f0000000000-7f0000100000 r-xp 00000000 00:00 0 \n");
+    std::string uid = std::to_string(::geteuid());
+    testing::write_file(process + "/status", "Name:\tfakejit\nUid:\t" + uid + "\t" + uid + "\t" +
+                                                 uid + "\t" + uid + "\nNSpid:\t" +
+                                                 std::to_string(pid_) + "\t1\n");
+    testing::write_file(process + "/comm", "fakejit\n");
+    testing::write_file(process + "/cgroup", "0::/\n");
+  }
+
+  std::string proc() const { return dir_.path().string(); }
+
+  // Writes the perf map: "<offset from kCode> <size> <name>" per line, offsets in hex.
+  void map(const std::vector<std::tuple<uint64_t, uint64_t, std::string>>& lines)
+  {
+    std::string text;
+    for (const auto& [offset, size, name] : lines)
+      text += fmt::format("{:x} {:x} {}\n", kCode + offset, size, name);
+    testing::write_file(proc() + "/" + std::to_string(pid_) + "/root/tmp/perf-1.map", text);
+  }
+
+  // Symbolizes one sample per stack (user frames innermost first, as offsets from kCode).
+  profile::SymbolizedProfile symbolize(const std::vector<std::vector<uint64_t>>& stacks,
+                                       SymbolizerOptions options = {})
+  {
+    auto kernel = KernelSymbols::parse(kKernelSymbols);
+    EXPECT_TRUE(kernel.has_value());
+    Symbolizer symbolizer(std::make_unique<KallsymsNames>(std::move(*kernel)), options, proc());
+    profile::RawProfile raw;
+    for (const auto& offsets : stacks) {
+      profile::RawSample sample;
+      sample.tgid = pid_;
+      sample.image_id = kImageId;
+      // Frames other than the innermost are looked up a byte early, at the call.
+      for (size_t i = 0; i < offsets.size(); ++i)
+        sample.user_frames.push_back(kCode + offsets[i] + (i == 0 ? 0 : 1));
+      sample.count = 2;
+      raw.samples.push_back(std::move(sample));
+    }
+    auto symbolized = symbolizer.symbolize(raw, {});
+    EXPECT_TRUE(symbolized.has_value());
+    return symbolized ? std::move(*symbolized) : profile::SymbolizedProfile{};
+  }
+
+  // methods copies of name joined as an inline chain.
+  static std::string chain(const std::string& name, size_t methods)
+  {
+    std::string text = name;
+    for (size_t i = 1; i < methods; ++i)
+      text += "->" + name;
+    return text;
+  }
+
+  testing::TempDir dir_;
+  uint32_t pid_ = 0;
+};
+
+const Frame kTruncatedFrame{"[truncated]", "", FrameKind::kUnknown};
+
+TEST_F(FakeJit, FramesAreNamedByThePerfMap)
+{
+  map({{0x0, 0x100, "Outer.run()->Inner.work(long)"}, {0x100, 0x100, "Leaf.spin()"}});
+  auto profile = symbolize({{0x110, 0x10}});
+  ASSERT_EQ(profile.stacks.size(), 1u);
+  EXPECT_EQ(profile.stacks[0].frames, (std::vector<Frame>{{"Outer.run", "", FrameKind::kJit},
+                                                          {"Inner.work", "", FrameKind::kInlined},
+                                                          {"Leaf.spin", "", FrameKind::kJit}}));
+  EXPECT_EQ(profile.symbolize_stats.truncated_names, 0u);
+  EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 0u);
+}
+
+TEST_F(FakeJit, InlineChainBeyondItsBudgetIsCutVisibly)
+{
+  map({{0x0, 0x100, chain("R.r()", 9300)}});
+  auto profile = symbolize({{0x10}});
+  ASSERT_EQ(profile.stacks.size(), 1u);
+  const auto& frames = profile.stacks[0].frames;
+  ASSERT_EQ(frames.size(), kMaxInlineFrames + 1);
+  EXPECT_EQ(frames[0], (Frame{"R.r", "", FrameKind::kJit}));
+  EXPECT_EQ(frames.back(), kTruncatedFrame);
+  EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 1u);
+  // The reader cut the name to its budget first.
+  EXPECT_EQ(profile.symbolize_stats.truncated_names, 1u);
+}
+
+TEST_F(FakeJit, StackBeyondItsFrameBudgetKeepsItsInnermostFrames)
+{
+  // Recursion through code that inlines ten methods, under an outer method, above a leaf.
+  map({{0x0, 0x100, "Outer.o()"}, {0x100, 0x100, chain("R.r()", 10)}, {0x200, 0x100, "Leaf.l()"}});
+  std::vector<uint64_t> offsets{0x210};
+  for (int depth = 0; depth < 10; ++depth)
+    offsets.push_back(0x110);
+  offsets.push_back(0x10);
+  SymbolizerOptions options;
+  options.max_stack_frames = 40;
+  auto profile = symbolize({offsets}, options);
+  ASSERT_EQ(profile.stacks.size(), 1u);
+  const auto& frames = profile.stacks[0].frames;
+  // 102 frames, cut to 39 under one mark.
+  ASSERT_EQ(frames.size(), 40u);
+  EXPECT_EQ(frames[0], kTruncatedFrame);
+  EXPECT_EQ(frames.back(), (Frame{"Leaf.l", "", FrameKind::kJit}));
+  EXPECT_EQ(frames[frames.size() - 2], (Frame{"R.r", "", FrameKind::kInlined}));
+  EXPECT_EQ(profile.stacks[0].count, 2u);
+  EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 1u);
+}
+
+TEST_F(FakeJit, StackBeyondItsNameBytesKeepsItsInnermostFrames)
+{
+  std::string name =
+      "Long.name_of_thirty_bytes_x()"; // 29 bytes, "Long.name_of_thirty_bytes_x" shown
+  map({{0x0, 0x100, name}, {0x100, 0x100, "Leaf.l()"}});
+  SymbolizerOptions options;
+  options.max_stack_name_bytes = 100;
+  auto profile = symbolize({{0x110, 0x10, 0x10, 0x10, 0x10, 0x10}}, options);
+  ASSERT_EQ(profile.stacks.size(), 1u);
+  // Leaf.l (6 bytes) and three of 27 bytes fit in 100, a fourth does not.
+  EXPECT_EQ(profile.stacks[0].frames,
+            (std::vector<Frame>{kTruncatedFrame,
+                                {"Long.name_of_thirty_bytes_x", "", FrameKind::kJit},
+                                {"Long.name_of_thirty_bytes_x", "", FrameKind::kJit},
+                                {"Long.name_of_thirty_bytes_x", "", FrameKind::kJit},
+                                {"Leaf.l", "", FrameKind::kJit}}));
+  EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 1u);
+}
+
+TEST_F(FakeJit, FrameNameBeyondItsBudgetIsCutVisibly)
+{
+  map({{0x0, 0x100, "stub " + std::string(100, 'x')}});
+  SymbolizerOptions options;
+  options.max_frame_name = 32;
+  auto profile = symbolize({{0x10}}, options);
+  ASSERT_EQ(profile.stacks.size(), 1u);
+  ASSERT_EQ(profile.stacks[0].frames.size(), 1u);
+  EXPECT_EQ(profile.stacks[0].frames[0].name, "stub xxxxxxxxxxxxxxxx[truncated]");
+  EXPECT_EQ(profile.symbolize_stats.truncated_names, 1u);
+  EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 0u);
+}
+
+TEST_F(FakeJit, ProfileBeyondItsNameBytesKeepsTheCountsOfLaterStacks)
+{
+  map({{0x0, 0x100, "First.twenty_bytes_1()"},
+       {0x100, 0x100, "First.twenty_bytes_2()"},
+       {0x200, 0x100, "First.twenty_bytes_3()"}});
+  SymbolizerOptions options;
+  options.max_profile_name_bytes = 50;
+  auto profile = symbolize({{0x10}, {0x110}, {0x210}}, options);
+  ASSERT_EQ(profile.stacks.size(), 3u);
+  EXPECT_EQ(profile.stacks[0].frames[0].name, "First.twenty_bytes_1");
+  EXPECT_EQ(profile.stacks[1].frames[0].name, "First.twenty_bytes_2");
+  EXPECT_EQ(profile.stacks[2].frames, std::vector<Frame>{kTruncatedFrame});
+  EXPECT_EQ(profile.stacks[2].count, 2u);
+  EXPECT_EQ(profile.total_samples(), 6u);
+  EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 1u);
 }
 
 } // namespace

@@ -148,6 +148,10 @@ std::string stats_json(const IntervalStats& stats)
                   frames.native_frames, frames.native_unnamed,
                   share(frames.native_unnamed, frames.native_frames), frames.jit_frames,
                   frames.jit_unnamed, share(frames.jit_unnamed, frames.jit_frames));
+  // What the budgets on targets' names cut: names ending in "[truncated]", stacks with a
+  // "[truncated]" frame in place of those they lost.
+  json += fmt::format(",\"truncated\":{{\"names\":{},\"stacks\":{}}}", frames.truncated_names,
+                      frames.truncated_stacks);
   json += ",\"perf_maps\":[";
   first = true;
   for (const auto& map : stats.perf_maps) {

@@ -37,18 +37,23 @@ struct Stack {
   uint64_t count = 0;
 };
 
-// How many user frames the symbolizer could not name, by where the code was.
+// How many user frames the symbolizer could not name, by where the code was, and what the
+// budgets on names cut (see symbolize/symbolizer.h).
 struct SymbolizeStats {
-  uint64_t native_frames = 0;  // in ELF files
-  uint64_t native_unnamed = 0; // of those, without a symbol
-  uint64_t jit_frames = 0;     // in anonymous executable memory (JIT code)
-  uint64_t jit_unnamed = 0;    // of those, not in the process's perf map
+  uint64_t native_frames = 0;    // in ELF files
+  uint64_t native_unnamed = 0;   // of those, without a symbol
+  uint64_t jit_frames = 0;       // in anonymous executable memory (JIT code)
+  uint64_t jit_unnamed = 0;      // of those, not in the process's perf map
+  uint64_t truncated_names = 0;  // frame names cut short: they end in "[truncated]"
+  uint64_t truncated_stacks = 0; // stacks that lost frames: a "[truncated]" frame is in their place
   SymbolizeStats& operator+=(const SymbolizeStats& other)
   {
     native_frames += other.native_frames;
     native_unnamed += other.native_unnamed;
     jit_frames += other.jit_frames;
     jit_unnamed += other.jit_unnamed;
+    truncated_names += other.truncated_names;
+    truncated_stacks += other.truncated_stacks;
     return *this;
   }
 };

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "method_name.h"
+#include "symbolize/name_cut.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -45,20 +46,37 @@ std::optional<std::string> java_method(std::string_view text, bool signatures)
 
 } // namespace
 
-std::vector<profile::Frame> perf_map_frames(std::string_view name, bool java_signatures)
+std::vector<profile::Frame>
+perf_map_frames(std::string_view name, bool java_signatures, uint64_t* dropped)
 {
   std::vector<profile::Frame> frames;
+  if (name == kTruncated) // a name the reader's budget replaced
+    return {profile::Frame{std::string(kTruncated), "", profile::FrameKind::kUnknown}};
   std::string_view rest = name;
   for (;;) {
     size_t arrow = rest.find(agent::kInlineSeparator);
-    auto method = java_method(rest.substr(0, arrow), java_signatures);
+    std::string_view piece = rest.substr(0, arrow);
+    bool last = arrow == std::string_view::npos;
+    if (!frames.empty() && (frames.size() == kMaxInlineFrames || (last && piece == kTruncated))) {
+      // Cut here, by the budget or by the reader; the methods after are counted, not read.
+      if (dropped && piece != kTruncated) {
+        uint64_t left = 1;
+        for (size_t at = arrow; at != std::string_view::npos;
+             at = rest.find(agent::kInlineSeparator, at + agent::kInlineSeparator.size()))
+          ++left;
+        *dropped += left;
+      }
+      frames.push_back({std::string(kTruncated), "", profile::FrameKind::kUnknown});
+      return frames;
+    }
+    auto method = java_method(piece, java_signatures);
     if (!method) {
       // Not (all) Java: the name as the producer wrote it.
       return {profile::Frame{std::string(name), "", profile::FrameKind::kNative}};
     }
     frames.push_back({std::move(*method), "",
                       frames.empty() ? profile::FrameKind::kJit : profile::FrameKind::kInlined});
-    if (arrow == std::string_view::npos)
+    if (last)
       return frames;
     rest.remove_prefix(arrow + agent::kInlineSeparator.size());
   }

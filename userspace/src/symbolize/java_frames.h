@@ -6,6 +6,8 @@
 // The interpreter, stubs and other JITs' names are kept as they are.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -13,8 +15,16 @@
 
 namespace flamebpf::symbolize {
 
+// The frames one perf-map name may give: HotSpot inlines at most MaxInlineLevel (15 by default)
+// methods deep, so a real chain has at most 16.
+inline constexpr size_t kMaxInlineFrames = 64;
+
 // The frames of one perf-map name, outermost first: a compiled Java method is a kJit frame and
 // each method inlined into it a kInlined frame after it; any other name is one kNative frame.
-std::vector<profile::Frame> perf_map_frames(std::string_view name, bool java_signatures);
+// A chain of more than kMaxInlineFrames methods keeps its first ones and ends in a kTruncated
+// frame (kUnknown), as does a chain the perf-map reader cut short (ending in "->[truncated]").
+// dropped, if given, grows by the number of methods left out.
+std::vector<profile::Frame>
+perf_map_frames(std::string_view name, bool java_signatures, uint64_t* dropped = nullptr);
 
 } // namespace flamebpf::symbolize

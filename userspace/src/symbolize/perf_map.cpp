@@ -8,6 +8,9 @@
 
 #include "common/contained_file.h"
 #include "common/log.h"
+#include "common/procfs.h"
+#include "method_name.h"
+#include "symbolize/name_cut.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -25,7 +28,7 @@ std::optional<uint64_t> parse_hex(std::string_view text)
 
 } // namespace
 
-std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line)
+std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line, size_t max_name)
 {
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);
@@ -41,45 +44,79 @@ std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line)
   std::string_view name = line.substr(second + 1);
   if (!start || !size || *size == 0 || *start + *size < *start || name.empty())
     return std::nullopt;
-  return PerfMapEntry{*start, *start + *size, std::string(name)};
+  bool truncated = name.size() > max_name;
+  // An inline chain loses whole methods, so that its frames stay Java frames.
+  return PerfMapEntry{*start, *start + *size, cut_name(name, max_name, agent::kInlineSeparator),
+                      truncated};
 }
 
-void PerfMapTable::insert(PerfMapEntry entry)
+bool perf_map_owner_trusted(uint32_t file_uid, uint32_t process_euid)
 {
-  // Trim or remove what the new entry overlaps; a range it splits keeps both outer parts.
-  auto it = entries_.lower_bound(entry.start);
-  if (it != entries_.begin()) {
+  return file_uid == 0 || file_uid == process_euid;
+}
+
+PerfMapTable::PerfMapTable(size_t max_name_bytes)
+    : max_name_bytes_(max_name_bytes),
+      over_budget_(std::make_shared<const Name>(Name{std::string(kTruncated), true}))
+{
+}
+
+void PerfMapTable::release(const Range& range)
+{
+  if (range.name.use_count() == 1 && range.name != over_budget_)
+    name_bytes_ -= range.name->text.size();
+}
+
+bool PerfMapTable::insert(PerfMapEntry entry)
+{
+  bool fitted = name_bytes_ + entry.name.size() <= max_name_bytes_;
+  std::shared_ptr<const Name> name = over_budget_;
+  if (fitted) {
+    name_bytes_ += entry.name.size();
+    name = std::make_shared<const Name>(Name{std::move(entry.name), entry.truncated});
+  }
+  // Trim or remove what the new entry overlaps; a range it splits keeps both outer parts, which
+  // share its name.
+  auto it = ranges_.lower_bound(entry.start);
+  if (it != ranges_.begin()) {
     auto before = std::prev(it);
     if (before->second.end > entry.start) {
-      if (before->second.end > entry.end) {
-        PerfMapEntry tail = before->second;
-        tail.start = entry.end;
-        entries_.emplace(tail.start, std::move(tail));
-      }
+      if (before->second.end > entry.end)
+        ranges_.emplace(entry.end, Range{before->second.end, before->second.name});
       before->second.end = entry.start;
     }
   }
-  it = entries_.lower_bound(entry.start);
-  while (it != entries_.end() && it->first < entry.end) {
+  it = ranges_.lower_bound(entry.start);
+  while (it != ranges_.end() && it->first < entry.end) {
     if (it->second.end > entry.end) {
-      PerfMapEntry tail = std::move(it->second);
-      tail.start = entry.end;
-      entries_.erase(it);
-      entries_.emplace(tail.start, std::move(tail));
+      Range tail = std::move(it->second);
+      ranges_.erase(it);
+      ranges_.emplace(entry.end, std::move(tail));
       break;
     }
-    it = entries_.erase(it);
+    release(it->second);
+    it = ranges_.erase(it);
   }
-  entries_[entry.start] = std::move(entry);
+  ranges_.insert_or_assign(entry.start, Range{entry.end, std::move(name)});
+  return fitted;
 }
 
-const PerfMapEntry* PerfMapTable::find(uint64_t address) const
+std::optional<PerfMapTable::Entry> PerfMapTable::find(uint64_t address) const
 {
-  auto it = entries_.upper_bound(address);
-  if (it == entries_.begin())
-    return nullptr;
+  auto it = ranges_.upper_bound(address);
+  if (it == ranges_.begin())
+    return std::nullopt;
   --it;
-  return address < it->second.end ? &it->second : nullptr;
+  if (address >= it->second.end)
+    return std::nullopt;
+  const Name& name = *it->second.name;
+  return Entry{it->first, it->second.end, name.text, name.truncated};
+}
+
+void PerfMapTable::clear()
+{
+  ranges_.clear();
+  name_bytes_ = 0;
 }
 
 PerfMapReader::PerfMapReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root)
@@ -113,9 +150,93 @@ void PerfMapReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
   partial_.clear();
   skipping_ = false;
   table_.clear();
+  started_over_in_interval_ = true;
+}
+
+void PerfMapReader::begin_interval()
+{
+  read_in_interval_ = 0;
+  parsed_in_interval_ = 0;
+  started_over_in_interval_ = false;
+  over_budget_in_interval_ = false;
+}
+
+void PerfMapReader::note_over_budget()
+{
+  if (!over_budget_in_interval_)
+    ++intervals_over_budget_;
+  over_budget_in_interval_ = true;
+}
+
+bool PerfMapReader::owner_trusted(uint32_t owner, uint64_t device, uint64_t inode)
+{
+  if (owner == 0)
+    return true;
+  if (refused_files_ > 0 && device == refused_device_ && inode == refused_inode_ &&
+      owner == refused_owner_)
+    return false; // refused already, and said
+  // The process's effective user now, as the host sees it (flamebpf reads /proc from the host's
+  // user namespace); unknown for a process that is gone, and then nothing new is believed.
+  auto status =
+      procfs::read_file(proc_root_ + "/" + std::to_string(host_pid_) + "/status", 64 << 10);
+  auto euid = status ? procfs::status_field(*status, "Uid", 1) : std::nullopt;
+  if (euid && perf_map_owner_trusted(owner, *euid))
+    return true;
+  ++refused_files_;
+  refused_device_ = device;
+  refused_inode_ = inode;
+  refused_owner_ = owner;
+  refused_for_euid_ = euid;
+  return false;
+}
+
+void PerfMapReader::report()
+{
+  // The file belongs to the process, maybe a hostile one: one warning per kind, then only counts
+  // (and debug lines).
+  if (bad_lines_ != bad_lines_reported_) {
+    if (bad_lines_reported_ == 0)
+      spdlog::warn("{}: skipped {} malformed lines", path(), bad_lines_);
+    else
+      spdlog::debug("{}: {} malformed lines skipped so far", path(), bad_lines_);
+    bad_lines_reported_ = bad_lines_;
+  }
+  if (ignored_lines_ > 0 && !full_reported_) {
+    spdlog::warn("{}: more than {} entries; later ones are ignored", path(), kMaxEntries);
+    full_reported_ = true;
+  }
+  if (long_names_ > 0 && !long_names_reported_) {
+    spdlog::warn("{}: names longer than {} KiB are cut short, ending in {}", path(),
+                 kMaxPerfMapName >> 10, kTruncated);
+    long_names_reported_ = true;
+  }
+  if (names_over_budget_ > 0 && !names_over_budget_reported_) {
+    spdlog::warn("{}: its names take more than {} MiB; further names are read as {}", path(),
+                 PerfMapTable::kMaxNameBytes >> 20, kTruncated);
+    names_over_budget_reported_ = true;
+  }
+  if (intervals_over_budget_ > 0 && !over_budget_reported_) {
+    spdlog::warn("{}: more to read than an interval allows ({} MiB of lines, {} MiB in all, one "
+                 "read from the start); the rest waits for the next intervals",
+                 path(), kMaxParsePerInterval >> 20, kMaxReadPerInterval >> 20);
+    over_budget_reported_ = true;
+  }
+  if (refused_files_ > 0 && !refused_reported_) {
+    std::string user = refused_for_euid_ ? "uid " + std::to_string(*refused_for_euid_) : "gone";
+    spdlog::warn("{}: owned by uid {}, not by the process's user ({}) or root; not read, so its "
+                 "JIT frames stay unnamed",
+                 path(), refused_owner_, user);
+    refused_reported_ = true;
+  }
 }
 
 void PerfMapReader::refresh()
+{
+  read_new();
+  report();
+}
+
+void PerfMapReader::read_new()
 {
   // While the process lives, its map's path says which file is current; once it is gone, the
   // file already open is all there is.
@@ -124,8 +245,22 @@ void PerfMapReader::refresh()
   if (current) {
     struct stat status {};
     if (::fstat(current->get(), &status) == 0 &&
-        (!fd_.valid() || status.st_dev != device_ || status.st_ino != inode_))
-      start_over(std::move(*current), status.st_dev, status.st_ino);
+        (!fd_.valid() || status.st_dev != device_ || status.st_ino != inode_)) {
+      if (!owner_trusted(status.st_uid, status.st_dev, status.st_ino)) {
+        // What was read belongs to a file that is no longer the map.
+        if (fd_.valid()) {
+          start_over(UniqueFd(), 0, 0);
+          started_over_in_interval_ = false;
+        }
+        return;
+      }
+      // A map replaced again within the interval is read from its start in the next one: a
+      // process that replaces its map all the time costs one read per interval.
+      if (fd_.valid() && started_over_in_interval_)
+        note_over_budget();
+      else
+        start_over(std::move(*current), status.st_dev, status.st_ino);
+    }
   }
   if (!fd_.valid())
     return;
@@ -134,14 +269,20 @@ void PerfMapReader::refresh()
     return;
   uint64_t size = static_cast<uint64_t>(status.st_size);
   if (size < offset_) {
-    // Truncated and rewritten in place: read it again from the start.
+    // Truncated and rewritten in place: read it again from the start, once per interval.
+    if (started_over_in_interval_) {
+      note_over_budget();
+      return;
+    }
     UniqueFd same(::dup(fd_.get()));
     start_over(std::move(same), device_, inode_);
   }
-  size_t read_budget = kMaxReadPerRefresh;
-  size_t parse_budget = kMaxParsePerRefresh;
   std::string chunk;
-  while (offset_ < size && read_budget > 0 && parse_budget > 0) {
+  while (offset_ < size) {
+    if (read_in_interval_ >= kMaxReadPerInterval || parsed_in_interval_ >= kMaxParsePerInterval) {
+      note_over_budget();
+      break;
+    }
     if (skipping_) {
       // A hole (a sparse file's NULs) inside a line being skipped need not be read.
       off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_DATA);
@@ -152,16 +293,16 @@ void PerfMapReader::refresh()
         continue;
       }
     }
-    chunk.resize(std::min<uint64_t>({size - offset_, read_budget, 1 << 20}));
+    chunk.resize(std::min<uint64_t>(
+        {size - offset_, kMaxReadPerInterval - read_in_interval_, uint64_t{1} << 20}));
     ssize_t n = ::pread(fd_.get(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
       break;
     offset_ += static_cast<uint64_t>(n);
-    read_budget -= static_cast<size_t>(n);
-    size_t parsed = take_lines(std::string_view(chunk.data(), static_cast<size_t>(n)));
-    parse_budget -= std::min(parse_budget, parsed);
+    read_in_interval_ += static_cast<size_t>(n);
+    parsed_in_interval_ += take_lines(std::string_view(chunk.data(), static_cast<size_t>(n)));
   }
 }
 
@@ -196,12 +337,14 @@ size_t PerfMapReader::take_lines(std::string_view text)
     }
     if (!line.empty()) {
       auto entry = parse_perf_map_line(line);
-      if (!entry)
+      if (!entry) {
         ++bad_lines_;
-      else if (table_.size() < kMaxEntries)
-        table_.insert(std::move(*entry));
-      else
+      } else if (table_.size() >= kMaxEntries) {
         ++ignored_lines_;
+      } else {
+        long_names_ += entry->truncated;
+        names_over_budget_ += !table_.insert(std::move(*entry));
+      }
     }
     partial_.clear();
   }

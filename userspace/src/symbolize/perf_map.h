@@ -2,12 +2,25 @@
 // `jcmd Compiler.perfmap`; also Node.js and others) name the code they generate: one line
 // "<hex start> <hex size> <name>" per piece of code, later lines winning where ranges overlap.
 // A map is read through the process's own root: it sits in the container's /tmp, and the
-// container is not trusted.
+// container is not trusted. As perf does, a map is believed only if the process's user or root
+// owns it.
+//
+// What a map may cost has budgets that no real JIT meets; where one cuts, the cut is counted and
+// shows as "[truncated]" (name_cut.h):
+//   per name     kMaxPerfMapName bytes of a line's name (a Java method with its signature takes
+//                ~100 bytes, and flamebpf's agent joins at most MaxInlineLevel + 1 = 16 of them
+//                into an inline chain); a line longer than PerfMapReader::kMaxLine is skipped.
+//   per map      PerfMapReader::kMaxEntries ranges and PerfMapTable::kMaxNameBytes of names
+//                (a big JVM has ~100k pieces of code, named in ~100 bytes on average).
+//   per process  PerfMapReader::kMaxParsePerInterval bytes of lines parsed and kMaxReadPerInterval
+//                bytes read per interval, and one read from the start, however often the map is
+//                polled, replaced or rewritten: the rest waits for the next interval.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,23 +33,73 @@ struct PerfMapEntry {
   uint64_t start = 0;
   uint64_t end = 0; // exclusive
   std::string name;
+  bool truncated = false; // the name was cut to a budget; it ends in kTruncated
 };
 
-// Parses one line (without its newline); addresses with or without "0x". nullopt if malformed:
-// a bad number, an empty range, one that wraps around, or no name.
-std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line);
+// The bytes of a line's name kept; a longer name is cut (at an inline chain's separator where it
+// has one) and ends in kTruncated.
+inline constexpr size_t kMaxPerfMapName = 16 * 1024;
 
-// Named ranges where a later insert wins over whatever it overlaps.
+// Parses one line (without its newline); addresses with or without "0x". nullopt if malformed:
+// a bad number, an empty range, one that wraps around, or no name. A name longer than max_name
+// bytes is cut to max_name.
+std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line,
+                                                size_t max_name = kMaxPerfMapName);
+
+// Whether flamebpf believes a map whose file is owned by file_uid, for a process whose effective
+// uid is process_euid (both as the host sees them): the process's own user or root, as perf.
+bool perf_map_owner_trusted(uint32_t file_uid, uint32_t process_euid);
+
+// Named ranges where a later insert wins over whatever it overlaps. The pieces of a range that a
+// later one splits share its name, and the bytes of names held have a budget. Movable, not
+// copyable: a copy would share names that each table counts as its own.
 class PerfMapTable {
 public:
-  void insert(PerfMapEntry entry);
+  // A range as the table holds it; name is valid until the table changes.
+  struct Entry {
+    uint64_t start = 0;
+    uint64_t end = 0; // exclusive
+    std::string_view name;
+    bool truncated = false; // a budget cut the name, or replaced it by kTruncated
+  };
+
+  // max_name_bytes bounds the bytes of names held (kMaxNameBytes unless a test says).
+  explicit PerfMapTable(size_t max_name_bytes = kMaxNameBytes);
+  PerfMapTable(PerfMapTable&&) = default;
+  PerfMapTable& operator=(PerfMapTable&&) = default;
+  PerfMapTable(const PerfMapTable&) = delete;
+  PerfMapTable& operator=(const PerfMapTable&) = delete;
+
+  // Adds entry over whatever it overlaps (a range it splits keeps both outer parts). A name that
+  // does not fit in the budget of name bytes is held as kTruncated; returns false then.
+  bool insert(PerfMapEntry entry);
   // The entry covering address, if any.
-  const PerfMapEntry* find(uint64_t address) const;
-  size_t size() const { return entries_.size(); }
-  void clear() { entries_.clear(); }
+  std::optional<Entry> find(uint64_t address) const;
+  size_t size() const { return ranges_.size(); }
+  // Bytes of the names held.
+  size_t name_bytes() const { return name_bytes_; }
+  void clear();
+
+  // Enough for ~100k pieces of code named in ~300 bytes each, three times what a big JVM holds.
+  static constexpr size_t kMaxNameBytes = 32 << 20;
 
 private:
-  std::map<uint64_t, PerfMapEntry> entries_; // by start; never overlapping
+  struct Name {
+    std::string text;
+    bool truncated = false;
+  };
+  struct Range {
+    uint64_t end = 0;
+    std::shared_ptr<const Name> name; // shared by the pieces of a split range
+  };
+
+  // Forgets a range's name; its bytes are free once no range holds it.
+  void release(const Range& range);
+
+  size_t max_name_bytes_;
+  std::map<uint64_t, Range> ranges_; // by start; never overlapping
+  size_t name_bytes_ = 0;
+  std::shared_ptr<const Name> over_budget_; // kTruncated, for names beyond the budget
 };
 
 // Reads one process's perf map incrementally: each refresh() takes what was appended since the
@@ -48,17 +111,32 @@ public:
   // which names the map. proc_root is normally "/proc".
   PerfMapReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root = "/proc");
 
-  // Reads what is new. Never blocks on the file; parses at most kMaxParsePerRefresh bytes of
-  // lines and reads at most kMaxReadPerRefresh bytes in all (holes of a sparse file inside a
-  // skipped line cost nothing).
+  // Reads what is new, within what is left of this interval's budgets. Never blocks on the file.
+  // A map file not owned by the process's user or root is not read, and what was read of an
+  // earlier file is dropped: that file is no longer the map. Each kind of trouble (malformed
+  // lines, a budget that cut, a refused owner) is logged once per reader, and counted.
   void refresh();
+  // A new interval begins: its budgets are whole again.
+  void begin_interval();
 
   const PerfMapTable& table() const { return table_; }
   // Lines skipped as malformed or too long, since the reader was made.
   uint64_t bad_lines() const { return bad_lines_; }
   // Valid lines ignored because the table already held kMaxEntries ranges.
   uint64_t ignored_lines() const { return ignored_lines_; }
-  // Whether the map was found (now or earlier).
+  // Names cut to kMaxPerfMapName, and names held as kTruncated because the map's names had used
+  // up PerfMapTable::kMaxNameBytes.
+  uint64_t long_names() const { return long_names_; }
+  uint64_t names_over_budget() const { return names_over_budget_; }
+  // Intervals whose budget ran out before the map was read to its end (or before a replaced map
+  // could be read again); the rest waited for the next interval.
+  uint64_t intervals_over_budget() const { return intervals_over_budget_; }
+  // Map files refused for their owner; the owner of the last one, and the process's effective
+  // uid then (nullopt if the process was gone).
+  uint64_t refused_files() const { return refused_files_; }
+  uint32_t refused_owner() const { return refused_owner_; }
+  std::optional<uint32_t> refused_for_euid() const { return refused_for_euid_; }
+  // Whether the map was found (now or earlier) and is being read.
   bool found() const { return fd_.valid(); }
   // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
   std::string path() const;
@@ -66,19 +144,27 @@ public:
   std::optional<std::chrono::system_clock::time_point> modified() const;
 
   static constexpr size_t kMaxLine = 64 * 1024; // longer lines are skipped
-  // The rest waits for the next refresh. Skipping an overlong line is cheap (no parsing), so it
-  // has the larger budget.
-  static constexpr size_t kMaxParsePerRefresh = 32 << 20;
-  static constexpr size_t kMaxReadPerRefresh = 256 << 20;
-  // About 100 bytes each: a map of a process is at most ~25 MiB of memory. A JIT with more live
-  // pieces of code than this is far beyond any real JVM; its later lines are ignored.
+  // Per interval, however many refreshes. Skipping an overlong line is cheap (no parsing), so it
+  // has the larger budget; holes of a sparse file inside a skipped line cost nothing.
+  static constexpr size_t kMaxParsePerInterval = 32 << 20;
+  static constexpr size_t kMaxReadPerInterval = 256 << 20;
+  // About 100 bytes each besides their names. A JIT with more live pieces of code than this is
+  // far beyond any real JVM; its later lines are ignored.
   static constexpr size_t kMaxEntries = 256 * 1024;
 
 private:
+  // Whether the map file (device, inode) owned by owner may be read as this process's map;
+  // counts a refusal once per file.
+  bool owner_trusted(uint32_t owner, uint64_t device, uint64_t inode);
   void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
   // Takes the lines of text (the rest of a line waits in partial_); returns how many of its
   // bytes were parsed, as opposed to skipped as part of an overlong line.
   size_t take_lines(std::string_view text);
+  void note_over_budget();
+  // refresh() without the report.
+  void read_new();
+  // Logs each kind of trouble the first time it happens.
+  void report();
 
   uint32_t host_pid_;
   uint32_t ns_pid_;
@@ -90,8 +176,29 @@ private:
   std::string partial_;   // an incomplete last line, waiting for its end
   bool skipping_ = false; // inside a line longer than kMaxLine
   PerfMapTable table_;
+  // This interval's spending.
+  size_t read_in_interval_ = 0;
+  size_t parsed_in_interval_ = 0;
+  bool started_over_in_interval_ = false;
+  bool over_budget_in_interval_ = false;
+  // The last file refused for its owner, so that it is counted once.
+  uint64_t refused_device_ = 0;
+  uint64_t refused_inode_ = 0;
   uint64_t bad_lines_ = 0;
   uint64_t ignored_lines_ = 0;
+  uint64_t long_names_ = 0;
+  uint64_t names_over_budget_ = 0;
+  uint64_t intervals_over_budget_ = 0;
+  uint64_t refused_files_ = 0;
+  uint32_t refused_owner_ = 0;
+  std::optional<uint32_t> refused_for_euid_;
+  // What report() said already.
+  uint64_t bad_lines_reported_ = 0;
+  bool full_reported_ = false;
+  bool long_names_reported_ = false;
+  bool names_over_budget_reported_ = false;
+  bool over_budget_reported_ = false;
+  bool refused_reported_ = false;
 };
 
 } // namespace flamebpf::symbolize

@@ -211,27 +211,8 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
   // ends is still read to its end through the open file.
   if (image.jvm && !image.perf_map && image.ns_pid != 0) {
     image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_);
-    refresh_perf_map(image);
+    image.perf_map->refresh();
   }
-}
-
-void ProcessTable::refresh_perf_map(ProcessImage& image)
-{
-  image.perf_map->refresh();
-  if (image.perf_map->ignored_lines() > 0 && !image.perf_map_full_reported) {
-    spdlog::warn("{}: more than {} entries; later ones are ignored", image.perf_map->path(),
-                 PerfMapReader::kMaxEntries);
-    image.perf_map_full_reported = true;
-  }
-  uint64_t bad = image.perf_map->bad_lines();
-  if (bad == image.perf_map_bad_reported)
-    return;
-  // The file belongs to the process, maybe a hostile one: one warning, then only debug lines.
-  if (image.perf_map_bad_reported == 0)
-    spdlog::warn("{}: skipped {} malformed lines", image.perf_map->path(), bad);
-  else
-    spdlog::debug("{}: {} malformed lines skipped so far", image.perf_map->path(), bad);
-  image.perf_map_bad_reported = bad;
 }
 
 const ProcessImage& ProcessTable::get(const ImageKey& key)
@@ -265,7 +246,7 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   }
   if (image.perf_map_generation != generation_) {
     image.perf_map_generation = generation_;
-    refresh_perf_map(image);
+    image.perf_map->refresh();
   }
   return &image.perf_map->table();
 }
@@ -289,7 +270,7 @@ void ProcessTable::poll_perf_maps()
       continue;
     if (!image.perf_map)
       image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
-    refresh_perf_map(image);
+    image.perf_map->refresh();
   }
 }
 
@@ -322,6 +303,8 @@ std::vector<ImageKey> ProcessTable::end_generation()
       gone.push_back(key);
       it = processes_.erase(it);
     } else {
+      if (image.perf_map)
+        image.perf_map->begin_interval();
       ++it;
     }
   }

@@ -45,9 +45,7 @@ struct ProcessImage {
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
   // first address in anonymous code.
   std::shared_ptr<PerfMapReader> perf_map;
-  uint64_t perf_map_generation = 0;    // generation perf_map was last refreshed in
-  uint64_t perf_map_bad_reported = 0;  // malformed lines of perf_map already reported
-  bool perf_map_full_reported = false; // perf_map's table reached its cap, and that was said
+  uint64_t perf_map_generation = 0; // generation perf_map was last refreshed in
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
@@ -143,8 +141,9 @@ public:
   // Reads what JVMs appended to their perf maps since the last call, so that the map of a JVM
   // that exits soon after its agent loaded is open (and readable to its end) before it is gone.
   void poll_perf_maps();
-  // Starts a new generation and removes the images of processes that no longer exist, and
-  // images replaced by an exec that no sample used in the generation; returns their keys.
+  // Starts a new generation, which is also a new interval for the perf maps' budgets, and removes
+  // the images of processes that no longer exist, and images replaced by an exec that no sample
+  // used in the generation; returns their keys.
   std::vector<ImageKey> end_generation();
 
   const std::string& proc_root() const { return proc_root_; }
@@ -152,9 +151,6 @@ public:
   size_t elf_files() const { return elf_cache_.size(); }
 
 private:
-  // Reads what the image's perf map gained; reports malformed lines once per process.
-  void refresh_perf_map(ProcessImage& image);
-
   std::string proc_root_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
   ElfCache elf_cache_;

@@ -1,8 +1,11 @@
 #include "symbolize/symbolizer.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
+#include "common/log.h"
 #include "symbolize/java_frames.h"
+#include "symbolize/name_cut.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -17,6 +20,16 @@ std::string basename_of(const std::string& path)
 uint64_t call_site(uint64_t address, bool innermost)
 {
   return innermost || address == 0 ? address : address - 1;
+}
+
+profile::Frame truncated_frame()
+{
+  return {std::string(kTruncated), "", profile::FrameKind::kUnknown};
+}
+
+size_t name_bytes(const profile::Frame& frame)
+{
+  return frame.name.size() + frame.module.size();
 }
 
 } // namespace
@@ -52,10 +65,45 @@ profile::Frame Symbolizer::kernel_frame(uint64_t address) const
   return {std::string(symbol->name), std::string(symbol->module), profile::FrameKind::kKernel};
 }
 
-void Symbolizer::add_user_frames(const ImageKey& key,
+void Symbolizer::report_cut(const ImageKey& key, const std::string& what)
+{
+  if (cuts_reported_.insert(key).second)
+    spdlog::warn("pid {}: {}; {} marks the cut, and later cuts are only counted", key.pid, what,
+                 kTruncated);
+}
+
+bool Symbolizer::add_user_frames(const ImageKey& key,
                                  uint64_t address,
                                  std::vector<profile::Frame>& out,
                                  profile::SymbolizedProfile& profile)
+{
+  size_t first = out.size();
+  bool cut_when_read = false;
+  bool dropped = name_user_address(key, address, out, profile, &cut_when_read);
+  // Names (and modules) the target chose, each within its budget.
+  uint64_t cut = 0;
+  for (size_t i = first; i < out.size(); ++i) {
+    bool frame_cut = false;
+    for (std::string* text : {&out[i].name, &out[i].module}) {
+      if (text->size() <= options_.max_frame_name)
+        continue;
+      *text = cut_name(*text, options_.max_frame_name);
+      frame_cut = true;
+    }
+    cut += frame_cut;
+  }
+  if (cut > 0)
+    report_cut(key, fmt::format("a frame name longer than {} bytes", options_.max_frame_name));
+  // A name the perf map's reader cut, and cut again here, is one cut name.
+  profile.symbolize_stats.truncated_names += std::max<uint64_t>(cut, cut_when_read);
+  return dropped;
+}
+
+bool Symbolizer::name_user_address(const ImageKey& key,
+                                   uint64_t address,
+                                   std::vector<profile::Frame>& out,
+                                   profile::SymbolizedProfile& profile,
+                                   bool* cut_when_read)
 {
   auto& stats = profile.symbolize_stats;
   const MappedCode* code = processes_.get(key).find(address);
@@ -66,19 +114,23 @@ void Symbolizer::add_user_frames(const ImageKey& key,
     bool anonymous_code = code && code->mapping.path.empty();
     stats.jit_frames += anonymous_code;
     if (const PerfMapTable* map = processes_.perf_map(key)) {
-      if (const PerfMapEntry* entry = map->find(address)) {
-        auto frames = perf_map_frames(entry->name, options_.java_signatures);
+      if (auto entry = map->find(address)) {
+        uint64_t dropped = 0;
+        auto frames = perf_map_frames(entry->name, options_.java_signatures, &dropped);
         out.insert(out.end(), std::make_move_iterator(frames.begin()),
                    std::make_move_iterator(frames.end()));
         stats.jit_frames += !anonymous_code; // a map that names code outside any mapping
-        return;
+        *cut_when_read = entry->truncated;
+        if (dropped > 0)
+          report_cut(key, fmt::format("an inline chain of more than {} methods", kMaxInlineFrames));
+        return dropped > 0;
       }
     }
     stats.jit_unnamed += anonymous_code;
   }
   if (!code) {
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
-    return;
+    return false;
   }
   const Mapping& mapping = code->mapping;
   uint64_t file_offset = address - mapping.start + mapping.offset;
@@ -88,7 +140,7 @@ void Symbolizer::add_user_frames(const ImageKey& key,
       profile.build_ids.try_emplace(mapping.path, code->symbols->build_id());
     if (auto name = code->symbols->symbolize_file_offset(file_offset)) {
       out.push_back({*name, mapping.path, profile::FrameKind::kNative});
-      return;
+      return false;
     }
   }
   stats.native_unnamed += mapping.file_backed();
@@ -99,6 +151,47 @@ void Symbolizer::add_user_frames(const ImageKey& key,
   else
     out.push_back({fmt::format("{}+0x{:x}", basename_of(mapping.path), file_offset), mapping.path,
                    profile::FrameKind::kUnknown});
+  return false;
+}
+
+std::vector<profile::Frame> Symbolizer::user_frames(const profile::RawSample& sample,
+                                                    size_t* bytes,
+                                                    bool* cut,
+                                                    profile::SymbolizedProfile& profile)
+{
+  ImageKey key{sample.tgid, sample.image_id};
+  // Innermost first, so that a cut keeps the frames nearest the leaf, where the time went, and
+  // drops those nearest the root; one frame of the budget is the cut's mark.
+  size_t room = options_.max_stack_frames > 0 ? options_.max_stack_frames - 1 : 0;
+  std::vector<profile::Frame> inner_first;
+  std::vector<profile::Frame> group;
+  size_t used = 0;
+  std::string full; // which budget ran out
+  for (size_t i = 0; i < sample.user_frames.size() && full.empty(); ++i) {
+    group.clear();
+    *cut |= add_user_frames(key, call_site(sample.user_frames[i], i == 0), group, profile);
+    for (auto frame = group.rbegin(); frame != group.rend(); ++frame) {
+      if (inner_first.size() >= room) {
+        full = fmt::format("{} frames (after inline expansion)", options_.max_stack_frames);
+        break;
+      }
+      if (used + name_bytes(*frame) > options_.max_stack_name_bytes) {
+        full = fmt::format("{} bytes of names", options_.max_stack_name_bytes);
+        break;
+      }
+      used += name_bytes(*frame);
+      inner_first.push_back(std::move(*frame));
+    }
+  }
+  if (!full.empty()) {
+    *cut = true;
+    report_cut(key, "a stack of more than " + full);
+    inner_first.push_back(truncated_frame());
+    used += kTruncated.size();
+  }
+  std::reverse(inner_first.begin(), inner_first.end());
+  *bytes += used;
+  return inner_first;
 }
 
 Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw,
@@ -115,6 +208,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
       kernel_addresses.push_back(call_site(sample.kernel_frames[i], i == 0));
   }
   kernel_->prepare(kernel_addresses);
+  size_t profile_bytes = 0;
   for (const auto& sample : raw.samples) {
     profile::Stack stack;
     stack.pid = sample.tgid;
@@ -123,16 +217,31 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.comm = processes_.get(key).comm;
     stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
                                       processes_.get(key).cgroup);
+    size_t bytes = 0;
+    bool cut = false;
+    auto user = user_frames(sample, &bytes, &cut, out);
     auto& frames = stack.frames;
-    frames.reserve(sample.user_frames.size() + sample.kernel_frames.size() + 2);
+    frames.reserve(user.size() + sample.kernel_frames.size() + 2);
     if (sample.user_stack_lost)
       frames.push_back({"[user stack lost]", "", profile::FrameKind::kUnknown});
-    for (size_t i = sample.user_frames.size(); i-- > 0;)
-      add_user_frames(key, call_site(sample.user_frames[i], i == 0), frames, out);
+    frames.insert(frames.end(), std::make_move_iterator(user.begin()),
+                  std::make_move_iterator(user.end()));
     if (sample.kernel_stack_lost)
       frames.push_back({"[kernel stack lost]", "", profile::FrameKind::kKernel});
-    for (size_t i = sample.kernel_frames.size(); i-- > 0;)
+    for (size_t i = sample.kernel_frames.size(); i-- > 0;) {
       frames.push_back(kernel_frame(call_site(sample.kernel_frames[i], i == 0)));
+      bytes += name_bytes(frames.back());
+    }
+    if (profile_bytes + bytes > options_.max_profile_name_bytes) {
+      // The interval holds all the names it may: the stack keeps its count, not its frames.
+      cut = true;
+      report_cut(key, fmt::format("the interval's stacks hold {} bytes of names",
+                                  options_.max_profile_name_bytes));
+      frames = {truncated_frame()};
+      bytes = kTruncated.size();
+    }
+    profile_bytes += bytes;
+    out.symbolize_stats.truncated_stacks += cut;
     out.stacks.push_back(std::move(stack));
   }
   return out;
@@ -140,7 +249,10 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
 
 std::vector<ImageKey> Symbolizer::forget_exited_processes()
 {
-  return processes_.end_generation();
+  auto gone = processes_.end_generation();
+  for (const auto& key : gone)
+    cuts_reported_.erase(key);
+  return gone;
 }
 
 } // namespace flamebpf::symbolize

@@ -1,9 +1,11 @@
 // The symbolize stage: turns a RawProfile's addresses into named frames.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 
 #include "common/result.h"
 #include "profile/raw_profile.h"
@@ -14,8 +16,32 @@
 
 namespace flamebpf::symbolize {
 
+// The budgets of a symbolized profile, on what targets control: the names of their frames (their
+// symbols and perf maps) and, through inlining, the number of frames. Where one cuts, a name ends
+// in kTruncated, or a stack keeps its innermost frames under one kTruncated frame; the cuts are
+// counted in the profile's SymbolizeStats and logged once per process. No real program meets
+// them:
+// A frame's name (and module): real names, even C++ templates, are well below this.
+inline constexpr size_t kMaxFrameName = 8 * 1024;
+// User frames per stack after inline expansion: the kernel gives at most 127, and HotSpot inlines
+// at most MaxInlineLevel (15) methods into each, so ~2,000 at most. (The kernel's own frames, at
+// most 127, are named by the kernel.)
+inline constexpr size_t kMaxStackFrames = 4096;
+// Bytes of frame names (and modules) per stack: 4,096 frames of 256 bytes.
+inline constexpr size_t kMaxStackNameBytes = 1 << 20;
+// Bytes of frame names (and modules) per interval's profile, over all its stacks: a drain holds
+// at most --count-storage (16,384 by default) distinct stacks, and a real one of ~100 frames of
+// ~60 bytes each takes ~6 KB, so ~100 MB at the very most; stacks beyond keep only a kTruncated
+// frame (and their counts).
+inline constexpr size_t kMaxProfileNameBytes = 256 << 20;
+
 struct SymbolizerOptions {
   bool java_signatures = false; // Java frames with their parameter types
+  // The budgets above; tests make them smaller.
+  size_t max_frame_name = kMaxFrameName;
+  size_t max_stack_frames = kMaxStackFrames;
+  size_t max_stack_name_bytes = kMaxStackNameBytes;
+  size_t max_profile_name_bytes = kMaxProfileNameBytes;
 };
 
 // A process image found to be a JVM.
@@ -39,7 +65,7 @@ public:
   std::vector<JvmFound> take_new_jvms();
 
   // Names every frame of raw, and each stack's target from targets. Stacks come out root first:
-  // user frames then kernel frames.
+  // user frames then kernel frames, within the budgets above.
   [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw,
                                                              const profile::TargetNames& targets);
 
@@ -58,16 +84,35 @@ public:
 
 private:
   profile::Frame kernel_frame(uint64_t address) const;
-  // Appends the frames of one user address: one, or several for JIT code with inlined methods;
-  // notes build IDs and what could not be named in profile.
-  void add_user_frames(const ImageKey& key,
+  // Appends the frames of one user address: one, or several for JIT code with inlined methods,
+  // each name within its budget; notes build IDs, what could not be named and what a budget cut
+  // in profile. True if the budget of an inline chain left out some of its methods.
+  bool add_user_frames(const ImageKey& key,
                        uint64_t address,
                        std::vector<profile::Frame>& out,
                        profile::SymbolizedProfile& profile);
+  // add_user_frames without the budget on names; sets *cut_when_read if the perf map's reader
+  // cut the name.
+  bool name_user_address(const ImageKey& key,
+                         uint64_t address,
+                         std::vector<profile::Frame>& out,
+                         profile::SymbolizedProfile& profile,
+                         bool* cut_when_read);
+  // The user frames of sample, root first, within the stack's budgets (max_stack_frames, and
+  // max_stack_name_bytes). Adds the bytes of names they hold to *bytes, and sets *cut if frames
+  // were left out.
+  std::vector<profile::Frame> user_frames(const profile::RawSample& sample,
+                                          size_t* bytes,
+                                          bool* cut,
+                                          profile::SymbolizedProfile& profile);
+  // Says once per process that a budget cut one of its stacks or names.
+  void report_cut(const ImageKey& key, const std::string& what);
 
   std::unique_ptr<KernelNames> kernel_;
   SymbolizerOptions options_;
   ProcessTable processes_;
+  // Processes whose cut was said (see report_cut); forgotten with them.
+  std::unordered_set<ImageKey, ImageKeyHash> cuts_reported_;
 };
 
 } // namespace flamebpf::symbolize
