@@ -9,6 +9,7 @@
 
 #include "symbolize/demangle.h"
 #include "symbolize/elf_symbols.h"
+#include "symbolize/name_cut.h"
 #include "synthetic_elf.h"
 #include "test_support.h"
 
@@ -113,7 +114,10 @@ TEST_F(ElfBudgets, NameLongerThanItsBudgetIsCutVisibly)
   ASSERT_TRUE(symbols.has_value()) << symbols.error().message;
   auto name = (*symbols)->symbolize_file_offset(kCode + 4);
   ASSERT_TRUE(name.has_value());
-  EXPECT_EQ(*name, std::string(kMaxSymbolNameBytes, 'n') + std::string(kTruncatedMark));
+  EXPECT_EQ(*name,
+            std::string(kMaxSymbolNameBytes - kTruncated.size(), 'n') + std::string(kTruncated));
+  EXPECT_TRUE((*symbols)->match_file_offset(kCode + 4)->cut);
+  EXPECT_FALSE((*symbols)->match_file_offset(kCode + 0x14)->cut);
   EXPECT_EQ((*symbols)->symbolize_file_offset(kCode + 0x14), "short");
   EXPECT_EQ((*symbols)->names_cut(), 1u);
   ASSERT_EQ((*symbols)->problems().size(), 1u);
@@ -129,7 +133,7 @@ TEST_F(ElfBudgets, CutMangledNameIsNotDemangled)
   auto symbols = open_image(elf.bytes());
   ASSERT_TRUE(symbols.has_value()) << symbols.error().message;
   EXPECT_EQ((*symbols)->symbolize_file_offset(kCode + 4),
-            mangled.substr(0, kMaxSymbolNameBytes) + std::string(kTruncatedMark));
+            mangled.substr(0, kMaxSymbolNameBytes - kTruncated.size()) + std::string(kTruncated));
 }
 
 TEST_F(ElfBudgets, ExponentialMangledNameIsCutWhenDemangled)
@@ -143,9 +147,10 @@ TEST_F(ElfBudgets, ExponentialMangledNameIsCutWhenDemangled)
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_TRUE(name.has_value());
-  EXPECT_EQ(name->size(), kMaxDemangledBytes + kTruncatedMark.size());
+  EXPECT_EQ(name->size(), kMaxDemangledBytes);
   EXPECT_TRUE(name->starts_with("f(X, A<X, X>, A<A<X, X>, A<X, X> >")) << name->substr(0, 80);
-  EXPECT_TRUE(name->ends_with(kTruncatedMark));
+  EXPECT_TRUE(name->ends_with(kTruncated));
+  EXPECT_TRUE((*symbols)->match_file_offset(kCode + 4)->cut);
   EXPECT_EQ((*symbols)->names_cut(), 1u);
   EXPECT_LT(seconds, 1.0);
 }

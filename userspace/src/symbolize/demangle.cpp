@@ -52,16 +52,19 @@ int run(const char* mangled, Sink* sink)
   return cplus_demangle_v3_callback(mangled, kDemangleOptions, collect, sink);
 }
 
-} // namespace
-
-std::string cut_name(std::string_view name, size_t max_bytes)
+// The start of text that a budget cut (of bytes, or of time), ended by kTruncated, within
+// max_bytes and never inside a UTF-8 character.
+std::string marked(std::string_view text, size_t max_bytes)
 {
-  if (name.size() <= max_bytes)
-    return std::string(name);
-  std::string cut(name.substr(0, max_bytes));
-  cut += kTruncatedMark;
+  size_t keep = std::min(text.size(), max_bytes - kTruncated.size());
+  while (keep > 0 && keep < text.size() && (static_cast<unsigned char>(text[keep]) & 0xc0) == 0x80)
+    --keep;
+  std::string cut(text.substr(0, keep));
+  cut += kTruncated;
   return cut;
 }
+
+} // namespace
 
 Demangled demangle_bounded(std::string_view name, size_t max_bytes)
 {
@@ -70,16 +73,18 @@ Demangled demangle_bounded(std::string_view name, size_t max_bytes)
   if (as_is)
     return {cut_name(name, max_bytes), name.size() > max_bytes};
   std::string mangled(name);
-  std::string out(max_bytes, '\0');
-  Sink sink{out.data(), max_bytes, 0, false, std::chrono::steady_clock::now() + kMaxDemangleTime,
+  // One byte more than the budget tells a name that fits from one that does not.
+  std::string out(max_bytes + 1, '\0');
+  Sink sink{out.data(), out.size(), 0, false, std::chrono::steady_clock::now() + kMaxDemangleTime,
             {}};
   int result = run(mangled.c_str(), &sink);
   if (result == 0) // not a name libiberty demangles
     return {cut_name(name, max_bytes), name.size() > max_bytes};
   out.resize(sink.used);
-  if (sink.cut)
-    out += kTruncatedMark;
-  return {std::move(out), sink.cut};
+  if (!sink.cut && out.size() <= max_bytes)
+    return {std::move(out), false};
+  // Cut by the byte budget (the spare byte was written) or the time budget.
+  return {marked(out, max_bytes), true};
 }
 
 std::string demangle(std::string_view name)

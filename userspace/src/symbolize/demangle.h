@@ -8,11 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "symbolize/name_cut.h"
+
 namespace flamebpf::symbolize {
 
-// What ends a name cut by a budget.
-inline constexpr std::string_view kTruncatedMark = " [truncated]";
-// A demangled name is cut at this many bytes (before the mark).
+// A demangled name takes at most this many bytes, a cut one ending in kTruncated (name_cut.h).
 inline constexpr size_t kMaxDemangledBytes = 4096;
 // Longer mangled names are not demangled: the demangler's stack use grows with the input.
 inline constexpr size_t kMaxMangledBytes = 4096;
@@ -21,18 +21,16 @@ inline constexpr size_t kMaxMangledBytes = 4096;
 inline constexpr std::chrono::milliseconds kMaxDemangleTime{50};
 
 struct Demangled {
-  std::string text; // at most max_bytes plus kTruncatedMark
-  bool cut = false; // text was cut by a budget and ends with kTruncatedMark
+  std::string text; // at most max_bytes
+  bool cut = false; // text was cut by a budget and ends in kTruncated
 };
 
 // Demangles an Itanium C++ ABI name ("_Z..."); other names, and names that do not demangle, are
-// returned as they are, cut at max_bytes if longer.
+// returned as they are. Either is cut with cut_name (name_cut.h) if longer than max_bytes, which
+// must exceed kTruncated's size.
 Demangled demangle_bounded(std::string_view name, size_t max_bytes = kMaxDemangledBytes);
 
 // demangle_bounded's text.
 std::string demangle(std::string_view name);
-
-// name cut to max_bytes and marked, if longer.
-std::string cut_name(std::string_view name, size_t max_bytes);
 
 } // namespace flamebpf::symbolize

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unordered_map>
 
-#include "symbolize/demangle.h"
 #include "symbolize/elf_reader.h"
+#include "symbolize/name_cut.h"
 #include "symbolize/xz.h"
 
 namespace flamebpf::symbolize {
@@ -52,12 +52,12 @@ Result<> add_symbols(const ElfReader& reader,
       size_t end = names.find('\0', entry.name);
       if (end == std::string_view::npos || end == entry.name)
         return; // empty, or its end is past the budget
-      size_t size = end - entry.name;
-      bool name_cut = size > kMaxSymbolNameBytes;
-      size = std::min(size, kMaxSymbolNameBytes);
+      std::string_view name = names.substr(entry.name, end - entry.name);
+      bool name_cut = name.size() > kMaxSymbolNameBytes;
+      std::string kept = name_cut ? cut_name(name, kMaxSymbolNameBytes) : std::string(name);
       ElfSymbols::Symbol copy{0, 0, static_cast<uint32_t>(out.names.size()),
-                              static_cast<uint16_t>(size), name_cut};
-      out.names.append(names.substr(entry.name, size));
+                              static_cast<uint16_t>(kept.size()), name_cut};
+      out.names += kept;
       out.names_cut += name_cut;
       known = copied.emplace(entry.name, copy).first;
     }
@@ -260,7 +260,7 @@ size_t ElfSymbols::memory_bytes() const
   size_t bytes = sizeof *this + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
                  segments_.capacity() * sizeof(Segment);
   for (const auto& [offset, name] : demangled_)
-    bytes += sizeof offset + sizeof name + name.capacity();
+    bytes += sizeof offset + sizeof name + name.text.capacity();
   return bytes;
 }
 
@@ -303,16 +303,11 @@ std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t fi
   auto [it, inserted] = demangled_.try_emplace(symbol->name_offset);
   if (inserted) {
     std::string_view name(names_.data() + symbol->name_offset, symbol->name_size);
-    if (symbol->name_cut) {
-      // Not demangled: the mangled name is incomplete.
-      it->second = std::string(name) + std::string(kTruncatedMark);
-    } else {
-      auto demangled = demangle_bounded(name);
-      demangled_cut_ += demangled.cut;
-      it->second = std::move(demangled.text);
-    }
+    // A name cut when read is not demangled: the mangled name is incomplete.
+    it->second = symbol->name_cut ? Demangled{std::string(name), true} : demangle_bounded(name);
+    demangled_cut_ += it->second.cut && !symbol->name_cut;
   }
-  return SymbolMatch{it->second, *address - symbol->address};
+  return SymbolMatch{it->second.text, *address - symbol->address, it->second.cut};
 }
 
 std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offset) const

@@ -2,8 +2,8 @@
 // debug file are closed before open() returns, so a cached file holds no descriptor and no
 // mapping. The symbols come from whichever table is richest: the file's .symtab if it has one;
 // else its .dynsym, the .symtab of its separate debug file (debug_files.h), or its .dynsym with
-// the MiniDebugInfo of .gnu_debugdata. Every read has a byte budget; a name cut by one ends with
-// kTruncatedMark.
+// the MiniDebugInfo of .gnu_debugdata. Every read has a byte budget; a name cut by one ends in
+// kTruncated (name_cut.h).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +17,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "symbolize/debug_files.h"
+#include "symbolize/demangle.h"
 
 namespace flamebpf::symbolize {
 
@@ -46,8 +47,9 @@ public:
        const std::string& shown);
 
   struct SymbolMatch {
-    std::string name; // demangled, bounded (a cut name ends with kTruncatedMark)
+    std::string name; // demangled, at most kMaxSymbolNameBytes or kMaxDemangledBytes
     uint64_t offset;  // of the looked-up byte from the symbol's start
+    bool cut = false; // a budget cut the name (when read or demangled): it ends in kTruncated
   };
   // The function covering the byte at file_offset, with the byte's offset into it.
   std::optional<SymbolMatch> match_file_offset(uint64_t file_offset) const;
@@ -76,7 +78,7 @@ public:
     uint64_t size;        // 0: unknown, the symbol extends to the next one
     uint32_t name_offset; // in names_
     uint16_t name_size;
-    bool name_cut; // longer than kMaxSymbolNameBytes: name_size bytes are its start
+    bool name_cut; // longer than kMaxSymbolNameBytes: cut, and ending in kTruncated
   };
   // Function symbols and their names, as read from one or two tables.
   struct Table {
@@ -102,7 +104,7 @@ private:
   std::string names_;
   uint64_t names_cut_ = 0;
   // Demangled names by name offset, made on first lookup.
-  mutable std::unordered_map<uint32_t, std::string> demangled_;
+  mutable std::unordered_map<uint32_t, Demangled> demangled_;
   mutable uint64_t demangled_cut_ = 0;
   std::string build_id_;
   std::string symbols_from_;
