@@ -4,10 +4,12 @@
 set -euo pipefail
 
 build_packages=(
-  build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev libdw-dev
-  zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libprotobuf-dev
-  protobuf-compiler openjdk-17-jdk-headless
+  build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev liblzma-dev
+  libiberty-dev zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless
 )
+# liblzma-dev: MiniDebugInfo (.gnu_debugdata) is xz; libiberty-dev: the demangler with a bounded
+# output (cplus_demangle_v3_callback).
 # openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
 # images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
@@ -15,10 +17,10 @@ build_packages=(
 # (libxml2-utils) checks every SVG the tests write; chromium runs them in tests/browser (driven by
 # playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
 # the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets;
-# systemd's systemd-analyze checks the service unit; libfuse3 builds tests/progs/stall_fs, a FUSE
-# file system that stalls.
+# xz-utils compresses the MiniDebugInfo of the ELF fixtures; systemd's systemd-analyze checks the
+# service unit; libfuse3 builds tests/progs/stall_fs, a FUSE file system that stalls.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev systemd
+  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
   libfuse3-dev fuse3)
 
 wanted=("${build_packages[@]}")

@@ -1,5 +1,7 @@
 #include <cctype>
+#include <chrono>
 #include <fcntl.h>
+#include <filesystem>
 #include <gelf.h>
 #include <gtest/gtest.h>
 #include <libelf.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/contained_file.h"
 #include "symbolize/elf_symbols.h"
 #include "test_elf.h"
 #include "test_support.h"
@@ -18,9 +21,23 @@ namespace {
 
 using flamebpf::testing::FixtureElf;
 
-std::unique_ptr<ElfSymbols> open_symbols(const std::string& path)
+// The debug root dir, as the ELF file's own root.
+std::vector<DebugRoot> root_at(const std::string& dir)
 {
-  auto symbols = ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, "/");
+  std::vector<DebugRoot> roots;
+  auto fd = open_directory(dir);
+  EXPECT_TRUE(fd.has_value()) << dir;
+  if (fd)
+    roots.push_back({std::move(*fd), kResolveInRoot, dir, true});
+  return roots;
+}
+
+// Symbols of the ELF file at path inside root, its debug file looked for in root.
+std::unique_ptr<ElfSymbols> open_symbols(const std::string& path, const std::string& root = "/")
+{
+  std::string full = root == "/" ? path : root + path;
+  auto symbols = ElfSymbols::open(UniqueFd(::open(full.c_str(), O_RDONLY | O_CLOEXEC)), path,
+                                  root_at(root), full);
   EXPECT_TRUE(symbols.has_value()) << symbols.error().message;
   return symbols ? std::move(*symbols) : nullptr;
 }
@@ -81,6 +98,19 @@ TEST(ElfSymbols, SegmentWhoseVaddrDiffersFromItsOffset)
   expect_function(file, *symbols, "fb_fixture_gamma", "fb_fixture_gamma");
 }
 
+TEST(ElfSymbols, ThirtyTwoBitLibrary)
+{
+  const std::string path = FLAMEBPF_ELF_FIXTURE_PLAIN32;
+  FixtureElf file(path);
+  ASSERT_TRUE(file.valid()) << path;
+  auto symbols = open_symbols(path);
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".symtab");
+  EXPECT_EQ(symbols->build_id(), file.build_id());
+  expect_function(file, *symbols, "fb_fixture_alpha", "fb_fixture_alpha");
+  expect_function(file, *symbols, "fb_fixture_hidden", "fb_fixture_hidden");
+}
+
 TEST(ElfSymbols, OffsetsOutsideEveryLoadSegment)
 {
   for (const std::string path : {FLAMEBPF_ELF_FIXTURE_PLAIN, FLAMEBPF_ELF_FIXTURE_SHIFTED}) {
@@ -119,12 +149,15 @@ TEST(ElfSymbols, BuildIdIsTheNoteInHex)
             open_symbols(FLAMEBPF_ELF_FIXTURE_SHIFTED)->build_id());
 }
 
-// Symbols of a stripped copy of the plain fixture, whose debug file is found as debug_root says.
+// Symbols of a stripped copy of the plain fixture, its debug file looked for in debug_root.
 std::unique_ptr<ElfSymbols> open_stripped(const std::string& variant, const std::string& debug_root)
 {
   std::string path = std::string(FLAMEBPF_ELF_DEBUG_FIXTURES) + "/" + variant + "/libfixture.so";
+  std::vector<DebugRoot> roots;
+  if (auto fd = open_directory(debug_root))
+    roots.push_back({std::move(*fd), kResolveInRoot, debug_root, true});
   auto symbols =
-      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, debug_root);
+      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, roots, path);
   EXPECT_TRUE(symbols.has_value()) << symbols.error().message;
   return symbols ? std::move(*symbols) : nullptr;
 }
@@ -133,7 +166,7 @@ TEST(ElfSymbols, StrippedFileUsesTheDebugFileNamedByGnuDebuglink)
 {
   FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
   ASSERT_TRUE(unstripped.valid());
-  auto symbols = open_stripped("debuglink", "/nonexistent");
+  auto symbols = open_stripped("debuglink", "/");
   ASSERT_NE(symbols, nullptr);
   // Stripping keeps the code where it was, so the unstripped file's offsets hold.
   expect_function(unstripped, *symbols, "fb_fixture_hidden", "fb_fixture_hidden");
@@ -164,16 +197,156 @@ TEST(ElfSymbols, StrippedFileWithoutDebugFileKeepsOnlyExportedNames)
       << "the hidden function's name can only come from a debug file";
 }
 
+std::string debug_fixture(const std::string& relative)
+{
+  return std::string(FLAMEBPF_ELF_DEBUG_FIXTURES) + "/" + relative;
+}
+
+// Symbols of /lib/libfixture.so in the debug fixture root `root`, its debug file looked for there.
+std::unique_ptr<ElfSymbols> open_in_root(const std::string& root)
+{
+  return open_symbols("/lib/libfixture.so", debug_fixture(root));
+}
+
+// The local function fb_fixture_hidden, which only .symtab names, is named, and so is an exported
+// one.
+void expect_named_from_symtab(const ElfSymbols& symbols)
+{
+  FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  ASSERT_TRUE(unstripped.valid());
+  expect_function(unstripped, symbols, "fb_fixture_hidden", "fb_fixture_hidden");
+  expect_function(unstripped, symbols, "fb_fixture_beta", "fb_fixture_beta");
+}
+
+std::string build_id_path()
+{
+  std::string id = FixtureElf(FLAMEBPF_ELF_FIXTURE_PLAIN).build_id();
+  return "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+}
+
+TEST(ElfSymbols, UnstrippedFileUsesItsOwnSymtab)
+{
+  auto symbols = open_symbols(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".symtab");
+  EXPECT_TRUE(symbols->problems().empty());
+}
+
+TEST(ElfSymbols, DebugLinkBesideTheFile)
+{
+  auto symbols = open_stripped("debuglink", "/");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), debug_fixture("debuglink/libfixture.so.debug"));
+}
+
+TEST(ElfSymbols, DebugLinkInTheDotDebugDirectory)
+{
+  auto symbols = open_in_root("dotdebug");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), "/lib/.debug/libfixture.so.debug");
+  expect_named_from_symtab(*symbols);
+}
+
+TEST(ElfSymbols, DebugLinkUnderUsrLibDebug)
+{
+  auto symbols = open_in_root("usrdebug");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), "/usr/lib/debug/lib/libfixture.so.debug");
+  expect_named_from_symtab(*symbols);
+}
+
+TEST(ElfSymbols, BuildIdComesBeforeTheDebugLink)
+{
+  auto symbols = open_in_root("both");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), build_id_path());
+  expect_named_from_symtab(*symbols);
+  EXPECT_TRUE(symbols->problems().empty()) << ::testing::PrintToString(symbols->problems());
+}
+
+TEST(ElfSymbols, DebugFileOfAnotherBuildIsRefused)
+{
+  auto symbols = open_in_root("wrongid");
+  ASSERT_NE(symbols, nullptr);
+  // Another library's debug file sits at the build-ID path: refused, and the link's one is taken.
+  EXPECT_EQ(symbols->symbols_from(), "/lib/libfixture.so.debug");
+  expect_named_from_symtab(*symbols);
+  ASSERT_EQ(symbols->problems().size(), 1u);
+  EXPECT_NE(symbols->problems()[0].find(build_id_path() + ": build ID "), std::string::npos)
+      << symbols->problems()[0];
+}
+
+TEST(ElfSymbols, DebugFileWithAnotherCrcIsRefused)
+{
+  auto symbols = open_in_root("badcrc");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".dynsym");
+  ASSERT_EQ(symbols->problems().size(), 1u);
+  EXPECT_NE(symbols->problems()[0].find("/lib/libfixture.so.debug: CRC does not match"),
+            std::string::npos)
+      << symbols->problems()[0];
+  FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  auto hidden = unstripped.symbol("fb_fixture_hidden");
+  ASSERT_TRUE(hidden.has_value());
+  EXPECT_NE(symbols->symbolize_file_offset(*unstripped.vaddr_to_offset(hidden->st_value) + 1),
+            "fb_fixture_hidden");
+}
+
+TEST(ElfSymbols, MiniDebugInfoNamesTheFunctionsDynsymLacks)
+{
+  auto symbols = open_stripped("mini", "/nonexistent");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".gnu_debugdata");
+  // fb_fixture_hidden from the MiniDebugInfo, fb_fixture_beta from .dynsym.
+  expect_named_from_symtab(*symbols);
+  EXPECT_TRUE(symbols->problems().empty()) << ::testing::PrintToString(symbols->problems());
+}
+
+TEST(ElfSymbols, XzBombInGnuDebugdataIsRefusedAtItsBudget)
+{
+  auto started = std::chrono::steady_clock::now();
+  auto symbols = open_stripped("xzbomb", "/nonexistent");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".dynsym");
+  ASSERT_EQ(symbols->problems().size(), 1u);
+  EXPECT_EQ(symbols->problems()[0],
+            ".gnu_debugdata ignored: cannot decompress: more than 33554432 bytes");
+  EXPECT_LT(seconds, 2.0);
+  FixtureElf unstripped(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  expect_function(unstripped, *symbols, "fb_fixture_beta", "fb_fixture_beta");
+}
+
+// Reading is over when open() returns: no descriptor of the file or its debug file is left.
+TEST(ElfSymbols, NoDescriptorIsKept)
+{
+  auto count = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+      ++n;
+    return n;
+  };
+  size_t before = count();
+  std::vector<std::unique_ptr<ElfSymbols>> kept;
+  for (const char* root : {"dotdebug", "usrdebug", "both", "wrongid"})
+    kept.push_back(open_in_root(root));
+  kept.push_back(open_stripped("mini", "/nonexistent"));
+  kept.push_back(open_symbols(FLAMEBPF_ELF_FIXTURE_PLAIN));
+  EXPECT_EQ(count(), before);
+}
+
 TEST(ElfSymbols, NotAnElfFileIsAnError)
 {
   std::string path = flamebpf::testing::data_path("kallsyms/sample.txt");
-  auto symbols = ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, "/");
+  auto symbols =
+      ElfSymbols::open(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path, {}, path);
   ASSERT_FALSE(symbols.has_value());
   EXPECT_NE(symbols.error().message.find(path), std::string::npos) << symbols.error().message;
 }
 
-// libdwfl reads a reported file into memory and closes the descriptor it was given. ElfSymbols
-// must not close that number again: by then it may belong to another file of the process.
+// ElfSymbols closes the descriptor it was given once it has read the file. It must not close that
+// number again later: by then it may belong to another file of the process.
 TEST(ElfSymbols, DoesNotCloseADescriptorItNoLongerOwns)
 {
   const std::string path = FLAMEBPF_ELF_FIXTURE_PLAIN;
@@ -185,25 +358,6 @@ TEST(ElfSymbols, DoesNotCloseADescriptorItNoLongerOwns)
   symbols.reset();
   EXPECT_NE(::fcntl(bystander.get(), F_GETFD), -1)
       << "destroying ElfSymbols closed descriptor " << bystander.get() << " it did not own";
-}
-
-TEST(Demangle, ItaniumNames)
-{
-  EXPECT_EQ(demangle("_ZN10fb_fixture7shifted7computeEi"), "fb_fixture::shifted::compute(int)");
-  EXPECT_EQ(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
-            "std::vector<int, std::allocator<int> >::push_back(int const&)");
-  EXPECT_EQ(demangle("_Z1fv"), "f()");
-}
-
-TEST(Demangle, OtherNamesUnchanged)
-{
-  EXPECT_EQ(demangle("main"), "main");
-  EXPECT_EQ(demangle("fb_fixture_alpha"), "fb_fixture_alpha");
-  EXPECT_EQ(demangle(""), "");
-  EXPECT_EQ(demangle("_"), "_");
-  EXPECT_EQ(demangle("_Z"), "_Z");
-  EXPECT_EQ(demangle("_Zinvalid@@"), "_Zinvalid@@");
-  EXPECT_EQ(demangle("_RNvCs1234_4core3foo"), "_RNvCs1234_4core3foo"); // Rust v0: not Itanium
 }
 
 } // namespace

@@ -1,113 +1,273 @@
 #include "symbolize/elf_symbols.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cxxabi.h>
-#include <elfutils/libdwfl.h>
-#include <gelf.h>
-#include <vector>
+#include <cerrno>
+#include <elf.h>
+#include <sys/stat.h>
+#include <unordered_map>
+
+#include "symbolize/elf_reader.h"
+#include "symbolize/name_cut.h"
+#include "symbolize/xz.h"
 
 namespace flamebpf::symbolize {
+namespace {
 
-struct ElfSymbols::Session {
-  // libdwfl keeps pointers to both, so they live as long as the session.
-  std::string debuginfo_path;
-  char* debuginfo_path_pointer = nullptr;
-  Dwfl_Callbacks callbacks{};
-  Dwfl* dwfl = nullptr;
-  Dwfl_Module* module = nullptr;
-  struct Segment {
-    uint64_t offset;
-    uint64_t file_size;
-    uint64_t vaddr;
-  };
-  std::vector<Segment> segments;
-  uint64_t bias = 0;
+std::string mib(uint64_t bytes)
+{
+  return std::to_string(bytes >> 20) + " MiB";
+}
 
-  ~Session()
-  {
-    if (dwfl)
-      dwfl_end(dwfl);
+// Adds the function symbols of table (a symbol table section of reader) to out, their addresses
+// moved by bias (the debug file's layout to the ELF file's). What a budget cuts is said in
+// problems.
+Result<> add_symbols(const ElfReader& reader,
+                     const ElfSection& table,
+                     uint64_t bias,
+                     ElfSymbols::Table& out,
+                     std::vector<std::string>& problems)
+{
+  const auto& sections = reader.sections();
+  if (table.link >= sections.size() || sections[table.link].type != SHT_STRTAB)
+    return fail(error("cannot read symbols of " + reader.shown() + ": no string table"));
+  auto strings = reader.read_section(sections[table.link], kMaxStringTableBytes);
+  if (!strings)
+    return fail(strings.error());
+  if (strings->cut)
+    problems.push_back("string table of " + table.name + " larger than " +
+                       mib(kMaxStringTableBytes) + ", names past it ignored");
+  std::string_view names = strings->bytes;
+  // Names are copied once each, however many symbols share them.
+  std::unordered_map<uint32_t, ElfSymbols::Symbol> copied;
+  uint64_t cut_before = out.names_cut;
+  auto cut = reader.read_symbols(table, kMaxSymbolTableBytes, [&](const ElfSymbolEntry& entry) {
+    if (entry.section == SHN_UNDEF || entry.section == SHN_ABS || entry.value == 0)
+      return;
+    if (entry.type != STT_FUNC && entry.type != STT_GNU_IFUNC && entry.type != STT_NOTYPE)
+      return;
+    auto known = copied.find(entry.name);
+    if (known == copied.end()) {
+      if (entry.name >= names.size())
+        return;
+      size_t end = names.find('\0', entry.name);
+      if (end == std::string_view::npos || end == entry.name)
+        return; // empty, or its end is past the budget
+      std::string_view name = names.substr(entry.name, end - entry.name);
+      bool name_cut = name.size() > kMaxSymbolNameBytes;
+      std::string kept = name_cut ? cut_name(name, kMaxSymbolNameBytes) : std::string(name);
+      ElfSymbols::Symbol copy{0, 0, static_cast<uint32_t>(out.names.size()),
+                              static_cast<uint16_t>(kept.size()), name_cut};
+      out.names += kept;
+      out.names_cut += name_cut;
+      known = copied.emplace(entry.name, copy).first;
+    }
+    ElfSymbols::Symbol symbol = known->second;
+    symbol.address = entry.value + bias;
+    symbol.size = entry.size;
+    out.symbols.push_back(symbol);
+  });
+  if (!cut)
+    return fail(cut.error());
+  if (*cut)
+    problems.push_back(table.name + " larger than " + mib(kMaxSymbolTableBytes) +
+                       ", symbols past it ignored");
+  if (out.names_cut > cut_before)
+    problems.push_back(std::to_string(out.names_cut - cut_before) + " names of " + table.name +
+                       " longer than " + std::to_string(kMaxSymbolNameBytes) + " bytes cut");
+  return {};
+}
+
+// The symbols of reader's first table of type (SHT_SYMTAB, SHT_DYNSYM), or an empty table.
+ElfSymbols::Table read_table(const ElfReader& reader,
+                             uint32_t type,
+                             uint64_t bias,
+                             std::vector<std::string>& problems)
+{
+  ElfSymbols::Table table;
+  const ElfSection* section = reader.section_of_type(type);
+  if (section && section->type != SHT_NOBITS) {
+    if (auto added = add_symbols(reader, *section, bias, table, problems); !added) {
+      problems.push_back(added.error().message);
+      return {};
+    }
   }
-};
+  return table;
+}
+
+const ElfSegment* first_load(const ElfReader& reader)
+{
+  for (const auto& segment : reader.segments()) {
+    if (segment.type == PT_LOAD)
+      return &segment;
+  }
+  return nullptr;
+}
+
+// What to add to a debug file's addresses to make them the ELF file's: nothing unless the file
+// was moved after the debug file was split off (prelink).
+uint64_t bias_between(const ElfReader& file, const ElfReader& debug)
+{
+  const ElfSegment* ours = first_load(file);
+  const ElfSegment* theirs = first_load(debug);
+  return ours && theirs ? ours->vaddr - theirs->vaddr : 0;
+}
+
+// The .symtab of the debug file of reader's file, if one is found; its path in found_at.
+std::optional<ElfSymbols::Table> debug_file_table(const ElfReader& reader,
+                                                  const struct stat& status,
+                                                  const std::string& path,
+                                                  const std::string& build_id,
+                                                  const std::vector<DebugRoot>& roots,
+                                                  std::string& found_at,
+                                                  std::vector<std::string>& problems)
+{
+  DebugQuery query{path, build_id, std::nullopt, status.st_dev, status.st_ino};
+  if (const ElfSection* link = reader.section_named(".gnu_debuglink")) {
+    auto content = reader.read_section(*link, kMaxDebugLinkBytes);
+    if (content && !content->cut)
+      query.link = parse_debug_link(content->bytes);
+    if (!query.link)
+      problems.push_back("malformed .gnu_debuglink ignored");
+  }
+  if (query.build_id.empty() && !query.link)
+    return std::nullopt;
+  auto found = find_debug_file(roots, query, problems);
+  if (!found)
+    return std::nullopt;
+  struct stat debug_status {};
+  if (::fstat(found->fd.get(), &debug_status) != 0)
+    return std::nullopt;
+  auto debug = ElfReader::open(
+      ElfBytes::file(found->fd.get(), static_cast<uint64_t>(debug_status.st_size)), found->shown);
+  if (!debug) {
+    problems.push_back(debug.error().message);
+    return std::nullopt;
+  }
+  found_at = found->path;
+  return read_table(*debug, SHT_SYMTAB, bias_between(reader, *debug), problems);
+}
+
+// The .symtab of reader's MiniDebugInfo (.gnu_debugdata), if it has one.
+std::optional<ElfSymbols::Table> mini_debug_info_table(const ElfReader& reader,
+                                                       std::vector<std::string>& problems)
+{
+  const ElfSection* section = reader.section_named(".gnu_debugdata");
+  if (!section)
+    return std::nullopt;
+  auto compressed = reader.read_section(*section, kMaxDebugDataBytes);
+  if (!compressed) {
+    problems.push_back(compressed.error().message);
+    return std::nullopt;
+  }
+  if (compressed->cut) {
+    problems.push_back(".gnu_debugdata larger than " + mib(kMaxDebugDataBytes) + ", ignored");
+    return std::nullopt;
+  }
+  auto image = xz_decompress(compressed->bytes, kMaxMiniDebugInfoBytes, kMaxXzDecoderBytes);
+  if (!image) {
+    problems.push_back(".gnu_debugdata ignored: " + image.error().message);
+    return std::nullopt;
+  }
+  auto mini = ElfReader::open(ElfBytes::memory(*image), reader.shown() + " .gnu_debugdata");
+  if (!mini) {
+    problems.push_back(mini.error().message);
+    return std::nullopt;
+  }
+  return read_table(*mini, SHT_SYMTAB, bias_between(reader, *mini), problems);
+}
+
+// first, then second's symbols (names moved after first's).
+ElfSymbols::Table joined(ElfSymbols::Table first, const ElfSymbols::Table& second)
+{
+  auto base = static_cast<uint32_t>(first.names.size());
+  first.names += second.names;
+  for (auto symbol : second.symbols) {
+    symbol.name_offset += base;
+    first.symbols.push_back(symbol);
+  }
+  first.names_cut += second.names_cut;
+  return first;
+}
+
+} // namespace
 
 ElfSymbols::~ElfSymbols() = default;
 
-Result<std::unique_ptr<ElfSymbols>>
-ElfSymbols::open(UniqueFd fd, const std::string& path, const std::string& debug_root)
+Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
+                                                     const std::string& path,
+                                                     const std::vector<DebugRoot>& debug_roots,
+                                                     const std::string& shown)
 {
+  struct stat status {};
+  if (::fstat(fd.get(), &status) != 0)
+    return fail(system_error(errno, "cannot stat " + shown));
+  auto reader =
+      ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), shown);
+  if (!reader)
+    return fail(reader.error());
   std::unique_ptr<ElfSymbols> symbols(new ElfSymbols());
-  auto session = std::make_unique<Session>();
-  // "" = beside the file, ".debug" = its .debug subdirectory, then the root's /usr/lib/debug.
-  session->debuginfo_path = ":.debug:" + debug_root + "/usr/lib/debug";
-  session->debuginfo_path_pointer = session->debuginfo_path.data();
-  session->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
-  session->callbacks.section_address = dwfl_offline_section_address;
-  session->callbacks.debuginfo_path = &session->debuginfo_path_pointer;
-  session->dwfl = dwfl_begin(&session->callbacks);
-  if (!session->dwfl)
-    return fail(error("cannot start libdwfl: " + std::string(dwfl_errmsg(-1))));
-  // On success libdwfl owns the descriptor (it may read the file and close it at once); on
-  // failure it is still ours.
-  session->module = dwfl_report_offline(session->dwfl, path.c_str(), path.c_str(), fd.get());
-  if (session->module)
-    fd.release();
-  if (!session->module || dwfl_report_end(session->dwfl, nullptr, nullptr) != 0)
-    return fail(error("cannot read ELF " + path + ": " + dwfl_errmsg(-1)));
+  for (const auto& segment : reader->segments()) {
+    if (segment.type == PT_LOAD)
+      symbols->segments_.push_back({segment.offset, segment.file_size, segment.vaddr});
+  }
+  std::string build_id = reader->build_id();
+  symbols->build_id_ = hex(build_id);
+  auto& problems = symbols->problems_;
 
-  GElf_Addr bias = 0;
-  Elf* elf = dwfl_module_getelf(session->module, &bias);
-  if (!elf)
-    return fail(error("cannot read ELF " + path + ": " + dwfl_errmsg(-1)));
-  session->bias = bias;
-  size_t header_count = 0;
-  if (elf_getphdrnum(elf, &header_count) != 0)
-    return fail(error("cannot read program headers of " + path));
-  for (size_t i = 0; i < header_count; ++i) {
-    GElf_Phdr header;
-    if (gelf_getphdr(elf, static_cast<int>(i), &header) && header.p_type == PT_LOAD)
-      session->segments.push_back({header.p_offset, header.p_filesz, header.p_vaddr});
+  Table best;
+  const ElfSection* symtab = reader->section_of_type(SHT_SYMTAB);
+  if (symtab && symtab->type != SHT_NOBITS && symtab->size > 0) {
+    // A file with its own .symtab is not stripped: no debug file can name more.
+    best = read_table(*reader, SHT_SYMTAB, 0, problems);
+    symbols->symbols_from_ = ".symtab";
+  } else {
+    Table dynamic = read_table(*reader, SHT_DYNSYM, 0, problems);
+    best = dynamic;
+    symbols->symbols_from_ = ".dynsym";
+    std::string debug_path;
+    auto debug =
+        debug_file_table(*reader, status, path, build_id, debug_roots, debug_path, problems);
+    if (debug && debug->symbols.size() > best.symbols.size()) {
+      best = std::move(*debug);
+      symbols->symbols_from_ = debug_path;
+    }
+    // MiniDebugInfo holds only what .dynsym lacks.
+    if (auto mini = mini_debug_info_table(*reader, problems)) {
+      Table with_dynamic = joined(std::move(dynamic), *mini);
+      if (with_dynamic.symbols.size() > best.symbols.size()) {
+        best = std::move(with_dynamic);
+        symbols->symbols_from_ = ".gnu_debugdata";
+      }
+    }
   }
 
-  // Reading the symbol table now finds debug files while the process (and its root) exists.
-  int symbol_count = dwfl_module_getsymtab(session->module);
-  for (int i = 1; i < symbol_count; ++i) {
-    GElf_Sym symbol;
-    GElf_Addr address = 0;
-    GElf_Word section = 0;
-    const char* name =
-        dwfl_module_getsym_info(session->module, i, &symbol, &address, &section, nullptr, nullptr);
-    if (!name || !*name || section == SHN_UNDEF || section == SHN_ABS || address == 0)
-      continue;
-    int type = GELF_ST_TYPE(symbol.st_info);
-    if (type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_NOTYPE)
-      symbols->symbols_.push_back({address, symbol.st_size, name});
-  }
   // By address; among aliases at one address, sized symbols last, so lookups meet them first.
-  std::stable_sort(symbols->symbols_.begin(), symbols->symbols_.end(),
-                   [](const Symbol& a, const Symbol& b) {
-                     if (a.address != b.address)
-                       return a.address < b.address;
-                     return (a.size != 0) < (b.size != 0);
-                   });
-  symbols->symbols_.shrink_to_fit();
-
-  const unsigned char* id_bits = nullptr;
-  GElf_Addr id_vaddr = 0;
-  int id_length = dwfl_module_build_id(session->module, &id_bits, &id_vaddr);
-  static const char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < id_length; ++i) {
-    symbols->build_id_.push_back(kHex[id_bits[i] >> 4]);
-    symbols->build_id_.push_back(kHex[id_bits[i] & 0xf]);
-  }
-  symbols->session_ = std::move(session);
+  std::stable_sort(best.symbols.begin(), best.symbols.end(), [](const Symbol& a, const Symbol& b) {
+    if (a.address != b.address)
+      return a.address < b.address;
+    return (a.size != 0) < (b.size != 0);
+  });
+  best.symbols.shrink_to_fit();
+  best.names.shrink_to_fit();
+  symbols->symbols_ = std::move(best.symbols);
+  symbols->names_ = std::move(best.names);
+  symbols->names_cut_ = best.names_cut;
   return symbols;
+}
+
+size_t ElfSymbols::memory_bytes() const
+{
+  size_t bytes = sizeof *this + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
+                 segments_.capacity() * sizeof(Segment);
+  for (const auto& [offset, name] : demangled_)
+    bytes += sizeof offset + sizeof name + name.text.capacity();
+  return bytes;
 }
 
 std::optional<uint64_t> ElfSymbols::file_offset_to_vaddr(uint64_t file_offset) const
 {
-  for (const auto& segment : session_->segments) {
-    if (file_offset >= segment.offset && file_offset < segment.offset + segment.file_size)
+  for (const auto& segment : segments_) {
+    if (file_offset >= segment.offset && file_offset - segment.offset < segment.file_size)
       return file_offset - segment.offset + segment.vaddr;
   }
   return std::nullopt;
@@ -120,13 +280,13 @@ const ElfSymbols::Symbol* ElfSymbols::find_symbol(uint64_t address) const
   if (after == symbols_.begin())
     return nullptr;
   const Symbol& nearest = *std::prev(after);
-  if (nearest.size == 0 || address < nearest.address + nearest.size)
+  if (nearest.size == 0 || address - nearest.address < nearest.size)
     return &nearest;
   // Past the nearest symbol's end: a larger symbol starting a little earlier may enclose it.
   auto first = after - std::min<ptrdiff_t>(after - symbols_.begin(), 16);
   for (auto it = std::prev(after); it != first;) {
     --it;
-    if (it->size != 0 && address < it->address + it->size)
+    if (it->size != 0 && address - it->address < it->size)
       return &*it;
   }
   return nullptr;
@@ -134,17 +294,20 @@ const ElfSymbols::Symbol* ElfSymbols::find_symbol(uint64_t address) const
 
 std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t file_offset) const
 {
-  auto vaddr = file_offset_to_vaddr(file_offset);
-  if (!vaddr)
+  auto address = file_offset_to_vaddr(file_offset);
+  if (!address)
     return std::nullopt;
-  uint64_t address = *vaddr + session_->bias;
-  const Symbol* symbol = find_symbol(address);
+  const Symbol* symbol = find_symbol(*address);
   if (!symbol)
     return std::nullopt;
-  auto [it, inserted] = demangled_.try_emplace(symbol->name);
-  if (inserted)
-    it->second = demangle(symbol->name);
-  return SymbolMatch{it->second, address - symbol->address};
+  auto [it, inserted] = demangled_.try_emplace(symbol->name_offset);
+  if (inserted) {
+    std::string_view name(names_.data() + symbol->name_offset, symbol->name_size);
+    // A name cut when read is not demangled: the mangled name is incomplete.
+    it->second = symbol->name_cut ? Demangled{std::string(name), true} : demangle_bounded(name);
+    demangled_cut_ += it->second.cut && !symbol->name_cut;
+  }
+  return SymbolMatch{it->second.text, *address - symbol->address, it->second.cut};
 }
 
 std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offset) const
@@ -153,19 +316,6 @@ std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offse
   if (!match)
     return std::nullopt;
   return std::move(match->name);
-}
-
-std::string demangle(const char* name)
-{
-  if (name[0] != '_' || name[1] != 'Z')
-    return name;
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || !demangled)
-    return name;
-  std::string result(demangled);
-  std::free(demangled);
-  return result;
 }
 
 } // namespace flamebpf::symbolize

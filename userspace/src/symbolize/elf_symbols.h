@@ -1,7 +1,12 @@
-// Symbols of one ELF file through elfutils' libdwfl: .symtab or .dynsym, plus separate debug files
-// found by build ID or .gnu_debuglink, and MiniDebugInfo.
+// The function symbols of one ELF file, read once into flamebpf's own memory: the file and any
+// debug file are closed before open() returns, so a cached file holds no descriptor and no
+// mapping. The symbols come from whichever table is richest: the file's .symtab if it has one;
+// else its .dynsym, the .symtab of its separate debug file (debug_files.h), or its .dynsym with
+// the MiniDebugInfo of .gnu_debugdata. Every read has a byte budget; a name cut by one ends in
+// kTruncated (name_cut.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,8 +16,20 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "symbolize/debug_files.h"
+#include "symbolize/demangle.h"
 
 namespace flamebpf::symbolize {
+
+// Budgets of what is read from one ELF file (and its debug file), each: symbol tables (read in
+// small steps; 2.8 million 64-bit entries), string tables (held while the table is read), a name.
+inline constexpr size_t kMaxSymbolTableBytes = 64 << 20;
+inline constexpr size_t kMaxStringTableBytes = 64 << 20;
+inline constexpr size_t kMaxSymbolNameBytes = 4096;
+// MiniDebugInfo: .gnu_debugdata as stored (xz), decompressed, and the xz decoder's memory.
+inline constexpr size_t kMaxDebugDataBytes = 8 << 20;
+inline constexpr size_t kMaxMiniDebugInfoBytes = 32 << 20;
+inline constexpr uint64_t kMaxXzDecoderBytes = 24 << 20;
 
 class ElfSymbols {
 public:
@@ -20,16 +37,19 @@ public:
   ElfSymbols(const ElfSymbols&) = delete;
   ElfSymbols& operator=(const ElfSymbols&) = delete;
 
-  // Opens the ELF file fd (ownership taken). path is where the file sits as seen from this
-  // process (e.g. /proc/<pid>/root/usr/lib/libc.so.6), used to find .gnu_debuglink files beside
-  // it; debug_root is the root under which /usr/lib/debug is searched by build ID.
-  // Symbol tables are read immediately, so the file's process may exit afterwards.
+  // Reads the symbols of the ELF file fd (closed on return). path is the file's path inside its
+  // root, as /proc/<pid>/maps shows it, for the .gnu_debuglink lookup; debug_roots are searched
+  // for its debug file, in order. shown names the file in messages.
   [[nodiscard]] static Result<std::unique_ptr<ElfSymbols>>
-  open(UniqueFd fd, const std::string& path, const std::string& debug_root);
+  open(UniqueFd fd,
+       const std::string& path,
+       const std::vector<DebugRoot>& debug_roots,
+       const std::string& shown);
 
   struct SymbolMatch {
-    std::string name; // demangled
+    std::string name; // demangled, at most kMaxSymbolNameBytes or kMaxDemangledBytes
     uint64_t offset;  // of the looked-up byte from the symbol's start
+    bool cut = false; // a budget cut the name (when read or demangled): it ends in kTruncated
   };
   // The function covering the byte at file_offset, with the byte's offset into it.
   std::optional<SymbolMatch> match_file_offset(uint64_t file_offset) const;
@@ -40,29 +60,55 @@ public:
 
   // Hex GNU build ID, or empty.
   const std::string& build_id() const { return build_id_; }
+  // Where the symbols came from: ".symtab", ".dynsym", ".gnu_debugdata", or the debug file's path
+  // inside its root.
+  const std::string& symbols_from() const { return symbols_from_; }
+  // What budgets cut and which debug files were refused while reading, one phrase each.
+  const std::vector<std::string>& problems() const { return problems_; }
+  // The number of function symbols held.
+  size_t symbol_count() const { return symbols_.size(); }
+  // Names cut by a budget so far: when read, or when demangled.
+  uint64_t names_cut() const { return names_cut_ + demangled_cut_; }
+  // The memory the symbols hold, roughly.
+  size_t memory_bytes() const;
+
+  // A function symbol, its name in names_.
+  struct Symbol {
+    uint64_t address;     // link-time address in the ELF file
+    uint64_t size;        // 0: unknown, the symbol extends to the next one
+    uint32_t name_offset; // in names_
+    uint16_t name_size;
+    bool name_cut; // longer than kMaxSymbolNameBytes: cut, and ending in kTruncated
+  };
+  // Function symbols and their names, as read from one or two tables.
+  struct Table {
+    std::vector<Symbol> symbols;
+    std::string names;
+    uint64_t names_cut = 0;
+  };
 
 private:
   ElfSymbols() = default;
   // Link-time virtual address of file_offset, from the PT_LOAD program headers.
   std::optional<uint64_t> file_offset_to_vaddr(uint64_t file_offset) const;
-
-  // Function symbols sorted by address: libdwfl's own address lookup scans the whole table, too
-  // slow for a profile's millions of frames.
-  struct Symbol {
-    uint64_t address; // in libdwfl's address space (link-time address + bias)
-    uint64_t size;    // 0: unknown, the symbol extends to the next one
-    const char* name; // in the ELF string table, alive as long as the session
-  };
+  // The symbol covering address, by binary search (sorted by address).
   const Symbol* find_symbol(uint64_t address) const;
 
-  struct Session;
-  std::unique_ptr<Session> session_;
+  struct Segment {
+    uint64_t offset;
+    uint64_t file_size;
+    uint64_t vaddr;
+  };
+  std::vector<Segment> segments_;
   std::vector<Symbol> symbols_;
-  mutable std::unordered_map<const char*, std::string> demangled_;
+  std::string names_;
+  uint64_t names_cut_ = 0;
+  // Demangled names by name offset, made on first lookup.
+  mutable std::unordered_map<uint32_t, Demangled> demangled_;
+  mutable uint64_t demangled_cut_ = 0;
   std::string build_id_;
+  std::string symbols_from_;
+  std::vector<std::string> problems_;
 };
-
-// Demangles an Itanium C++ ABI name; other names are returned as they are.
-std::string demangle(const char* name);
 
 } // namespace flamebpf::symbolize

@@ -4,11 +4,13 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <utility>
 
+#include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
 
@@ -25,6 +27,40 @@ const MappedCode* ProcessImage::find(uint64_t address) const
   return address < it->mapping.end ? &*it : nullptr;
 }
 
+namespace {
+
+constexpr std::string_view kDeleted = " (deleted)";
+
+// The file behind mapping in the process whose /proc directory is process, opened for reading.
+// First through map_files, which names the very file mapped whatever mount namespace or deletion
+// hides its path; its entries are magic links, so they are opened O_PATH (which opens nothing for
+// real: no device driver runs) and reopened only if regular. Else by the mapping's path inside
+// the process's root, unless the file was deleted (the path may name another file by now). Either
+// way the file must have the mapping's inode number: the range may have been remapped, or the path
+// replaced, since the maps were read. The device is not compared: through an overlayfs path, the
+// file shows the overlay's device, while the mapping shows the underlying one.
+Result<UniqueFd> open_mapped_file(const std::string& process, const Mapping& mapping)
+{
+  std::string via_map_files =
+      fmt::format("{}/map_files/{:x}-{:x}", process, mapping.start, mapping.end);
+  UniqueFd located(::open(via_map_files.c_str(), O_PATH | O_CLOEXEC));
+  if (!located.valid() && mapping.path.ends_with(kDeleted))
+    return fail(system_error(errno, "cannot open " + via_map_files));
+  auto file = located.valid() ? reopen_regular(located.get(), via_map_files)
+                              : open_contained(process + "/root", mapping.path);
+  if (!file)
+    return file;
+  struct stat status {};
+  if (::fstat(file->get(), &status) != 0)
+    return fail(system_error(errno, "cannot stat " + mapping.path));
+  if (status.st_ino != mapping.inode)
+    return fail(error("cannot open " + mapping.path + ": inode " + std::to_string(status.st_ino) +
+                      " is not the mapped file's " + std::to_string(mapping.inode)));
+  return file;
+}
+
+} // namespace
+
 std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& mapping)
 {
   FileKey key{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
@@ -37,28 +73,69 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
     return nullptr;
 
   std::string process = proc_root_ + "/" + std::to_string(pid);
-  // map_files names the very file mapped, whatever mount namespace or deletion hides its path.
-  std::string via_map_files =
-      fmt::format("{}/map_files/{:x}-{:x}", process, mapping.start, mapping.end);
-  std::string via_root = process + "/root" + mapping.path;
-  UniqueFd fd(::open(via_map_files.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid())
-    fd.reset(::open(via_root.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  struct stat status {};
-  if (!fd.valid() || fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
-    spdlog::debug("cannot open {} of pid {}", mapping.path, pid);
+  std::string root = process + "/root";
+  std::string shown = root + mapping.path;
+  auto file = open_mapped_file(process, mapping);
+  if (!file) {
+    spdlog::debug("pid {}: {}", pid, file.error().message);
     failed_[key] = 1;
     return nullptr;
   }
-  auto symbols = ElfSymbols::open(std::move(fd), via_root, process + "/root");
+  // Debug files are looked for inside the process's root only.
+  std::vector<DebugRoot> debug_roots;
+  if (auto root_fd = open_directory(root))
+    debug_roots.push_back({std::move(*root_fd), kResolveInRoot, root, true});
+  auto symbols = ElfSymbols::open(std::move(*file), mapping.path, debug_roots, shown);
   if (!symbols) {
     spdlog::debug("{}", symbols.error().message);
     failed_[key] = 1;
     return nullptr;
   }
+  if (!(*symbols)->problems().empty())
+    spdlog::warn("{}: {}", shown, fmt::join((*symbols)->problems(), "; "));
+  size_t bytes = (*symbols)->memory_bytes();
+  if (held_bytes_ + bytes > max_held_bytes_)
+    evict_unused(held_bytes_ + bytes - max_held_bytes_);
+  if (held_bytes_ + bytes > max_held_bytes_) {
+    if (!full_reported_)
+      spdlog::warn("the symbols of ELF files in use take {} MiB; {} and further files are left "
+                   "unnamed",
+                   held_bytes_ >> 20, shown);
+    full_reported_ = true;
+    failed_[key] = 1;
+    return nullptr;
+  }
+  held_bytes_ += bytes;
   std::shared_ptr<const ElfSymbols> shared = std::move(*symbols);
-  files_.emplace(key, Cached{shared, uses_});
+  files_.emplace(key, Cached{shared, uses_, bytes});
   return shared;
+}
+
+void ElfCache::evict_unused(size_t bytes)
+{
+  std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
+  for (const auto& [key, cached] : files_) {
+    if (cached.symbols.use_count() == 1)
+      unused.emplace_back(cached.last_use, key);
+  }
+  std::sort(unused.begin(), unused.end());
+  size_t freed = 0;
+  for (const auto& [last_use, key] : unused) {
+    if (freed >= bytes)
+      break;
+    freed += erase(key);
+  }
+}
+
+size_t ElfCache::erase(const FileKey& key)
+{
+  auto it = files_.find(key);
+  if (it == files_.end())
+    return 0;
+  size_t bytes = it->second.bytes;
+  held_bytes_ -= bytes;
+  files_.erase(it);
+  return bytes;
 }
 
 void ElfCache::trim()
@@ -71,8 +148,10 @@ void ElfCache::trim()
   if (unused.size() > kUnusedKept) {
     std::sort(unused.begin(), unused.end());
     for (size_t i = 0; i < unused.size() - kUnusedKept; ++i)
-      files_.erase(unused[i].second);
+      erase(unused[i].second);
   }
+  if (held_bytes_ < max_held_bytes_ / 2)
+    full_reported_ = false;
   // A failure is remembered so that a file is not retried each sample; after many, all are
   // forgotten at once and retried when met again.
   if (failed_.size() > kFailuresKept)

@@ -59,10 +59,15 @@ struct ProcessImage {
   const MappedCode* find(uint64_t address) const;
 };
 
-// Opened ELF files shared by every process that maps them, keyed by file identity.
+// The symbols of ELF files, shared by every process that maps them, keyed by file identity. No
+// file stays open: ElfSymbols reads what it needs and closes it.
 class ElfCache {
 public:
-  explicit ElfCache(std::string proc_root) : proc_root_(std::move(proc_root)) {}
+  // The cache reads processes below proc_root and holds at most max_held_bytes of symbols.
+  explicit ElfCache(std::string proc_root, size_t max_held_bytes = kMaxHeldBytes)
+      : proc_root_(std::move(proc_root)), max_held_bytes_(max_held_bytes)
+  {
+  }
 
   struct FileKey {
     uint64_t device = 0;
@@ -72,22 +77,37 @@ public:
   // The symbols of the file behind mapping in process pid, opening it on first use.
   std::shared_ptr<const ElfSymbols> get(uint32_t pid, const Mapping& mapping);
   size_t size() const { return files_.size(); }
-  // Closes files no process holds beyond the kUnusedKept most recently used, and forgets old
+  // The memory the cached symbols take, roughly.
+  size_t held_bytes() const { return held_bytes_; }
+  // Forgets files no process holds beyond the kUnusedKept most recently used, and forgets old
   // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
   void trim();
 
   static constexpr size_t kUnusedKept = 64;
   static constexpr size_t kFailuresKept = 1024;
+  // The symbols of all cached files together: past it, files no process holds are forgotten, and
+  // if that is not enough, further files are not read (each file has its own budgets, but a
+  // container could map hundreds).
+  static constexpr size_t kMaxHeldBytes = size_t{1} << 30;
 
 private:
   struct Cached {
     std::shared_ptr<const ElfSymbols> symbols;
     uint64_t last_use = 0;
+    size_t bytes = 0; // symbols->memory_bytes() when cached
   };
+  // Forgets files no process holds, least recently used first, until bytes are freed.
+  void evict_unused(size_t bytes);
+  // Forgets one file; returns the bytes it held.
+  size_t erase(const FileKey& key);
+
   std::string proc_root_;
+  size_t max_held_bytes_;
   std::map<FileKey, Cached> files_;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
+  size_t held_bytes_ = 0;
+  bool full_reported_ = false; // kMaxHeldBytes was reached, and that was said
 };
 
 // One process between two execs.

@@ -138,8 +138,13 @@ bool Symbolizer::name_user_address(const ImageKey& key,
   if (code->symbols) {
     if (!code->symbols->build_id().empty())
       profile.build_ids.try_emplace(mapping.path, code->symbols->build_id());
-    if (auto name = code->symbols->symbolize_file_offset(file_offset)) {
-      out.push_back({*name, mapping.path, profile::FrameKind::kNative});
+    if (auto match = code->symbols->match_file_offset(file_offset)) {
+      // A symbol name the ELF reader or the demangler cut (kMaxSymbolNameBytes,
+      // kMaxDemangledBytes) counts as a cut name too.
+      *cut_when_read = match->cut;
+      if (match->cut)
+        report_cut(key, "a symbol name longer than its budget");
+      out.push_back({std::move(match->name), mapping.path, profile::FrameKind::kNative});
       return false;
     }
   }

@@ -1,0 +1,491 @@
+// flamebpf against a container's hostile ELF files. A stripped program's debug file is looked for
+// at paths its build ID and .gnu_debuglink name inside the container, and the container can put
+// anything there: a FIFO (an open that never returns), a pty slave whose master it holds (a
+// daemon that opens it gains a controlling terminal, and one ^C stops it), device nodes, links to
+// the host's files. It can map hundreds of ELF files, give its program an xz bomb as MiniDebugInfo
+// or a symbol whose demangled name is exponential in its length. Through all of that flamebpf
+// must finish on time, open nothing outside the container, name the program's functions wherever
+// a valid debug file is given, keep its memory and descriptors bounded and keep profiling.
+//
+// The workload is tests/progs/elf_spinner (static, bind-mounted into the burner image), whose
+// functions only its symbol table or debug file names; each container gets a copy of its own, so
+// that flamebpf reads each program separately.
+#include <atomic>
+#include <fcntl.h>
+#include <functional>
+#include <gtest/gtest.h>
+#include <sys/sysmacros.h>
+#include <thread>
+
+#include "hostile_harness.h"
+
+#ifndef ELF_SPINNER_BINARY
+#error "define ELF_SPINNER_BINARY and ELF_SPINNERS_DIR (tests/CMakeLists.txt)"
+#endif
+
+namespace flamebpf::testing {
+namespace {
+
+// Where the program is bind-mounted in the containers.
+constexpr const char* kProgram = "/usr/bin/elf_spinner";
+// A local function of elf_spinner, named only by its symbol table or its debug file.
+constexpr const char* kLocalFunction = "elf_spinner_inner";
+
+std::string spinner_variant(const std::string& name)
+{
+  return std::string(ELF_SPINNERS_DIR) + "/" + name;
+}
+
+struct DaemonRun {
+  Measured run;
+  size_t max_fds = 0; // the most descriptors flamebpf had open at once, sampled every 20 ms
+};
+
+size_t open_fds(pid_t pid)
+{
+  std::error_code ignored;
+  size_t count = 0;
+  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ignored);
+       it != fs::directory_iterator(); it.increment(ignored))
+    ++count;
+  return count;
+}
+
+// Runs flamebpf with args as a service manager runs a daemon: in a session of its own, without a
+// controlling terminal, stdin /dev/null, at most 1024 descriptors (the usual soft limit). Measures
+// what run_measured does (hostile_harness.h), and its open descriptors; kills it after
+// limit_seconds.
+DaemonRun run_as_daemon(const std::vector<std::string>& args,
+                        const std::string& scratch,
+                        double limit_seconds = 60)
+{
+  std::string out_path = scratch + "/flamebpf.stdout";
+  std::string log_path = scratch + "/flamebpf.stderr";
+  std::vector<std::string> argv{FLAMEBPF_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto started = Clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::setsid();
+    rlimit files{};
+    ::getrlimit(RLIMIT_NOFILE, &files);
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 1024);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || log < 0)
+      ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(log, 2);
+    ::closefrom(3);
+    std::vector<char*> raw;
+    for (auto& arg : argv)
+      raw.push_back(arg.data());
+    raw.push_back(nullptr);
+    ::execv(raw[0], raw.data());
+    ::_exit(127);
+  }
+  DaemonRun result;
+  int status = 0;
+  rusage usage{};
+  for (;;) {
+    size_t fds = open_fds(pid);
+    // Exited, but not reaped yet: its I/O counts are still there to read.
+    siginfo_t exited{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        exited.si_pid == pid) {
+      std::string io = read_text("/proc/" + std::to_string(pid) + "/io");
+      if (auto at = io.find("rchar: "); at != std::string::npos)
+        result.run.read_bytes = std::strtoull(io.c_str() + at + 7, nullptr, 10);
+      ::wait4(pid, &status, 0, &usage);
+      break;
+    }
+    result.max_fds = std::max(result.max_fds, fds);
+    if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds &&
+        !result.run.killed) {
+      ::kill(pid, SIGKILL);
+      result.run.killed = true;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  result.run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.run.max_rss_kb = usage.ru_maxrss;
+  auto seconds = [](const timeval& time) {
+    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
+  };
+  result.run.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  result.run.out = read_text(out_path);
+  result.run.log = read_text(log_path);
+  return result;
+}
+
+// The path of binary's debug file by build ID, as readelf reads the ID.
+std::string build_id_path(const std::string& binary, const std::string& scratch)
+{
+  auto [code, notes] = run_tool({"/usr/bin/readelf", "-n", binary}, scratch);
+  auto at = notes.find("Build ID: ");
+  if (code != 0 || at == std::string::npos)
+    return "";
+  std::string id = notes.substr(at + 10, notes.find('\n', at) - at - 10);
+  return "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+}
+
+// A pseudo-terminal whose master the test holds, as an attacker in a container would.
+class Pty {
+public:
+  Pty() : master_(::posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC))
+  {
+    if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0)
+      throw std::runtime_error("cannot make a pty");
+    slave_ = ::ptsname(master_);
+  }
+  ~Pty()
+  {
+    stop();
+    ::close(master_);
+  }
+  Pty(const Pty&) = delete;
+  Pty& operator=(const Pty&) = delete;
+
+  const std::string& slave() const { return slave_; }
+
+  // Types ^C every 20 ms until stop(), reading away whatever the terminal echoes.
+  void type_interrupts()
+  {
+    typist_ = std::thread([this] {
+      char echoed[256];
+      while (!stopped_.load()) {
+        [[maybe_unused]] auto written = ::write(master_, "\x03", 1);
+        while (::read(master_, echoed, sizeof echoed) > 0) {
+        }
+        std::this_thread::sleep_for(20ms);
+      }
+    });
+  }
+  void stop()
+  {
+    stopped_.store(true);
+    if (typist_.joinable())
+      typist_.join();
+  }
+
+private:
+  int master_;
+  std::string slave_;
+  std::atomic<bool> stopped_{false};
+  std::thread typist_;
+};
+
+class HostileElfTest : public HostileContainerTest {
+protected:
+  // Runs `elf_spinner args...` from a copy of program of its own as the main process of
+  // container name, and waits until it spins.
+  DockerDaemon::Container run_spinner(const std::string& name,
+                                      const std::string& program,
+                                      const std::vector<std::string>& args,
+                                      std::vector<std::string> options = {})
+  {
+    std::string copy = dir_.path() + "/" + name + ".elf_spinner";
+    fs::copy_file(program, copy, fs::copy_options::overwrite_existing);
+    options.insert(options.begin(), {"-v", copy + ":" + kProgram + ":ro"});
+    std::vector<std::string> command{kProgram};
+    command.insert(command.end(), args.begin(), args.end());
+    auto container = docker_.run(name, options, image_, command);
+    docker_.wait_for_output(name, "spinner ready", 30s);
+    return container;
+  }
+
+  // The host path of path inside the container whose main process is pid, its directories made.
+  static std::string plant_path(pid_t pid, const std::string& path)
+  {
+    std::string host = "/proc/" + std::to_string(pid) + "/root" + path;
+    fs::create_directories(fs::path(host).parent_path());
+    return host;
+  }
+
+  // Samples of the folded file whose stacks contain text, and all of them.
+  std::pair<uint64_t, uint64_t> samples_with(const std::string& folded, const std::string& text)
+  {
+    auto stacks = parse_folded(read_text(folded));
+    return {count_containing(stacks, text), total_count(stacks)};
+  }
+};
+
+// --- the debug-file lookup ---
+
+TEST_F(HostileElfTest, DebugFileLookupOpensOnlyRegularFilesInsideTheContainer)
+{
+  HostSecrets host;
+  std::string stripped = spinner_variant("elf_spinner.stripped");
+  std::string debug = spinner_variant("elf_spinner.debug");
+  std::string by_id = build_id_path(stripped, dir_.path());
+  ASSERT_FALSE(by_id.empty());
+  // The paths the stripped program's .gnu_debuglink names, after the build ID's.
+  const std::string beside = "/usr/bin/elf_spinner.debug";
+  const std::string dot_debug = "/usr/bin/.debug/elf_spinner.debug";
+  const std::string usr_debug = "/usr/lib/debug/usr/bin/elf_spinner.debug";
+  // On the host, the program's valid debug file: a link that escaped would name the functions.
+  std::string host_debug = host.dir() + "/elf_spinner.debug";
+  fs::copy_file(debug, host_debug);
+  std::string up = "../../../../../../../.."; // more ".." than any candidate has parents
+  Pty pty;
+
+  struct Case {
+    std::string name;
+    std::vector<std::string> options; // docker run's
+    std::function<void(pid_t)> plant; // what the container puts where
+    bool named;                       // a valid debug file is among them
+  };
+  auto copy_debug = [&](pid_t pid, const std::string& path) {
+    fs::copy_file(debug, plant_path(pid, path));
+  };
+  auto fifo = [&](pid_t pid, const std::string& path) {
+    ASSERT_EQ(::mkfifo(plant_path(pid, path).c_str(), 0644), 0) << std::strerror(errno);
+  };
+  auto device = [&](pid_t pid, const std::string& path, unsigned major, unsigned minor) {
+    ASSERT_EQ(::mknod(plant_path(pid, path).c_str(), S_IFCHR | 0644, makedev(major, minor)), 0)
+        << std::strerror(errno);
+  };
+  auto link = [&](pid_t pid, const std::string& path, const std::string& target) {
+    fs::create_symlink(target, plant_path(pid, path));
+  };
+  const std::vector<Case> cases{
+      {"he-valid", {}, [&](pid_t pid) { copy_debug(pid, by_id); }, true},
+      // FIFOs first in the order, the valid file after them.
+      {"he-fifo",
+       {},
+       [&](pid_t pid) {
+         fifo(pid, by_id);
+         fifo(pid, beside);
+         copy_debug(pid, dot_debug);
+       },
+       true},
+      // A pty slave whose master the test holds, first in the order (bind-mounted as a container
+      // could: it makes its own ptys).
+      {"he-pty",
+       {"-v", pty.slave() + ":" + by_id},
+       [&](pid_t pid) { copy_debug(pid, usr_debug); },
+       true},
+      // /dev/zero, /dev/ptmx, /dev/tty and /dev/null.
+      {"he-device",
+       {},
+       [&](pid_t pid) {
+         device(pid, by_id, 1, 5);
+         device(pid, beside, 5, 2);
+         device(pid, dot_debug, 5, 0);
+         device(pid, usr_debug, 1, 3);
+       },
+       false},
+      // Every candidate a link to the host's valid debug file: absolute, relative, through
+      // /proc/self/root.
+      {"he-links",
+       {},
+       [&](pid_t pid) {
+         link(pid, by_id, host_debug);
+         link(pid, beside, up + host_debug);
+         link(pid, dot_debug, "/proc/self/root" + host_debug);
+         link(pid, usr_debug, host_debug);
+       },
+       false},
+  };
+  std::vector<std::string> args;
+  std::map<std::string, pid_t> pids;
+  for (const auto& c : cases) {
+    auto container = run_spinner(c.name, stripped, {}, c.options);
+    c.plant(container.pid);
+    pids[c.name] = container.pid;
+    args.insert(args.end(), {"--cgroup", c.name});
+  }
+
+  AccessWatch watch({host.dir()});
+  std::string out = dir_.path() + "/out";
+  fs::create_directories(out);
+  args.insert(args.end(), {"-d", "3", "-o", out + "/elf.folded"});
+  pty.type_interrupts();
+  auto daemon = run_as_daemon(args, dir_.path());
+  pty.stop();
+  const Measured& run = daemon.run;
+  auto accesses = watch.events();
+  print_figures("stripped programs with hostile debug files", run);
+  expect_prompt(run, 3);
+  // A ^C on a terminal flamebpf made its own would have stopped it early, with exit code 0.
+  EXPECT_GE(run.seconds, 3.0) << describe(run);
+  EXPECT_TRUE(accesses.empty()) << "flamebpf touched the host's files:\n"
+                                << ::testing::PrintToString(accesses);
+  host.expect_untouched({"elf_spinner.debug"});
+
+  for (const auto& c : cases) {
+    std::string folded = out + "/elf." + c.name + ".folded";
+    EXPECT_EQ(folded_problems(read_text(folded)), "") << c.name;
+    auto [named, samples] = samples_with(folded, kLocalFunction);
+    EXPECT_GT(samples, 10u) << c.name << " was hardly sampled\n" << describe(run);
+    if (c.named) {
+      EXPECT_GT(named * 2, samples) << c.name << ": the valid debug file was not read\n"
+                                    << read_text(folded);
+    } else {
+      EXPECT_EQ(named, 0u) << c.name << ": named from a debug file it does not have\n"
+                           << read_text(folded);
+    }
+  }
+  // Each special file refused is said, in one line per program; links that lead nowhere inside
+  // the container are as if absent.
+  for (const auto& [name, refused] : std::map<std::string, size_t>{
+           {"he-valid", 0}, {"he-fifo", 2}, {"he-pty", 1}, {"he-device", 4}, {"he-links", 0}}) {
+    auto lines =
+        lines_with(run.log, "/proc/" + std::to_string(pids[name]) + "/root" + kProgram + ": ");
+    ASSERT_EQ(lines.size(), refused > 0 ? 1u : 0u) << name << "\n" << run.log;
+    if (refused > 0) {
+      EXPECT_EQ(occurrences(lines[0], "not a regular file"), refused) << lines[0];
+    }
+  }
+}
+
+// --- the file behind a mapping ---
+
+// Each child process of the container maps a copy of its program, deletes it, makes the name its
+// mapping now shows ("<path> (deleted)") a link to a host file, and splits and merges the mapping
+// without end, so that the range flamebpf read from /proc/<pid>/maps is gone from map_files when
+// it opens it. A deleted file is opened through map_files or not at all.
+TEST_F(HostileElfTest, DeletedMappingsNameIsNeverFollowed)
+{
+  HostSecrets host;
+  constexpr int kChildren = 4;
+  auto container =
+      run_spinner("he-deleted", ELF_SPINNER_BINARY,
+                  {"--deleted", std::to_string(kChildren), kProgram, "/churn", host.victim()});
+  std::vector<pid_t> children;
+  for (int attempt = 0; attempt < 200 && children.size() < kChildren; ++attempt) {
+    children.clear();
+    std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
+    for (pid_t pid; procs >> pid;) {
+      if (pid != container.pid &&
+          read_text("/proc/" + std::to_string(pid) + "/maps").find(" (deleted)") !=
+              std::string::npos)
+        children.push_back(pid);
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_EQ(children.size(), static_cast<size_t>(kChildren));
+  std::string link = "/proc/" + std::to_string(children[0]) + "/root/churn/lib0.bin (deleted)";
+  ASSERT_TRUE(fs::is_symlink(link)) << link;
+
+  AccessWatch watch({host.dir()});
+  std::string folded = dir_.path() + "/deleted.folded";
+  auto daemon = run_as_daemon({"--cgroup", "he-deleted", "-d", "3", "-o", folded}, dir_.path());
+  const Measured& run = daemon.run;
+  auto accesses = watch.events();
+  print_figures("deleted mappings split and merged", run);
+  expect_prompt(run, 3);
+  EXPECT_TRUE(accesses.empty()) << "flamebpf opened the host's file through a deleted name:\n"
+                                << ::testing::PrintToString(accesses);
+  host.expect_untouched();
+  expect_no_secret(run, dir_.path());
+  // The children were sampled (they are busy), so their mappings were looked at.
+  EXPECT_GE(total_count(parse_folded(read_text(folded))), 10u) << describe(run);
+}
+
+// --- descriptors ---
+
+TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)
+{
+  constexpr int kFiles = 600;
+  // Stripped libraries, each with the debug file its .gnu_debuglink names beside it: each
+  // library's symbols come from two files.
+  std::string fixtures = std::string(FLAMEBPF_ELF_DEBUG_FIXTURES) + "/debuglink";
+  auto container =
+      run_spinner("he-many", ELF_SPINNER_BINARY,
+                  {"--copies", std::to_string(kFiles), "/usr/lib/libfixture.so", "/elfs"},
+                  {"-v", fixtures + "/libfixture.so:/usr/lib/libfixture.so:ro", "-v",
+                   fixtures + "/libfixture.so.debug:/elfs/libfixture.so.debug:ro"});
+  EXPECT_GE(occurrences(read_text("/proc/" + std::to_string(container.pid) + "/maps"), "/elfs/lib"),
+            static_cast<size_t>(kFiles));
+  // Agent mode, a dump every 2 s: the last one shows the process still profiled.
+  std::string dumps = dir_.path() + "/dumps";
+  auto daemon = run_as_daemon(
+      {"--pid", std::to_string(container.pid), "--output-dir", dumps, "--interval", "2", "-d", "6"},
+      dir_.path());
+  const Measured& run = daemon.run;
+  print_figures(std::to_string(kFiles) + " mapped ELF files", run);
+  std::printf("[ FIGURES  ] %d mapped ELF files: at most %zu descriptors open\n", kFiles,
+              daemon.max_fds);
+  expect_prompt(run, 6);
+  // Its BPF maps, perf events and logs; nothing per ELF file.
+  EXPECT_LT(daemon.max_fds, 64u) << describe(run);
+  // The target was profiled to the end, not dropped.
+  EXPECT_TRUE(lines_with(run.log, "exited; dropped").empty()) << run.log;
+  std::vector<std::string> folded;
+  for (const auto& file : files_below(dumps)) {
+    if (file.ends_with(".folded"))
+      folded.push_back(file);
+  }
+  ASSERT_GE(folded.size(), 3u) << ::testing::PrintToString(files_below(dumps)) << describe(run);
+  // Named by their UTC start: every interval has the process's samples, to the last (which is
+  // cut short by the end of the run).
+  std::sort(folded.begin(), folded.end());
+  for (size_t i = 0; i < folded.size(); ++i) {
+    auto [named, samples] = samples_with(dumps + "/" + folded[i], kLocalFunction);
+    EXPECT_GT(samples, i + 1 < folded.size() ? 10u : 0u) << folded[i] << "\n" << describe(run);
+    EXPECT_GT(named * 2, samples) << read_text(dumps + "/" + folded[i]);
+  }
+}
+
+// --- memory ---
+
+TEST_F(HostileElfTest, XzBombInMiniDebugInfoKeepsMemoryBounded)
+{
+  run_spinner("he-xzbomb", spinner_variant("elf_spinner.xzbomb"), {});
+  std::string folded = dir_.path() + "/xzbomb.folded";
+  auto daemon = run_as_daemon({"--cgroup", "he-xzbomb", "-d", "3", "-o", folded}, dir_.path());
+  const Measured& run = daemon.run;
+  print_figures("xz bomb as MiniDebugInfo", run);
+  expect_prompt(run, 3);
+  EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);
+  // Refused, and said once; the stripped program's frames stay unnamed.
+  auto said = lines_with(run.log, ".gnu_debugdata ignored: cannot decompress: more than");
+  EXPECT_EQ(said.size(), 1u) << run.log;
+  auto [named, samples] = samples_with(folded, kLocalFunction);
+  EXPECT_GT(samples, 10u) << describe(run);
+  EXPECT_EQ(named, 0u);
+}
+
+TEST_F(HostileElfTest, ExponentialMangledNameIsCutVisibly)
+{
+  run_spinner("he-mangled", ELF_SPINNER_BINARY, {"exponential"});
+  std::string folded = dir_.path() + "/mangled.folded";
+  auto daemon = run_as_daemon({"--cgroup", "he-mangled", "-d", "3", "-o", folded}, dir_.path());
+  const Measured& run = daemon.run;
+  print_figures("exponential mangled name", run);
+  expect_prompt(run, 3);
+  EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);
+  std::string text = read_text(folded);
+  EXPECT_EQ(folded_problems(text), "");
+  uint64_t cut = 0;
+  uint64_t samples = 0;
+  for (const auto& [stack, count] : parse_folded(text)) {
+    samples += count;
+    // The frame is the demangled name's start and the mark, 4096 bytes.
+    EXPECT_LT(stack.size(), 8192u) << stack.substr(0, 200);
+    for (const auto& frame : split(stack, ';')) {
+      if (frame.starts_with("f(X, A<X, X>, A<A<X, X>, A<X, X> >")) {
+        EXPECT_TRUE(frame.ends_with("[truncated]")) << frame.substr(frame.size() - 100);
+        EXPECT_EQ(frame.size(), 4096u);
+        cut += count;
+      }
+    }
+  }
+  EXPECT_GT(samples, 10u) << describe(run);
+  EXPECT_GT(cut * 2, samples) << text.substr(0, 2000);
+  // Said once for the process, and counted with the other cut names.
+  EXPECT_EQ(
+      lines_with(run.log, "a symbol name longer than its budget; [truncated] marks the cut").size(),
+      1u)
+      << run.log;
+}
+
+} // namespace
+} // namespace flamebpf::testing

@@ -1,0 +1,94 @@
+#include <chrono>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <gtest/gtest.h>
+#include <string>
+
+#include "symbolize/demangle.h"
+#include "synthetic_elf.h"
+
+namespace flamebpf::symbolize {
+namespace {
+
+TEST(Demangle, ItaniumNames)
+{
+  EXPECT_EQ(demangle("_ZN10fb_fixture7shifted7computeEi"), "fb_fixture::shifted::compute(int)");
+  EXPECT_EQ(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)");
+  EXPECT_EQ(demangle("_Z1fv"), "f()");
+}
+
+TEST(Demangle, OtherNamesUnchanged)
+{
+  EXPECT_EQ(demangle("main"), "main");
+  EXPECT_EQ(demangle("fb_fixture_alpha"), "fb_fixture_alpha");
+  EXPECT_EQ(demangle(""), "");
+  EXPECT_EQ(demangle("_"), "_");
+  EXPECT_EQ(demangle("_Z"), "_Z");
+  EXPECT_EQ(demangle("_Zinvalid@@"), "_Zinvalid@@");
+  EXPECT_EQ(demangle("_RNvCs1234_4core3foo"), "_RNvCs1234_4core3foo"); // Rust v0: not Itanium
+  EXPECT_EQ(demangle(std::string_view("_Z1fv\0x", 7)), std::string("_Z1fv\0x", 7));
+}
+
+// The bounded demangler names things as the C++ runtime's __cxa_demangle does.
+TEST(Demangle, SameNamesAsTheCxxRuntime)
+{
+  for (const char* mangled :
+       {"_ZNKSt8_Rb_treeIiSt4pairIKiiESt10_Select1stIS2_ESt4lessIiESaIS2_EE4findERS1_",
+        "_ZN5boost6detail17sp_counted_impl_pIN3foo4implEE7disposeEv", "_ZZ4mainENKUlvE_clEv",
+        "_ZN3foo3barIJicdEEEvDpT_", "_ZThn8_N1B1fEv", "_ZdlPv",
+        "_ZN4core3fmt5write17h0123456789abcdefE",
+        "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev"}) {
+    int status = 0;
+    char* expected = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    ASSERT_EQ(status, 0) << mangled;
+    EXPECT_EQ(demangle(mangled), expected);
+    std::free(expected);
+  }
+}
+
+TEST(Demangle, ExponentialNameIsCutAtTheBudget)
+{
+  std::string mangled = flamebpf::testing::exponential_mangled_name();
+  ASSERT_EQ(mangled.size(), 234u);
+  auto started = std::chrono::steady_clock::now();
+  auto demangled = demangle_bounded(mangled);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_TRUE(demangled.cut);
+  EXPECT_EQ(demangled.text.size(), kMaxDemangledBytes);
+  EXPECT_TRUE(demangled.text.starts_with("f(X, A<X, X>, A<A<X, X>, A<X, X> >"));
+  EXPECT_TRUE(demangled.text.ends_with(kTruncated));
+  EXPECT_LT(seconds, 0.5);
+}
+
+TEST(Demangle, BudgetIsTheCallersToChoose)
+{
+  auto demangled = demangle_bounded("_ZNSt6vectorIiSaIiEE9push_backERKi", 27);
+  EXPECT_TRUE(demangled.cut);
+  EXPECT_EQ(demangled.text, "std::vector<int,[truncated]");
+  // Exactly the budget fits; one byte less does not.
+  auto whole = demangle_bounded("_ZN10fb_fixture7shifted7computeEi", 33);
+  EXPECT_FALSE(whole.cut);
+  EXPECT_EQ(whole.text, "fb_fixture::shifted::compute(int)");
+  auto over = demangle_bounded("_ZN10fb_fixture7shifted7computeEi", 32);
+  EXPECT_TRUE(over.cut);
+  EXPECT_EQ(over.text, "fb_fixture::shifted::[truncated]");
+}
+
+TEST(Demangle, LongNamesAreCutNotDemangled)
+{
+  std::string plain(kMaxDemangledBytes + 10, 'p');
+  auto cut = demangle_bounded(plain);
+  EXPECT_TRUE(cut.cut);
+  EXPECT_EQ(cut.text,
+            std::string(kMaxDemangledBytes - kTruncated.size(), 'p') + std::string(kTruncated));
+  // Past kMaxMangledBytes a mangled name is not demangled: the demangler's stack use grows with it.
+  std::string mangled = "_Z1f" + std::string(kMaxMangledBytes, 'i');
+  auto as_read = demangle_bounded(mangled, 2 * kMaxMangledBytes);
+  EXPECT_FALSE(as_read.cut);
+  EXPECT_EQ(as_read.text, mangled);
+}
+
+} // namespace
+} // namespace flamebpf::symbolize

@@ -1,0 +1,204 @@
+// How ElfCache opens the file behind a mapping: through /proc/<pid>/map_files, else by the
+// mapping's path inside the process's root, and only the mapping's own file.
+#include <cerrno>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/procfs.h"
+#include "symbolize/process_table.h"
+#include "test_elf.h"
+#include "test_support.h"
+
+namespace flamebpf::symbolize {
+namespace {
+
+namespace fs = std::filesystem;
+using flamebpf::testing::FixtureElf;
+using flamebpf::testing::TempDir;
+
+constexpr uint32_t kPid = 4242;
+
+// A fake /proc holding process kPid, with no map_files: ElfCache falls back to the mapping's path
+// inside kPid's root.
+class ElfCacheFallback : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    root_ = dir_.path() / "proc" / std::to_string(kPid) / "root";
+    fs::create_directories(root_ / "lib");
+  }
+
+  // A copy of the plain fixture at path (absolute, outside any root unless below root_).
+  static void copy_fixture(const fs::path& path)
+  {
+    fs::create_directories(path.parent_path());
+    fs::copy_file(FLAMEBPF_ELF_FIXTURE_PLAIN, path, fs::copy_options::overwrite_existing);
+  }
+
+  // An executable mapping of the whole file with inode number inode, at path in the process.
+  static Mapping mapping_of(const std::string& path, uint64_t inode)
+  {
+    Mapping mapping;
+    mapping.start = 0x7f0000000000;
+    mapping.end = 0x7f0000004000;
+    mapping.executable = true;
+    mapping.device_major = 8;
+    mapping.inode = inode;
+    mapping.path = path;
+    return mapping;
+  }
+
+  static uint64_t inode_of(const fs::path& path)
+  {
+    struct stat status {};
+    EXPECT_EQ(::stat(path.c_str(), &status), 0) << path;
+    return status.st_ino;
+  }
+
+  // Whether the symbols name fb_fixture_alpha where the fixture has it.
+  static bool names_alpha(const ElfSymbols& symbols)
+  {
+    FixtureElf fixture(FLAMEBPF_ELF_FIXTURE_PLAIN);
+    auto alpha = fixture.symbol("fb_fixture_alpha");
+    auto offset = alpha ? fixture.vaddr_to_offset(alpha->st_value) : std::nullopt;
+    return offset && symbols.symbolize_file_offset(*offset + 1) == "fb_fixture_alpha";
+  }
+
+  std::string proc() const { return (dir_.path() / "proc").string(); }
+
+  TempDir dir_;
+  fs::path root_;
+};
+
+TEST_F(ElfCacheFallback, OpensTheFileAtItsPathInsideTheRoot)
+{
+  copy_fixture(root_ / "lib/libfixture.so");
+  ElfCache cache(proc());
+  auto symbols =
+      cache.get(kPid, mapping_of("/lib/libfixture.so", inode_of(root_ / "lib/libfixture.so")));
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_TRUE(names_alpha(*symbols));
+}
+
+// The path names another file than the one mapped (replaced since the maps were read).
+TEST_F(ElfCacheFallback, RefusesAFileWithAnotherInode)
+{
+  copy_fixture(root_ / "lib/libfixture.so");
+  ElfCache cache(proc());
+  EXPECT_EQ(
+      cache.get(kPid, mapping_of("/lib/libfixture.so", inode_of(root_ / "lib/libfixture.so") + 1)),
+      nullptr);
+}
+
+// An absolute link in the container leads to the container's own file of that path, not the
+// host's, even where the host's is the very file mapped.
+TEST_F(ElfCacheFallback, LinksResolveInsideTheRoot)
+{
+  fs::path host_file = dir_.path() / "host/libfixture.so";
+  copy_fixture(host_file);
+  fs::create_symlink(host_file, root_ / "lib/libfixture.so");
+  ElfCache cache(proc());
+  EXPECT_EQ(cache.get(kPid, mapping_of("/lib/libfixture.so", inode_of(host_file))), nullptr);
+  // Where the link's target exists in the root, that file is the one opened.
+  copy_fixture(root_ / host_file.relative_path());
+  ElfCache fresh(proc());
+  EXPECT_NE(fresh.get(kPid, mapping_of("/lib/libfixture.so",
+                                       inode_of(root_ / host_file.relative_path()))),
+            nullptr);
+}
+
+// A deleted file's path may name anything by now: it is opened through map_files or not at all.
+TEST_F(ElfCacheFallback, DeletedFileIsNeverOpenedByItsPath)
+{
+  copy_fixture(root_ / "lib/libfixture.so (deleted)");
+  ElfCache cache(proc());
+  EXPECT_EQ(cache.get(kPid, mapping_of("/lib/libfixture.so (deleted)",
+                                       inode_of(root_ / "lib/libfixture.so (deleted)"))),
+            nullptr);
+}
+
+TEST_F(ElfCacheFallback, FifoAtThePathIsNotOpened)
+{
+  ASSERT_EQ(::mkfifo((root_ / "lib/libfixture.so").c_str(), 0644), 0);
+  ElfCache cache(proc());
+  // A blocking open would hang here.
+  EXPECT_EQ(
+      cache.get(kPid, mapping_of("/lib/libfixture.so", inode_of(root_ / "lib/libfixture.so"))),
+      nullptr);
+}
+
+TEST_F(ElfCacheFallback, HoldsNoMoreSymbolsThanItsBudget)
+{
+  for (const char* name : {"a.so", "b.so", "c.so"})
+    copy_fixture(root_ / "lib" / name);
+  auto mapping = [&](const char* name) {
+    return mapping_of(std::string("/lib/") + name, inode_of(root_ / "lib" / name));
+  };
+  // Room for one file's symbols.
+  size_t one_file = 0;
+  {
+    ElfCache probe(proc());
+    one_file = probe.get(kPid, mapping("a.so"))->memory_bytes();
+  }
+  ElfCache cache(proc(), one_file + one_file / 2);
+  auto a = cache.get(kPid, mapping("a.so"));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(cache.held_bytes(), one_file);
+  // a is in use: b does not fit.
+  EXPECT_EQ(cache.get(kPid, mapping("b.so")), nullptr);
+  EXPECT_EQ(cache.size(), 1u);
+  // Once a is not used any more, it makes room for c.
+  a.reset();
+  EXPECT_NE(cache.get(kPid, mapping("c.so")), nullptr);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.held_bytes(), one_file);
+}
+
+// Through the real /proc: a mapped file that was deleted is still read through map_files.
+TEST(ElfCacheMapFiles, DeletedMappedFileIsReadThroughMapFiles)
+{
+  TempDir dir;
+  fs::path copy = dir.path() / "libdeleted.so";
+  fs::copy_file(FLAMEBPF_ELF_FIXTURE_PLAIN, copy);
+  UniqueFd fd(::open(copy.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  size_t size = fs::file_size(copy);
+  void* mapped = ::mmap(nullptr, size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd.get(), 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  fs::remove(copy);
+  auto start = reinterpret_cast<uint64_t>(mapped);
+  std::string link =
+      fmt::format("/proc/self/map_files/{:x}-{:x}", start, start + (size + 4095) / 4096 * 4096);
+  if (UniqueFd probe(::open(link.c_str(), O_PATH | O_CLOEXEC)); !probe.valid()) {
+    ::munmap(mapped, size);
+    GTEST_SKIP() << "map_files needs CAP_SYS_ADMIN: " << std::strerror(errno);
+  }
+  auto maps = procfs::read_file("/proc/self/maps");
+  ASSERT_TRUE(maps.has_value());
+  std::optional<Mapping> found;
+  for (const auto& mapping : parse_proc_maps(*maps)) {
+    if (mapping.start == start)
+      found = mapping;
+  }
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(found->path.ends_with("libdeleted.so (deleted)")) << found->path;
+  ElfCache cache("/proc");
+  auto symbols = cache.get(static_cast<uint32_t>(::getpid()), *found);
+  ::munmap(mapped, size);
+  ASSERT_NE(symbols, nullptr);
+  FixtureElf fixture(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  auto alpha = fixture.symbol("fb_fixture_alpha");
+  ASSERT_TRUE(alpha.has_value());
+  EXPECT_EQ(symbols->symbolize_file_offset(*fixture.vaddr_to_offset(alpha->st_value)),
+            "fb_fixture_alpha");
+}
+
+} // namespace
+} // namespace flamebpf::symbolize

@@ -1,0 +1,95 @@
+#include "symbolize/demangle.h"
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstring>
+
+// libiberty's demangle.h pulls in libiberty.h, whose declarations clash with glibc's; the one
+// entry point used is declared here as demangle.h declares it.
+extern "C" int cplus_demangle_v3_callback(const char* mangled,
+                                          int options,
+                                          void (*callback)(const char*, size_t, void*),
+                                          void* opaque);
+
+namespace flamebpf::symbolize {
+namespace {
+
+// demangle.h's DMGL_PARAMS | DMGL_TYPES: the options __cxa_demangle uses, for the same names.
+constexpr int kDemangleOptions = (1 << 0) | (1 << 4);
+
+// Where the demangler's output goes. Plain data only: collect() leaves the demangler with
+// longjmp, which runs no destructors.
+struct Sink {
+  char* out;
+  size_t capacity;
+  size_t used;
+  bool cut;
+  std::chrono::steady_clock::time_point deadline;
+  std::jmp_buf stop;
+};
+
+// libiberty's callback, called with each piece of output (at most 256 bytes at a time).
+void collect(const char* piece, size_t length, void* opaque)
+{
+  auto* sink = static_cast<Sink*>(opaque);
+  size_t taken = std::min(length, sink->capacity - sink->used);
+  std::memcpy(sink->out + sink->used, piece, taken);
+  sink->used += taken;
+  if (taken < length || std::chrono::steady_clock::now() > sink->deadline) {
+    sink->cut = true;
+    // Only C frames of libiberty lie between here and run(), and it allocated nothing on the
+    // heap: jumping out leaks nothing.
+    std::longjmp(sink->stop, 1);
+  }
+}
+
+// libiberty's answer (non-zero: demangled), or -1 when the sink stopped it. No object with a
+// destructor lives in this frame, so longjmp back into it is safe.
+int run(const char* mangled, Sink* sink)
+{
+  if (setjmp(sink->stop) != 0)
+    return -1;
+  return cplus_demangle_v3_callback(mangled, kDemangleOptions, collect, sink);
+}
+
+// The start of text that a budget cut (of bytes, or of time), ended by kTruncated, within
+// max_bytes and never inside a UTF-8 character.
+std::string marked(std::string_view text, size_t max_bytes)
+{
+  size_t keep = std::min(text.size(), max_bytes - kTruncated.size());
+  while (keep > 0 && keep < text.size() && (static_cast<unsigned char>(text[keep]) & 0xc0) == 0x80)
+    --keep;
+  std::string cut(text.substr(0, keep));
+  cut += kTruncated;
+  return cut;
+}
+
+} // namespace
+
+Demangled demangle_bounded(std::string_view name, size_t max_bytes)
+{
+  bool as_is = !name.starts_with("_Z") || name.size() > kMaxMangledBytes ||
+               name.find('\0') != std::string_view::npos;
+  if (as_is)
+    return {cut_name(name, max_bytes), name.size() > max_bytes};
+  std::string mangled(name);
+  // One byte more than the budget tells a name that fits from one that does not.
+  std::string out(max_bytes + 1, '\0');
+  Sink sink{out.data(), out.size(), 0, false, std::chrono::steady_clock::now() + kMaxDemangleTime,
+            {}};
+  int result = run(mangled.c_str(), &sink);
+  if (result == 0) // not a name libiberty demangles
+    return {cut_name(name, max_bytes), name.size() > max_bytes};
+  out.resize(sink.used);
+  if (!sink.cut && out.size() <= max_bytes)
+    return {std::move(out), false};
+  // Cut by the byte budget (the spare byte was written) or the time budget.
+  return {marked(out, max_bytes), true};
+}
+
+std::string demangle(std::string_view name)
+{
+  return demangle_bounded(name).text;
+}
+
+} // namespace flamebpf::symbolize
