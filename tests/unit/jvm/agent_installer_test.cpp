@@ -33,10 +33,17 @@ class AgentInstaller : public ::testing::Test {
 protected:
   void SetUp() override
   {
-    root_ = dir_.path().string() + "/root";
+    std::string process = dir_.path().string() + "/proc/4242";
+    root_ = process + "/root";
     std::filesystem::create_directories(root_ + "/tmp");
-    target_ = AttachTarget{4242, 1, static_cast<uint32_t>(::geteuid()),
-                           static_cast<uint32_t>(::getegid()), root_};
+    std::string uid = std::to_string(::geteuid());
+    std::string gid = std::to_string(::getegid());
+    write_file(process + "/status", "Name:\tjava\nUid:\t" + uid + "\t" + uid + "\t" + uid + "\t" +
+                                        uid + "\nGid:\t" + gid + "\t" + gid + "\t" + gid + "\t" +
+                                        gid + "\nNSpid:\t4242\t1\n");
+    auto target = attach_target_of(4242, dir_.path().string() + "/proc");
+    ASSERT_TRUE(target.has_value()) << target.error().message;
+    target_ = *target;
     for (int i = 0; i < 100000; ++i)
       library_.push_back(static_cast<unsigned char>(i * 7 + 3));
     name_ = agent_file_name(library_);

@@ -133,7 +133,11 @@ Result<std::string> install_in(const AttachTarget& target,
                                std::string_view directory)
 {
   std::string path = std::string(directory) + "/" + name;
-  auto dir_fd = open_directory_in_root(target.root, std::string(directory));
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return fail(root_fd.error());
+  auto dir_fd = open_directory_at(root_fd->get(), std::string(directory), kResolveInRoot,
+                                  target.process_path + "/root" + std::string(directory));
   if (!dir_fd)
     return fail(
         error(dir_fd.error().errno_value == ENOENT ? "does not exist" : dir_fd.error().message));
@@ -190,7 +194,7 @@ Result<std::string> install_agent(const AttachTarget& target,
 {
   std::string name(file_name);
   std::string what = "cannot install agent " + name + " for JVM " +
-                     std::to_string(target.host_pid) + " under " + target.root;
+                     std::to_string(target.host_pid) + " under " + target.process_path + "/root";
   if (name.empty() || name.size() > 200 || name == "." || name == ".." ||
       name.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
     return fail(error(what + ": invalid file name"));

@@ -23,7 +23,7 @@ inline constexpr std::array<std::string_view, 3> kAgentDirectories = {"/tmp", "/
 [[nodiscard]] std::string agent_file_name(std::span<const unsigned char> library);
 
 // Writes library as <directory>/<file_name> in the first of kAgentDirectories that exists inside
-// target.root (resolved as if it were "/", so no symlink leads out of the container), is not
+// the target's root (resolved as if it were "/", so no symlink leads out of the container), is not
 // mounted noexec or read-only, and where the name is free or already holds this very library.
 // Returns the path as the JVM sees it, e.g. "/tmp/libflamebpf-agent-0123456789abcdef.so".
 //
