@@ -396,9 +396,9 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
   auto ok_library = read_bytes(Fixtures::get().agent("ok"));
   auto ok_path = install_agent(target, ok_library, agent_file_name(ok_library));
   ASSERT_TRUE(ok_path.has_value()) << ok_path.error().message;
-  EXPECT_TRUE(ok_path->starts_with("/tmp/")) << *ok_path;
+  EXPECT_TRUE(ok_path->path.starts_with("/tmp/")) << ok_path->path;
   auto start_time = Clock::now();
-  auto loaded = load_agent(target, *ok_path, "interval=10ms,dir=/tmp", kTimeout);
+  auto loaded = load_agent(target, ok_path->path, "interval=10ms,dir=/tmp", kTimeout);
   double load_ms = milliseconds_since(start_time);
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_TRUE(wait_for_text(output_, "itest agent attached: [interval=10ms,dir=/tmp]", 5))
@@ -409,7 +409,7 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
   auto failing_library = read_bytes(Fixtures::get().agent("failing"));
   auto failing_path = install_agent(target, failing_library, agent_file_name(failing_library));
   ASSERT_TRUE(failing_path.has_value()) << failing_path.error().message;
-  auto failed = load_agent(target, *failing_path, "", kTimeout);
+  auto failed = load_agent(target, failing_path->path, "", kTimeout);
   ASSERT_FALSE(failed.has_value());
   EXPECT_TRUE(contains(failed.error().message, "Agent_OnAttach failed with return code 7"))
       << failed.error().message;
@@ -425,14 +425,14 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
     auto library = read_bytes(agent);
     auto path = install_agent(target, library, agent_file_name(library));
     ASSERT_TRUE(path.has_value()) << path.error().message;
-    auto project = load_agent(target, *path, "", kTimeout);
+    auto project = load_agent(target, path->path, "", kTimeout);
     ASSERT_TRUE(project.has_value()) << project.error().message << "\n" << read_text(output_);
     // It keeps /tmp/perf-<pid>.map as the JVM sees both: its /tmp, its pid.
     std::string map = target.process_path + "/root/tmp/perf-1.map";
     EXPECT_TRUE(std::filesystem::exists(map)) << read_text(output_);
     // Loading it again is harmless: the first load keeps the map, the second adds nothing.
     auto size = std::filesystem::file_size(map);
-    auto again = load_agent(target, *path, "", kTimeout);
+    auto again = load_agent(target, path->path, "", kTimeout);
     ASSERT_TRUE(again.has_value()) << again.error().message;
     EXPECT_EQ(std::filesystem::file_size(map), size);
   }
@@ -452,15 +452,15 @@ TEST_P(JvmAttach, AgentGoesPastANoexecTmp)
   auto path = install_agent(target, library, agent_file_name(library));
   ASSERT_TRUE(path.has_value()) << path.error().message;
   // This JVM shares the host's other directories: /var/tmp (or /dev/shm) is the host's.
-  std::string installed = target.process_path + "/root" + *path;
+  std::string installed = target.process_path + "/root" + path->path;
   struct Remove {
     std::string file;
     ~Remove() { std::filesystem::remove(file); }
   } remove{installed};
-  EXPECT_FALSE(path->starts_with("/tmp/")) << *path;
+  EXPECT_FALSE(path->path.starts_with("/tmp/")) << path->path;
   std::printf("[ attach ] JDK %s with /tmp noexec: agent installed as %s\n", GetParam().c_str(),
-              path->c_str());
-  auto loaded = load_agent(target, *path, "noexec", kTimeout);
+              path->path.c_str());
+  auto loaded = load_agent(target, path->path, "noexec", kTimeout);
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_TRUE(wait_for_text(output_, "itest agent attached: [noexec]", 5)) << read_text(output_);
 }

@@ -273,19 +273,21 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
                                             const Result<AttachTarget>& target)
 {
   auto started = Clock::now();
-  auto loaded = [&]() -> Result<std::string> {
+  auto loaded = [&]() -> Result<InstalledAgent> {
     if (!target)
       return fail(target.error());
     // Named by a hash of the library's bytes, computed on the first attach rather than before
     // sampling starts.
     if (file_name_.empty())
       file_name_ = agent_file_name(library_);
-    auto path = install_agent(*target, library_, file_name_);
-    if (!path)
-      return fail(path.error());
-    if (auto ok = load_agent(*target, *path, "", options_.timeout); !ok)
+    auto installed = install_agent(*target, library_, file_name_);
+    if (!installed)
+      return fail(installed.error());
+    auto ok = load_agent(*target, installed->path, "", options_.timeout);
+    remove_agent(*target, *installed);
+    if (!ok)
       return fail(ok.error());
-    return *path;
+    return installed;
   }();
   std::chrono::duration<double> took = Clock::now() - started;
   if (!loaded && exits_within(request, kExitGrace)) {
@@ -302,8 +304,11 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
     return Attach::kFailed;
   }
   ++attached_;
-  spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s", request.pid,
-               request.where, *loaded, took.count());
+  spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s{}", request.pid,
+               request.where, loaded->path, took.count(),
+               loaded->usual_name_taken.empty()
+                   ? ""
+                   : " (its usual name is taken: " + loaded->usual_name_taken + ")");
   return Attach::kLoaded;
 }
 
