@@ -1,10 +1,13 @@
 #include "jvm/agent_attacher.h"
 
 #include <algorithm>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
+#include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
 #include "jvm/agent_installer.h"
@@ -71,6 +74,25 @@ bool started_with_reduced_signals(const Result<AttachTarget>& target,
   auto command_line = command_line_of(target, pid, proc_root);
   return command_line &&
          reduced_signals_in_command_line(command_line->cmdline, command_line->environ);
+}
+
+// Who holds the JVM's perf map name, /tmp/perf-<ns_pid>.map in its root, if not the JVM's user:
+// the agent writes only a map of its own and cannot replace another user's file in a sticky
+// /tmp. Looked at without opening it.
+std::optional<uint32_t> foreign_perf_map_owner(const AttachTarget& target)
+{
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return std::nullopt;
+  auto tmp_fd = open_directory_at(root_fd->get(), "/tmp", kResolveInRoot, "/tmp");
+  if (!tmp_fd)
+    return std::nullopt;
+  std::string name = "perf-" + std::to_string(target.ns_pid) + ".map";
+  struct stat status {};
+  if (::fstatat(tmp_fd->get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0 ||
+      status.st_uid == target.uid)
+    return std::nullopt;
+  return status.st_uid;
 }
 
 } // namespace
@@ -285,8 +307,14 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
       return fail(installed.error());
     auto ok = load_agent(*target, installed->path, "", options_.timeout);
     remove_agent(*target, *installed);
-    if (!ok)
-      return fail(ok.error());
+    if (!ok) {
+      Error failure = ok.error();
+      if (auto owner = foreign_perf_map_owner(*target))
+        failure.message += "; /tmp/perf-" + std::to_string(target->ns_pid) +
+                           ".map in its root is held by uid " + std::to_string(*owner) +
+                           ", which the agent does not write to and the JVM's user cannot replace";
+      return fail(failure);
+    }
     return installed;
   }();
   std::chrono::duration<double> took = Clock::now() - started;
