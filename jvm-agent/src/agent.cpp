@@ -202,9 +202,8 @@ jint start(JavaVM* vm, bool attached)
     return refuse();
   }
   if (!g_writer.is_open() && !g_writer.open("/tmp", static_cast<int>(::getpid()))) {
-    std::fprintf(stderr,
-                 "flamebpf agent: cannot write /tmp/perf-%d.map; Java frames stay unnamed\n",
-                 static_cast<int>(::getpid()));
+    std::fprintf(stderr, "flamebpf agent: cannot write its perf map %s; Java frames stay unnamed\n",
+                 g_writer.open_error().c_str());
     return refuse();
   }
   for (jvmtiEvent event : {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,

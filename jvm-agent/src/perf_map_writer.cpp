@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +36,23 @@ bool write_all(int fd, std::string_view bytes)
     bytes.remove_prefix(static_cast<size_t>(n));
   }
   return true;
+}
+
+// 16 hex digits no one can guess, for names beside the map that others must not occupy first.
+std::string random_hex()
+{
+  uint64_t value = 0;
+  if (::getrandom(&value, sizeof value, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof value)) {
+    // The kernel's pool is not ready this early after boot: weaker, but nothing another user
+    // could know in advance.
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    value = (static_cast<uint64_t>(now.tv_nsec) << 20) ^ static_cast<uint64_t>(now.tv_sec) ^
+            (static_cast<uint64_t>(::getpid()) << 44) ^ reinterpret_cast<uintptr_t>(&value);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(value));
+  return hex;
 }
 
 bool parse_hex(std::string_view text, uint64_t& value)
@@ -69,27 +89,65 @@ PerfMapWriter::~PerfMapWriter()
 {
   if (fd_ >= 0)
     ::close(fd_);
+  if (dir_fd_ >= 0)
+    ::close(dir_fd_);
+}
+
+int PerfMapWriter::create_beside(std::string& name)
+{
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    name = "." + name_ + "." + random_hex();
+    int fd = ::openat(dir_fd_, name.c_str(),
+                      O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
 }
 
 bool PerfMapWriter::open(const std::string& directory, int pid)
 {
   Lock lock(mutex_);
-  directory_ = directory;
-  path_ = directory + "/perf-" + std::to_string(pid) + ".map";
-  // O_NOFOLLOW: a link planted at the map's path must not redirect the JVM's writes;
-  // O_NONBLOCK: a FIFO planted there must not hang the JVM (it is refused below).
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-               0644);
-  if (fd_ < 0)
-    return false;
-  struct stat status {};
-  if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) {
-    ::close(fd_);
-    fd_ = -1;
+  if (fd_ >= 0)
+    return true;
+  open_error_.clear();
+  name_ = "perf-" + std::to_string(pid) + ".map";
+  path_ = directory + "/" + name_;
+  if (dir_fd_ < 0)
+    dir_fd_ = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) {
+    open_error_ = path_ + ": cannot open " + directory + ": " + std::strerror(errno);
     return false;
   }
-  // Lines already there belong to no code this agent knows: dead until a rewrite drops them.
-  file_bytes_ = static_cast<uint64_t>(status.st_size);
+  // O_EXCL: whatever has the name already (a FIFO, a link, a map of someone else's) is never
+  // opened, so it can neither block the JVM nor take its writes.
+  int fd = ::openat(dir_fd_, name_.c_str(),
+                    O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    std::string fresh;
+    fd = create_beside(fresh);
+    if (fd >= 0 && ::renameat(dir_fd_, fresh.c_str(), dir_fd_, name_.c_str()) != 0) {
+      int rename_error = errno;
+      ::unlinkat(dir_fd_, fresh.c_str(), 0);
+      ::close(fd);
+      fd = -1;
+      struct stat holder {};
+      if ((rename_error == EPERM || rename_error == EACCES) &&
+          ::fstatat(dir_fd_, name_.c_str(), &holder, AT_SYMLINK_NOFOLLOW) == 0 &&
+          holder.st_uid != ::geteuid())
+        open_error_ = path_ + ": held by uid " + std::to_string(holder.st_uid) +
+                      ", which this JVM's user cannot replace";
+      else
+        open_error_ = path_ + ": cannot replace what is there: " + std::strerror(rename_error);
+      return false;
+    }
+  }
+  if (fd < 0) {
+    open_error_ = path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  fd_ = fd;
+  file_bytes_ = 0;
   return true;
 }
 
@@ -97,6 +155,12 @@ bool PerfMapWriter::is_open() const
 {
   Lock lock(mutex_);
   return fd_ >= 0;
+}
+
+std::string PerfMapWriter::open_error() const
+{
+  Lock lock(mutex_);
+  return open_error_;
 }
 
 bool PerfMapWriter::append(std::string_view text)
@@ -151,71 +215,101 @@ void PerfMapWriter::compact()
 {
   if (fd_ < 0)
     return;
-  int source = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (source < 0)
-    return;
-  std::string content;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::read(source, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    content.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(source);
-
-  // Keep, in order, the lines of the code live now: inside a live owner and written since it
-  // appeared. Readers let later lines win, so keeping the order keeps the result right.
-  std::string kept;
-  std::map<uint64_t, Owner> moved;
-  size_t begin = 0;
-  while (begin < content.size()) {
-    size_t end = content.find('\n', begin);
-    if (end == std::string::npos)
-      break; // a torn last line: dropped
-    std::string_view line(content.data() + begin, end - begin + 1);
-    uint64_t offset = begin;
-    begin = end + 1;
-    size_t space = line.find(' ');
-    uint64_t start = 0;
-    if (space == std::string_view::npos || !parse_hex(line.substr(0, space), start))
-      continue;
-    auto owner = live_.upper_bound(start);
-    if (owner == live_.begin())
-      continue;
-    --owner;
-    if (start >= owner->first + owner->second.size || offset < owner->second.first_offset)
-      continue;
-    auto [entry, inserted] =
-        moved.try_emplace(owner->first, Owner{owner->second.size, kept.size(), 0});
-    entry->second.line_bytes += line.size();
-    kept += line;
-  }
-
-  std::string temporary = path_ + "." + std::to_string(::getpid()) + ".compact";
-  int out = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  std::string temporary;
+  int out = create_beside(temporary);
   if (out < 0)
     return;
-  bool written = write_all(out, kept) && ::fsync(out) == 0;
-  ::close(out);
-  if (!written || ::rename(temporary.c_str(), path_.c_str()) != 0) {
-    ::unlink(temporary.c_str());
-    return;
+  // Reads back only what this agent wrote to its own file, in pieces: the first file_bytes_
+  // bytes. Keeps, in order, the lines of the code live now: inside a live owner and written since
+  // it appeared. Readers let later lines win, so keeping the order keeps the result right.
+  struct stat status {};
+  uint64_t end = ::fstat(fd_, &status) == 0
+                     ? std::min<uint64_t>(file_bytes_, static_cast<uint64_t>(status.st_size))
+                     : 0;
+  std::map<uint64_t, Owner> moved;
+  uint64_t kept_bytes = 0;
+  uint64_t dropped_lines = 0;
+  std::string batch; // kept lines not yet written
+  std::string line;  // the line being read, from line_offset on
+  uint64_t line_offset = 0;
+  bool too_long = false;
+  bool ok = true;
+  auto keep = [&](std::string_view text, uint64_t offset) {
+    size_t space = text.find(' ');
+    uint64_t start = 0;
+    if (space == std::string_view::npos || !parse_hex(text.substr(0, space), start))
+      return;
+    auto owner = live_.upper_bound(start);
+    if (owner == live_.begin())
+      return;
+    --owner;
+    if (start >= owner->first + owner->second.size || offset < owner->second.first_offset)
+      return;
+    auto [entry, inserted] =
+        moved.try_emplace(owner->first, Owner{owner->second.size, kept_bytes, 0});
+    entry->second.line_bytes += text.size();
+    kept_bytes += text.size();
+    batch += text;
+  };
+  char buffer[65536];
+  for (uint64_t offset = 0; ok && offset < end;) {
+    ssize_t n =
+        ::pread(fd_, buffer, static_cast<size_t>(std::min<uint64_t>(sizeof buffer, end - offset)),
+                static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    std::string_view chunk(buffer, static_cast<size_t>(n));
+    uint64_t chunk_offset = offset;
+    offset += static_cast<uint64_t>(n);
+    while (!chunk.empty()) {
+      size_t newline = chunk.find('\n');
+      std::string_view piece =
+          chunk.substr(0, newline == std::string_view::npos ? chunk.size() : newline + 1);
+      if (line.empty() && !too_long)
+        line_offset = chunk_offset;
+      if (!too_long && line.size() + piece.size() <= kMaxLineBytes)
+        line += piece;
+      else
+        too_long = true;
+      chunk_offset += piece.size();
+      chunk.remove_prefix(piece.size());
+      if (newline == std::string_view::npos)
+        break;
+      if (too_long)
+        ++dropped_lines;
+      else
+        keep(line, line_offset);
+      line.clear();
+      too_long = false;
+      if (batch.size() >= sizeof buffer) {
+        ok = write_all(out, batch);
+        batch.clear();
+      }
+    }
   }
-  int reopened = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-  if (reopened < 0)
-    return; // keep appending to the old file: readers still see its lines until they reopen
+  // A torn last line (a write that failed) is dropped.
+  ok = ok && write_all(out, batch) && ::fsync(out) == 0 &&
+       ::renameat(dir_fd_, temporary.c_str(), dir_fd_, name_.c_str()) == 0;
+  if (!ok) {
+    ::unlinkat(dir_fd_, temporary.c_str(), 0);
+    ::close(out);
+    return; // keep appending to the old file: readers still see its lines
+  }
+  // The new file is the map now, and appends go to it.
   ::close(fd_);
-  fd_ = reopened;
+  fd_ = out;
+  lost_lines_ += dropped_lines;
   // Owners with no line left (a write that failed) start afresh at the end.
   for (auto& [start, owner] : live_) {
     auto it = moved.find(start);
-    owner = it != moved.end() ? it->second : Owner{owner.size, kept.size(), 0};
+    owner = it != moved.end() ? it->second : Owner{owner.size, kept_bytes, 0};
   }
-  file_bytes_ = kept.size();
-  live_bytes_ = kept.size();
+  file_bytes_ = kept_bytes;
+  live_bytes_ = kept_bytes;
   ++compactions_;
 }
 

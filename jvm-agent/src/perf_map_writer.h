@@ -1,8 +1,10 @@
 // Keeps /tmp/perf-<pid>.map current for the JVM the agent runs in: one whole line
 // "<hex start> <hex size> <name>" per piece of code, appended as it appears, and a compacted
 // rewrite (written beside, renamed into place) once code that was unloaded makes up most of the
-// file. Knows nothing of JVMTI, so it is testable on its own. Thread-safe: JVMTI posts events
-// from many threads.
+// file. The map is always a file the agent created itself: /tmp is shared with other users, and
+// whatever they left at the map's name is replaced, never appended to, followed or read. Knows
+// nothing of JVMTI, so it is testable on its own. Thread-safe: JVMTI posts events from many
+// threads.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +23,16 @@ public:
   PerfMapWriter(const PerfMapWriter&) = delete;
   PerfMapWriter& operator=(const PerfMapWriter&) = delete;
 
-  // Opens <directory>/perf-<pid>.map for appending, creating it if needed; an existing map of
-  // this pid (an earlier agent, a JVM that re-attached) is kept. False if it cannot be opened.
+  // Creates <directory>/perf-<pid>.map as a file of its own (O_CREAT|O_EXCL|O_NOFOLLOW). If
+  // something has that name already (an earlier process's map, another user's file, a symlink,
+  // a FIFO), a new file is created under a name no one can guess and renamed over it: atomic for
+  // readers, and nothing that was there is opened or trusted. Never blocks. False if it cannot
+  // be done (e.g. another user's file in a sticky /tmp); open_error() says why.
   bool open(const std::string& directory, int pid);
   // Whether open succeeded.
   bool is_open() const;
+  // Why open failed, as "<path>: <reason>".
+  std::string open_error() const;
 
   // One line of the map.
   struct Line {
@@ -53,15 +60,23 @@ public:
 
   // A rewrite happens only above this size, so small maps are never rewritten.
   static constexpr uint64_t kMinCompactBytes = 64 * 1024;
+  // A rewrite drops a line longer than this (it counts as lost): it holds at most one line in
+  // memory besides what it reads and writes in pieces.
+  static constexpr size_t kMaxLineBytes = 1 << 20;
 
 private:
   bool append(std::string_view line);
   void compact();
+  // Creates a file beside the map under a name no one can guess (O_EXCL|O_NOFOLLOW), for
+  // appending and reading; -1 on failure.
+  int create_beside(std::string& name);
 
   mutable pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
-  int fd_ = -1;
-  std::string directory_;
+  int fd_ = -1;     // the map, a file the agent created; opened for appending and reading
+  int dir_fd_ = -1; // the directory holding it
+  std::string name_;
   std::string path_;
+  std::string open_error_;
   // Code the JVM still has, by start address.
   struct Owner {
     uint64_t size = 0;         // of the method or blob

@@ -186,7 +186,8 @@ TEST_F(HostileContainerTest, PlantedAgentAndSocketLinksAreRefused)
       dir_.path());
   auto accesses = watch.events();
   print_figures("planted agent and socket links", run);
-  expect_prompt(run, 3);
+  // The agent goes under a fresh name beside the link, and the silent socket costs a timeout.
+  expect_prompt(run, 3, kAttachTimeoutSeconds);
   EXPECT_TRUE(accesses.empty()) << ::testing::PrintToString(accesses);
   EXPECT_FALSE(host_socket.connected()) << "flamebpf connected to the host's socket";
   host.expect_untouched({"host.sock"});
@@ -201,7 +202,7 @@ TEST_F(HostileContainerTest, PlantedAgentAndSocketLinksAreRefused)
   EXPECT_TRUE(fs::is_symlink(root + "/var/tmp"));
 }
 
-TEST_F(HostileContainerTest, RealJvmWithAFifoForItsPerfMapKeepsRunning)
+TEST_F(HostileContainerTest, RealJvmWithAFifoForItsPerfMapKeepsRunningAndGetsAMapOfItsOwn)
 {
   std::string java = std::string(kContainerJavaHome) + "/bin/java";
   auto jvm = docker_.run(
@@ -216,15 +217,16 @@ TEST_F(HostileContainerTest, RealJvmWithAFifoForItsPerfMapKeepsRunning)
   expect_prompt(run, 3, kAttachTimeoutSeconds);
   auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
   ASSERT_EQ(about_jvm.size(), 1u) << run.log;
-  EXPECT_NE(about_jvm[0].find("cannot load flamebpf's agent"), std::string::npos) << run.log;
+  EXPECT_NE(about_jvm[0].find("loaded flamebpf's agent"), std::string::npos) << run.log;
   auto stacks = read_folded(dir_.path() + "/out.folded");
-  EXPECT_GT(count_with_prefix(stacks, "java;"), 100u) << run.log;
+  EXPECT_GT(count_with_prefix(stacks, "java;"), 50u) << run.log;
   // The JVM neither hangs nor dies: it still answers jcmd-less liveness (its process runs and is
   // not stopped in the agent's open).
   EXPECT_EQ(docker_.docker({"inspect", "-f", "{{.State.Running}}", "hj-fifo"}), "true");
+  // The agent never opened the FIFO: it put a map of its own in its place.
   struct stat status {};
   ASSERT_EQ(::lstat(map.c_str(), &status), 0);
-  EXPECT_TRUE(S_ISFIFO(status.st_mode));
+  EXPECT_TRUE(S_ISREG(status.st_mode));
 }
 
 // --- forged names ---

@@ -176,12 +176,16 @@ pid_t find_java_child(pid_t launcher)
 // namespace, in a private mount namespace with its own tmpfs on /tmp.
 class NamespacedJvm {
 public:
-  NamespacedJvm(const std::string& jdk, const std::string& output, const std::string& tmp_options)
+  // cwd: its working directory, if not the test's.
+  NamespacedJvm(const std::string& jdk,
+                const std::string& output,
+                const std::string& tmp_options,
+                const std::string& cwd = "")
   {
     std::string mount =
         "mount -t tmpfs " + (tmp_options.empty() ? "" : "-o " + tmp_options + " ") + "none /tmp";
-    std::string command =
-        mount + " && exec " + jdk + "/bin/java -cp " + Fixtures::get().classes() + " AttachTarget";
+    std::string command = mount + (cwd.empty() ? "" : " && cd " + cwd) + " && exec " + jdk +
+                          "/bin/java -cp " + Fixtures::get().classes() + " AttachTarget";
     launcher_ = std::make_unique<Child>(
         std::vector<std::string>{"/usr/bin/unshare", "--mount", "--pid", "--fork", "--mount-proc",
                                  "--propagation", "private", "/bin/sh", "-c", command},
@@ -313,9 +317,10 @@ protected:
   std::string jdk() const { return jdk_home(GetParam()); }
 
   // Starts a namespaced JVM and waits until it runs main().
-  std::unique_ptr<NamespacedJvm> start(const std::string& tmp_options = "")
+  std::unique_ptr<NamespacedJvm> start(const std::string& tmp_options = "",
+                                       const std::string& cwd = "")
   {
-    auto jvm = std::make_unique<NamespacedJvm>(jdk(), output_, tmp_options);
+    auto jvm = std::make_unique<NamespacedJvm>(jdk(), output_, tmp_options, cwd);
     EXPECT_GT(jvm->pid(), 0) << "no java process appeared";
     EXPECT_TRUE(wait_for_text(output_, "ready", 30)) << read_text(output_);
     return jvm;
@@ -338,7 +343,7 @@ TEST_P(JvmAttach, JcmdStartsTheListenerThenReusesItsSocket)
   ASSERT_GT(jvm->pid(), 0);
   AttachTarget target = target_of(jvm->pid());
   ASSERT_EQ(target.ns_pid, 1u) << "the JVM should be PID 1 of its namespace";
-  std::string jvm_tmp = target.root + "/tmp";
+  std::string jvm_tmp = target.process_path + "/root/tmp";
   std::string socket = jvm_tmp + "/.java_pid1";
   ASSERT_FALSE(std::filesystem::exists(socket)) << "the attach listener runs already";
 
@@ -391,9 +396,9 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
   auto ok_library = read_bytes(Fixtures::get().agent("ok"));
   auto ok_path = install_agent(target, ok_library, agent_file_name(ok_library));
   ASSERT_TRUE(ok_path.has_value()) << ok_path.error().message;
-  EXPECT_TRUE(ok_path->starts_with("/tmp/")) << *ok_path;
+  EXPECT_TRUE(ok_path->path.starts_with("/tmp/")) << ok_path->path;
   auto start_time = Clock::now();
-  auto loaded = load_agent(target, *ok_path, "interval=10ms,dir=/tmp", kTimeout);
+  auto loaded = load_agent(target, ok_path->path, "interval=10ms,dir=/tmp", kTimeout);
   double load_ms = milliseconds_since(start_time);
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_TRUE(wait_for_text(output_, "itest agent attached: [interval=10ms,dir=/tmp]", 5))
@@ -404,7 +409,7 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
   auto failing_library = read_bytes(Fixtures::get().agent("failing"));
   auto failing_path = install_agent(target, failing_library, agent_file_name(failing_library));
   ASSERT_TRUE(failing_path.has_value()) << failing_path.error().message;
-  auto failed = load_agent(target, *failing_path, "", kTimeout);
+  auto failed = load_agent(target, failing_path->path, "", kTimeout);
   ASSERT_FALSE(failed.has_value());
   EXPECT_TRUE(contains(failed.error().message, "Agent_OnAttach failed with return code 7"))
       << failed.error().message;
@@ -420,18 +425,19 @@ TEST_P(JvmAttach, LoadsAgentsInstalledInItsTmp)
     auto library = read_bytes(agent);
     auto path = install_agent(target, library, agent_file_name(library));
     ASSERT_TRUE(path.has_value()) << path.error().message;
-    auto project = load_agent(target, *path, "", kTimeout);
+    auto project = load_agent(target, path->path, "", kTimeout);
     ASSERT_TRUE(project.has_value()) << project.error().message << "\n" << read_text(output_);
     // It keeps /tmp/perf-<pid>.map as the JVM sees both: its /tmp, its pid.
-    std::string map = target.root + "/tmp/perf-1.map";
+    std::string map = target.process_path + "/root/tmp/perf-1.map";
     EXPECT_TRUE(std::filesystem::exists(map)) << read_text(output_);
     // Loading it again is harmless: the first load keeps the map, the second adds nothing.
     auto size = std::filesystem::file_size(map);
-    auto again = load_agent(target, *path, "", kTimeout);
+    auto again = load_agent(target, path->path, "", kTimeout);
     ASSERT_TRUE(again.has_value()) << again.error().message;
     EXPECT_EQ(std::filesystem::file_size(map), size);
   }
-  EXPECT_TRUE(attach_files(target.root + "/tmp") == std::vector<std::string>{".java_pid1"});
+  EXPECT_TRUE(attach_files(target.process_path + "/root/tmp") ==
+              std::vector<std::string>{".java_pid1"});
   EXPECT_TRUE(host_tmp_files_for(target).empty());
 }
 
@@ -446,17 +452,49 @@ TEST_P(JvmAttach, AgentGoesPastANoexecTmp)
   auto path = install_agent(target, library, agent_file_name(library));
   ASSERT_TRUE(path.has_value()) << path.error().message;
   // This JVM shares the host's other directories: /var/tmp (or /dev/shm) is the host's.
-  std::string installed = target.root + *path;
+  std::string installed = target.process_path + "/root" + path->path;
   struct Remove {
     std::string file;
     ~Remove() { std::filesystem::remove(file); }
   } remove{installed};
-  EXPECT_FALSE(path->starts_with("/tmp/")) << *path;
+  EXPECT_FALSE(path->path.starts_with("/tmp/")) << path->path;
   std::printf("[ attach ] JDK %s with /tmp noexec: agent installed as %s\n", GetParam().c_str(),
-              path->c_str());
-  auto loaded = load_agent(target, *path, "noexec", kTimeout);
+              path->path.c_str());
+  auto loaded = load_agent(target, path->path, "noexec", kTimeout);
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_TRUE(wait_for_text(output_, "itest agent attached: [noexec]", 5)) << read_text(output_);
+}
+
+// A hard link at /tmp/.attach_pid1 to another file: HotSpot would take it for a trigger (it is
+// root's, as the JVM is), but flamebpf neither uses, changes nor removes it, and creates the
+// trigger in the JVM's working directory, where HotSpot looks first.
+TEST_P(JvmAttach, HardLinkAtTheTriggerIsLeftAloneAndTheWorkingDirectoryUsed)
+{
+  std::string cwd = scratch_.path() + "/cwd";
+  std::filesystem::create_directories(cwd);
+  auto jvm = start("", cwd);
+  ASSERT_GT(jvm->pid(), 0);
+  AttachTarget target = target_of(jvm->pid());
+  std::string tmp = target.process_path + "/root/tmp";
+  std::string secret = tmp + "/secret";
+  write_text(secret, "secret\n");
+  ASSERT_EQ(::chown(secret.c_str(), 1234, 1234), 0);
+  ASSERT_EQ(::chmod(secret.c_str(), 0640), 0);
+  ASSERT_EQ(::link(secret.c_str(), (tmp + "/.attach_pid1").c_str()), 0);
+
+  auto version = jcmd(target, "VM.version", kTimeout);
+  ASSERT_TRUE(version.has_value()) << version.error().message;
+  EXPECT_TRUE(contains(*version, "JDK " + GetParam() + ".")) << *version;
+  struct stat status {};
+  ASSERT_EQ(::stat(secret.c_str(), &status), 0);
+  EXPECT_EQ(status.st_uid, 1234u);
+  EXPECT_EQ(status.st_gid, 1234u);
+  EXPECT_EQ(status.st_mode & 07777, 0640u);
+  EXPECT_EQ(status.st_nlink, 2u) << "the link was removed";
+  EXPECT_EQ(read_text(secret), "secret\n");
+  // The trigger flamebpf made in the working directory is gone again.
+  EXPECT_TRUE(attach_files(cwd).empty());
+  EXPECT_FALSE(contains(read_text(output_), "Full thread dump")) << read_text(output_);
 }
 
 std::string jdk_test_name(const ::testing::TestParamInfo<std::string>& param)
@@ -486,13 +524,14 @@ TEST(JvmAttachUserNamespace, ConnectsAsTheJvmsUserBecauseHostRootIsRefused)
   ASSERT_TRUE(version.has_value()) << version.error().message;
   EXPECT_TRUE(contains(*version, "JDK 17.")) << *version;
   std::printf("[ attach ] JDK 17 in a user namespace: first jcmd %.2f ms\n", first_ms);
-  EXPECT_TRUE(attach_files(target->root + "/tmp") == std::vector<std::string>{".java_pid1"});
+  EXPECT_TRUE(attach_files(target->process_path + "/root/tmp") ==
+              std::vector<std::string>{".java_pid1"});
 
   // What the forked connect avoids: the JVM sees host root as the overflow uid and hangs up.
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  std::string path = target->root + "/tmp/.java_pid1";
+  std::string path = target->process_path + "/root/tmp/.java_pid1";
   path.copy(address.sun_path, sizeof address.sun_path - 1);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
   std::string request = encode_request("jcmd", {"VM.version"}).value();
@@ -517,8 +556,13 @@ TEST(JvmAttachFake, SocketThatNeverAnswersCostsOneTimeout)
   // A listener that never accepts, owned by another user: exchange() connects from a child with
   // that user's ids, and the connection sits in the backlog with no one to answer.
   ScratchDir scratch;
-  std::string root = scratch.path() + "/root";
+  // A copy of /proc with one process of uid and gid 65534, pid 4242 in its namespace.
+  std::string process = scratch.path() + "/proc/" + std::to_string(::getpid());
+  std::string root = process + "/root";
   std::filesystem::create_directories(root + "/tmp");
+  write_text(process + "/status", "Name:\tjava\nUid:\t65534\t65534\t65534\t65534\n"
+                                  "Gid:\t65534\t65534\t65534\t65534\nNSpid:\t" +
+                                      std::to_string(::getpid()) + "\t4242\n");
   std::string path = root + "/tmp/.java_pid4242";
   int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
@@ -528,7 +572,9 @@ TEST(JvmAttachFake, SocketThatNeverAnswersCostsOneTimeout)
   ASSERT_EQ(::listen(listener, 5), 0);
   ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
-  AttachTarget target{static_cast<uint32_t>(::getpid()), 4242, 65534, 65534, root};
+  auto opened = attach_target_of(static_cast<uint32_t>(::getpid()), scratch.path() + "/proc");
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  const AttachTarget& target = *opened;
 
   auto timeout = 700ms;
   auto start_time = Clock::now();

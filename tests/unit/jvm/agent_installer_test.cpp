@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <regex>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -29,14 +32,53 @@ std::string read_whole(const std::string& path)
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Opens of the files in a directory, seen by inotify from construction on; an O_PATH lookup is
+// no open.
+class Opens {
+public:
+  explicit Opens(const std::string& dir) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
+  {
+    EXPECT_GE(::inotify_add_watch(fd_, dir.c_str(), IN_OPEN), 0) << dir;
+  }
+  ~Opens() { ::close(fd_); }
+  Opens(const Opens&) = delete;
+  Opens& operator=(const Opens&) = delete;
+
+  // How often name was opened so far.
+  int of(const std::string& name)
+  {
+    alignas(inotify_event) char buffer[4096];
+    for (ssize_t n; (n = ::read(fd_, buffer, sizeof buffer)) > 0;) {
+      for (char* at = buffer; at < buffer + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(at);
+        if (event->len > 0)
+          ++counts_[event->name];
+        at += sizeof(inotify_event) + event->len;
+      }
+    }
+    return counts_[name];
+  }
+
+private:
+  int fd_;
+  std::map<std::string, int> counts_;
+};
+
 class AgentInstaller : public ::testing::Test {
 protected:
   void SetUp() override
   {
-    root_ = dir_.path().string() + "/root";
+    std::string process = dir_.path().string() + "/proc/4242";
+    root_ = process + "/root";
     std::filesystem::create_directories(root_ + "/tmp");
-    target_ = AttachTarget{4242, 1, static_cast<uint32_t>(::geteuid()),
-                           static_cast<uint32_t>(::getegid()), root_};
+    std::string uid = std::to_string(::geteuid());
+    std::string gid = std::to_string(::getegid());
+    write_file(process + "/status", "Name:\tjava\nUid:\t" + uid + "\t" + uid + "\t" + uid + "\t" +
+                                        uid + "\nGid:\t" + gid + "\t" + gid + "\t" + gid + "\t" +
+                                        gid + "\nNSpid:\t4242\t1\n");
+    auto target = attach_target_of(4242, dir_.path().string() + "/proc");
+    ASSERT_TRUE(target.has_value()) << target.error().message;
+    target_ = *target;
     for (int i = 0; i < 100000; ++i)
       library_.push_back(static_cast<unsigned char>(i * 7 + 3));
     name_ = agent_file_name(library_);
@@ -48,7 +90,14 @@ protected:
     std::vector<std::string> names;
     for (const auto& entry : std::filesystem::directory_iterator(root_ + directory))
       names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
     return names;
+  }
+  // A fresh name beside the usual one, as installed when the usual one is taken.
+  bool is_fresh_name(const std::string& path, const std::string& directory) const
+  {
+    std::string stem = name_.substr(0, name_.size() - 3);
+    return std::regex_match(path, std::regex(directory + "/" + stem + "-[0-9a-f]{16}\\.so"));
   }
 
   TempDir dir_;
@@ -69,10 +118,11 @@ TEST_F(AgentInstaller, FileNameFollowsTheContent)
 
 TEST_F(AgentInstaller, WritesTheLibraryIntoTmpForTheJvmToRead)
 {
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_TRUE(path.has_value()) << path.error().message;
-  EXPECT_EQ(*path, "/tmp/" + name_);
-  std::string file = root_ + *path;
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_EQ(installed->path, "/tmp/" + name_);
+  EXPECT_EQ(installed->usual_name_taken, "");
+  std::string file = root_ + installed->path;
   EXPECT_EQ(read_whole(file), library_text());
   struct stat status {};
   ASSERT_EQ(::stat(file.c_str(), &status), 0);
@@ -81,6 +131,9 @@ TEST_F(AgentInstaller, WritesTheLibraryIntoTmpForTheJvmToRead)
   EXPECT_EQ(status.st_gid, target_.gid);
   // No temporary file left behind.
   EXPECT_EQ(names_in("/tmp"), std::vector<std::string>{name_});
+  // The usual name stays for the next JVM.
+  remove_agent(target_, *installed);
+  EXPECT_EQ(names_in("/tmp"), std::vector<std::string>{name_});
 }
 
 TEST_F(AgentInstaller, ReusesAnIdenticalFile)
@@ -88,34 +141,44 @@ TEST_F(AgentInstaller, ReusesAnIdenticalFile)
   auto first = install_agent(target_, library_, name_);
   ASSERT_TRUE(first.has_value()) << first.error().message;
   struct stat before {};
-  ASSERT_EQ(::stat((root_ + *first).c_str(), &before), 0);
+  ASSERT_EQ(::stat((root_ + first->path).c_str(), &before), 0);
   auto second = install_agent(target_, library_, name_);
   ASSERT_TRUE(second.has_value()) << second.error().message;
-  EXPECT_EQ(*second, *first);
+  EXPECT_EQ(second->path, first->path);
+  EXPECT_EQ(second->usual_name_taken, "");
   struct stat after {};
-  ASSERT_EQ(::stat((root_ + *second).c_str(), &after), 0);
+  ASSERT_EQ(::stat((root_ + second->path).c_str(), &after), 0);
   EXPECT_EQ(after.st_ino, before.st_ino);
 }
 
-TEST_F(AgentInstaller, DifferentFileOfThatNameIsLeftAloneAndTheNextDirectoryUsed)
+TEST_F(AgentInstaller, DifferentFileOfThatNameIsLeftAloneAndAFreshNameUsed)
 {
-  std::filesystem::create_directories(root_ + "/var/tmp");
   write_file(root_ + "/tmp/" + name_, "someone else's library");
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_TRUE(path.has_value()) << path.error().message;
-  EXPECT_EQ(*path, "/var/tmp/" + name_);
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_TRUE(is_fresh_name(installed->path, "/tmp")) << installed->path;
+  EXPECT_EQ(installed->usual_name_taken,
+            name_ + " is held by uid " + std::to_string(::geteuid()) + ", a different file");
   EXPECT_EQ(read_whole(root_ + "/tmp/" + name_), "someone else's library");
-  EXPECT_EQ(read_whole(root_ + "/var/tmp/" + name_), library_text());
+  EXPECT_EQ(read_whole(root_ + installed->path), library_text());
+  // A fresh name serves one attach: removed once the JVM has loaded it.
+  remove_agent(target_, *installed);
+  EXPECT_EQ(names_in("/tmp"), std::vector<std::string>{name_});
+  // Each attach gets a name of its own.
+  auto again = install_agent(target_, library_, name_);
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_NE(again->path, installed->path);
 }
 
 TEST_F(AgentInstaller, IdenticalButWritableByOthersIsNotReused)
 {
-  std::filesystem::create_directories(root_ + "/dev/shm");
   write_file(root_ + "/tmp/" + name_, library_text());
   ASSERT_EQ(::chmod((root_ + "/tmp/" + name_).c_str(), 0666), 0);
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_TRUE(path.has_value()) << path.error().message;
-  EXPECT_EQ(*path, "/dev/shm/" + name_);
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_TRUE(is_fresh_name(installed->path, "/tmp")) << installed->path;
+  EXPECT_TRUE(contains(installed->usual_name_taken, "writable by other users"))
+      << installed->usual_name_taken;
 }
 
 TEST_F(AgentInstaller, SymlinkOutOfTheRootIsNeverFollowed)
@@ -124,13 +187,12 @@ TEST_F(AgentInstaller, SymlinkOutOfTheRootIsNeverFollowed)
   std::string outside = dir_.path().string() + "/outside.so";
   write_file(outside, library_text());
   std::filesystem::create_symlink(outside, root_ + "/tmp/" + name_);
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_FALSE(path.has_value());
-  const std::string& message = path.error().message;
-  EXPECT_TRUE(contains(message, "/tmp: " + name_ + " is a symlink")) << message;
-  EXPECT_TRUE(contains(message, "/var/tmp: does not exist")) << message;
-  EXPECT_TRUE(contains(message, "/dev/shm: does not exist")) << message;
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_TRUE(is_fresh_name(installed->path, "/tmp")) << installed->path;
+  EXPECT_TRUE(contains(installed->usual_name_taken, "a symlink")) << installed->usual_name_taken;
   EXPECT_EQ(read_whole(outside), library_text());
+  EXPECT_TRUE(std::filesystem::is_symlink(root_ + "/tmp/" + name_));
 }
 
 TEST_F(AgentInstaller, TmpSymlinkedOutOfTheRootResolvesInsideIt)
@@ -140,29 +202,65 @@ TEST_F(AgentInstaller, TmpSymlinkedOutOfTheRootResolvesInsideIt)
   std::filesystem::remove(root_ + "/tmp");
   std::filesystem::create_symlink(outside, root_ + "/tmp");
   std::filesystem::create_directories(root_ + "/var/tmp");
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_TRUE(path.has_value()) << path.error().message;
-  EXPECT_EQ(*path, "/var/tmp/" + name_);
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_EQ(installed->path, "/var/tmp/" + name_);
   EXPECT_TRUE(std::filesystem::is_empty(outside));
 }
 
-TEST_F(AgentInstaller, FifoOrDirectoryInTheWayIsRefusedWithoutBlocking)
+TEST_F(AgentInstaller, FifoInTheWayIsNeverOpened)
 {
   ASSERT_EQ(::mkfifo((root_ + "/tmp/" + name_).c_str(), 0644), 0);
-  std::filesystem::create_directories(root_ + "/var/tmp/" + name_);
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_FALSE(path.has_value());
-  EXPECT_TRUE(contains(path.error().message, "/tmp: " + name_ + ": it is not a regular file"))
-      << path.error().message;
-  EXPECT_TRUE(contains(path.error().message, "/var/tmp: " + name_)) << path.error().message;
+  Opens opens(root_ + "/tmp");
+  auto installed = install_agent(target_, library_, name_);
+  EXPECT_EQ(opens.of(name_), 0) << "the FIFO was opened";
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_TRUE(is_fresh_name(installed->path, "/tmp")) << installed->path;
+  EXPECT_EQ(installed->usual_name_taken,
+            name_ + " is held by uid " + std::to_string(::geteuid()) + ", not a regular file");
+}
+
+TEST_F(AgentInstaller, DirectoryInTheWayGetsAFreshNameBesideIt)
+{
+  std::filesystem::create_directories(root_ + "/tmp/" + name_);
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_TRUE(is_fresh_name(installed->path, "/tmp")) << installed->path;
+}
+
+TEST_F(AgentInstaller, DirectoryOthersMayWriteIsUsedOnlyIfSticky)
+{
+  std::filesystem::create_directories(root_ + "/var/tmp");
+  ASSERT_EQ(::chmod((root_ + "/tmp").c_str(), 0777), 0);
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_EQ(installed->path, "/var/tmp/" + name_);
+  EXPECT_TRUE(names_in("/tmp").empty());
+
+  ASSERT_EQ(::chmod((root_ + "/tmp").c_str(), 01777), 0);
+  auto sticky = install_agent(target_, library_, name_);
+  ASSERT_TRUE(sticky.has_value()) << sticky.error().message;
+  EXPECT_EQ(sticky->path, "/tmp/" + name_);
+}
+
+TEST_F(AgentInstaller, TemporaryNamesCannotBeTakenInAdvance)
+{
+  // Names a co-tenant could guess (the installer's pid and a counter) are all taken.
+  for (int counter = 0; counter < 500; ++counter)
+    write_file(root_ + "/tmp/." + name_ + ".tmp-" + std::to_string(::getpid()) + "-" +
+                   std::to_string(counter),
+               "");
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_EQ(installed->path, "/tmp/" + name_);
 }
 
 TEST_F(AgentInstaller, NamesEveryDirectoryTriedWhenNoneExists)
 {
   std::filesystem::remove(root_ + "/tmp");
-  auto path = install_agent(target_, library_, name_);
-  ASSERT_FALSE(path.has_value());
-  EXPECT_EQ(path.error().message,
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_FALSE(installed.has_value());
+  EXPECT_EQ(installed.error().message,
             "cannot install agent " + name_ + " for JVM 4242 under " + root_ +
                 ": no usable directory (/tmp: does not exist; /var/tmp: does not exist; "
                 "/dev/shm: does not exist); try: give the container a /tmp mounted with exec "
@@ -173,9 +271,10 @@ TEST_F(AgentInstaller, RefusesBadNamesAndEmptyLibraries)
 {
   for (std::string name : std::vector<std::string>{"", ".", "..", "a/b", "../../etc/ld.so.preload",
                                                    std::string(201, 'x'), std::string("a\0b", 3)}) {
-    auto path = install_agent(target_, library_, name);
-    ASSERT_FALSE(path.has_value()) << name;
-    EXPECT_TRUE(contains(path.error().message, "invalid file name")) << path.error().message;
+    auto installed = install_agent(target_, library_, name);
+    ASSERT_FALSE(installed.has_value()) << name;
+    EXPECT_TRUE(contains(installed.error().message, "invalid file name"))
+        << installed.error().message;
   }
   EXPECT_FALSE(install_agent(target_, {}, name_).has_value());
   EXPECT_TRUE(names_in("/tmp").empty());

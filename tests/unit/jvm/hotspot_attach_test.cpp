@@ -2,9 +2,12 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <poll.h>
 #include <random>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -36,6 +39,44 @@ bool contains(const std::string& text, const std::string& part)
 {
   return text.find(part) != std::string::npos;
 }
+
+std::string read_whole(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Opens of the files in a directory, seen by inotify from construction on. An O_PATH lookup
+// opens nothing for real and reports nothing.
+class InodeEvents {
+public:
+  explicit InodeEvents(const std::string& dir) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
+  {
+    EXPECT_GE(::inotify_add_watch(fd_, dir.c_str(), IN_OPEN), 0) << dir;
+  }
+  ~InodeEvents() { ::close(fd_); }
+  InodeEvents(const InodeEvents&) = delete;
+  InodeEvents& operator=(const InodeEvents&) = delete;
+
+  // How often name was opened so far.
+  int opened(const std::string& name)
+  {
+    alignas(inotify_event) char buffer[4096];
+    for (ssize_t n; (n = ::read(fd_, buffer, sizeof buffer)) > 0;) {
+      for (char* at = buffer; at < buffer + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(at);
+        if (event->len > 0)
+          ++opens_[event->name];
+        at += sizeof(inotify_event) + event->len;
+      }
+    }
+    return opens_[name];
+  }
+
+private:
+  int fd_;
+  std::map<std::string, int> opens_;
+};
 
 // --- Request encoding -------------------------------------------------------------------------
 
@@ -248,29 +289,45 @@ TEST(AttachTargetOf, ReadsTheStatusBelowTheProcRoot)
   EXPECT_EQ(target->ns_pid, 1u);
   EXPECT_EQ(target->uid, 1000u);
   EXPECT_EQ(target->gid, 1000u);
-  EXPECT_EQ(target->root, dir.path().string() + "/4242/root");
+  EXPECT_EQ(target->process_path, dir.path().string() + "/4242");
   EXPECT_EQ(target->start_time, 987654u);
 
   EXPECT_EQ(attach_target_of(4243, dir.path().string()).value().ns_pid, 4243u);
   EXPECT_EQ(attach_target_of(4243, dir.path().string()).value().start_time, std::nullopt);
   auto missing = attach_target_of(4244, dir.path().string());
   ASSERT_FALSE(missing.has_value());
-  EXPECT_TRUE(contains(missing.error().message, "/4244/status")) << missing.error().message;
+  EXPECT_TRUE(contains(missing.error().message, "/4244: No such file")) << missing.error().message;
 }
 
 // --- The whole exchange against fake JVMs (no root: the "JVM" runs as the test's own user) -----
+
+// The status of a process of the test's user that is pid 7 in its own namespace.
+std::string fake_status(uint32_t host_pid)
+{
+  std::string uid = std::to_string(::geteuid());
+  std::string gid = std::to_string(::getegid());
+  return "Name:\tjava\nUid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid + "\nGid:\t" + gid +
+         "\t" + gid + "\t" + gid + "\t" + gid + "\nNSpid:\t" + std::to_string(host_pid) +
+         "\t7\nSigIgn:\t0000000000000000\nSigCgt:\t0000000101005ccd\n";
+}
 
 class AttachFakeJvm : public ::testing::Test {
 protected:
   void SetUp() override
   {
-    root_ = dir_.path().string() + "/proc/4242/root";
+    process_ = dir_.path().string() + "/proc/4242";
+    root_ = process_ + "/root";
     std::filesystem::create_directories(root_ + "/tmp");
-    target_ = AttachTarget{4242, 7, static_cast<uint32_t>(::geteuid()),
-                           static_cast<uint32_t>(::getegid()), root_};
+    write_file(process_ + "/status", fake_status(4242));
+    auto target = attach_target_of(4242, dir_.path().string() + "/proc");
+    ASSERT_TRUE(target.has_value()) << target.error().message;
+    target_ = *target;
   }
   void TearDown() override
   {
+    // Wakes a server whose connection never came (an attach that went elsewhere).
+    if (listener_ >= 0)
+      ::shutdown(listener_, SHUT_RDWR);
     if (server_.joinable())
       server_.join();
     if (listener_ >= 0)
@@ -292,6 +349,7 @@ protected:
   }
 
   TempDir dir_;
+  std::string process_; // the fake /proc/<pid> directory
   std::string root_;
   AttachTarget target_;
   int listener_ = -1;
@@ -345,8 +403,8 @@ TEST_F(AttachFakeJvm, JvmThatExitsMidExchangeIsSaidSo)
     int connection = ::accept(listener_, nullptr, nullptr);
     char request[256];
     (void)!::read(connection, request, sizeof request);
-    // The process exits: its /proc entry (and root) goes, and the connection closes.
-    std::filesystem::rename(dir_.path() / "proc" / "4242", dir_.path() / "gone");
+    // The process exits: its root goes (as the kernel's link does), and the connection closes.
+    std::filesystem::rename(root_, dir_.path() / "gone");
     ::close(connection);
   });
   auto body = jcmd(target_, "VM.version", 2s);
@@ -446,10 +504,12 @@ protected:
       if (mode != Mode::kHotspot)
         for (;;)
           ::pause();
+      // As HotSpot looks: its working directory first, /tmp only if there is nothing there.
       struct stat trigger {};
-      if (::stat((root_ + "/tmp/.attach_pid7").c_str(), &trigger) != 0)
+      if (::stat((process_ + "/cwd/.attach_pid7").c_str(), &trigger) != 0 &&
+          ::stat((root_ + "/tmp/.attach_pid7").c_str(), &trigger) != 0)
         ::_exit(3);
-      if (trigger.st_uid != ::geteuid())
+      if (trigger.st_uid != ::geteuid() && trigger.st_uid != 0)
         ::_exit(4);
       std::string temporary = socket_path() + ".tmp";
       int listener = listen_at(temporary);
@@ -483,7 +543,16 @@ protected:
     AttachFakeJvm::TearDown();
   }
   bool child_alive() const { return ::waitpid(child_, nullptr, WNOHANG) == 0; }
-  bool trigger_exists() const { return std::filesystem::exists(root_ + "/tmp/.attach_pid7"); }
+  bool trigger_exists() const
+  {
+    std::error_code ignored;
+    return std::filesystem::exists(std::filesystem::symlink_status(trigger_in_tmp())) ||
+           std::filesystem::exists(std::filesystem::symlink_status(trigger_in_cwd()));
+  }
+  std::string trigger_in_tmp() const { return root_ + "/tmp/.attach_pid7"; }
+  std::string trigger_in_cwd() const { return process_ + "/cwd/.attach_pid7"; }
+  // The fake process's working directory, where HotSpot looks for the trigger first.
+  void make_cwd() const { std::filesystem::create_directories(process_ + "/cwd"); }
 
   pid_t child_ = -1;
   uint64_t child_start_time_ = 0;
@@ -524,13 +593,72 @@ TEST_F(AttachHandshake, NeverSignalsAProcessThatTookOverThePid)
   EXPECT_TRUE(child_alive()) << "signalled: the stand-in exits once it has answered";
 }
 
-TEST_F(AttachHandshake, StaleTriggerIsTakenOverAndRemoved)
+TEST_F(AttachHandshake, TriggerOfTheJvmsUserIsUsedAsItIsAndLeftThere)
 {
+  // Left by an attach that died, or made by a concurrent one: HotSpot takes it, so it is used,
+  // and since flamebpf did not make it, it is not flamebpf's to remove.
   start(Mode::kHotspot);
-  write_file(root_ + "/tmp/.attach_pid7", "left by an attach that died");
+  write_file(trigger_in_tmp(), "left by an attach that died");
   auto body = jcmd(target_, "VM.flags", 5s);
   ASSERT_TRUE(body.has_value()) << body.error().message;
-  EXPECT_FALSE(trigger_exists());
+  EXPECT_EQ(read_whole(trigger_in_tmp()), "left by an attach that died");
+}
+
+TEST_F(AttachHandshake, HardLinkAtTheTriggerIsLeftAloneAndTheWorkingDirectoryUsed)
+{
+  start(Mode::kHotspot);
+  make_cwd();
+  // A link to a file of the JVM's user: flamebpf must not make another file its trigger.
+  std::string secret = root_ + "/tmp/secret";
+  write_file(secret, "not a trigger");
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  ASSERT_EQ(::link(secret.c_str(), trigger_in_tmp().c_str()), 0);
+  InodeEvents events(root_ + "/tmp");
+  auto body = jcmd(target_, "VM.flags", 5s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+  EXPECT_EQ(events.opened(".attach_pid7"), 0) << "the linked file was opened";
+  struct stat status {};
+  ASSERT_EQ(::lstat(trigger_in_tmp().c_str(), &status), 0) << "the link was removed";
+  EXPECT_EQ(status.st_nlink, 2u);
+  EXPECT_EQ(status.st_mode & 07777, 0600u);
+  EXPECT_EQ(status.st_uid, ::geteuid());
+  EXPECT_EQ(read_whole(secret), "not a trigger");
+  // The trigger flamebpf made in the working directory is gone again.
+  EXPECT_FALSE(std::filesystem::exists(trigger_in_cwd()));
+}
+
+TEST_F(AttachHandshake, FifoAtTheTriggerIsNeverOpenedAndTheWorkingDirectoryUsed)
+{
+  start(Mode::kHotspot);
+  make_cwd();
+  ASSERT_EQ(::mkfifo(trigger_in_tmp().c_str(), 0600), 0);
+  InodeEvents events(root_ + "/tmp");
+  auto body = jcmd(target_, "VM.flags", 5s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+  EXPECT_EQ(events.opened(".attach_pid7"), 0) << "the FIFO was opened";
+  struct stat status {};
+  ASSERT_EQ(::lstat(trigger_in_tmp().c_str(), &status), 0);
+  EXPECT_TRUE(S_ISFIFO(status.st_mode));
+  EXPECT_FALSE(std::filesystem::exists(trigger_in_cwd()));
+}
+
+TEST_F(AttachHandshake, UnusableTriggerInTheWorkingDirectoryFailsNamingItsHolder)
+{
+  // HotSpot looks no further than its working directory: nothing in /tmp would help.
+  start(Mode::kHotspot);
+  make_cwd();
+  std::string other = process_ + "/cwd/other";
+  write_file(other, "");
+  ASSERT_EQ(::link(other.c_str(), trigger_in_cwd().c_str()), 0);
+  auto body = jcmd(target_, "VM.flags", 1s);
+  ASSERT_FALSE(body.has_value());
+  EXPECT_TRUE(contains(body.error().message, trigger_in_cwd() + ": held by uid " +
+                                                 std::to_string(::geteuid()) +
+                                                 ", a file with 2 links"))
+      << body.error().message;
+  EXPECT_TRUE(contains(body.error().message, "HotSpot looks there first")) << body.error().message;
+  EXPECT_FALSE(std::filesystem::exists(trigger_in_tmp()));
+  EXPECT_TRUE(child_alive()) << "signalled without a trigger it would take";
 }
 
 TEST_F(AttachHandshake, NoSocketWithinTheTimeout)
@@ -556,14 +684,51 @@ TEST_F(AttachHandshake, NeverSignalsAProcessThatDoesNotHandleSigquit)
   EXPECT_TRUE(child_alive());
 }
 
-TEST_F(AttachHandshake, ForeignFileInPlaceOfTheTriggerIsRefused)
+TEST_F(AttachHandshake, FifoAtTheTriggerWithNoWorkingDirectoryFailsNamingItsHolder)
 {
   start(Mode::kHotspot);
-  ASSERT_EQ(::mkfifo((root_ + "/tmp/.attach_pid7").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo(trigger_in_tmp().c_str(), 0600), 0);
+  InodeEvents events(root_ + "/tmp");
   auto body = jcmd(target_, "VM.flags", 1s);
   ASSERT_FALSE(body.has_value());
-  EXPECT_TRUE(contains(body.error().message, "other than a regular file")) << body.error().message;
+  EXPECT_TRUE(contains(body.error().message,
+                       "held by uid " + std::to_string(::geteuid()) + ", not a regular file"))
+      << body.error().message;
+  EXPECT_EQ(events.opened(".attach_pid7"), 0) << "the FIFO was opened";
   EXPECT_TRUE(child_alive());
+}
+
+// The pid passes to another process after the target was opened: everything goes on through the
+// directory of the process that was opened, and nothing of the new one is read, signalled or
+// connected to.
+TEST_F(AttachFakeJvm, EveryFileOfTheAttachIsReachedThroughTheOneProcessDirectory)
+{
+  serve_once("0\nthe JVM that was checked\n");
+  std::filesystem::rename(process_, dir_.path() / "proc" / "exited-4242");
+  std::string other_root = process_ + "/root";
+  std::filesystem::create_directories(other_root + "/tmp");
+  write_file(process_ + "/status", fake_status(4242));
+  int other = listen_at(other_root + "/tmp/.java_pid7");
+
+  auto body = jcmd(target_, "VM.version", 2s);
+  ASSERT_TRUE(body.has_value()) << body.error().message;
+  EXPECT_EQ(*body, "the JVM that was checked\n");
+  pollfd pending{other, POLLIN, 0};
+  EXPECT_EQ(::poll(&pending, 1, 0), 0) << "connected to the process that took over the pid";
+  ::close(other);
+
+  EXPECT_EQ(read_process_file(target_, "status", 4096).value_or(""), fake_status(4242));
+  std::string marker = "written after the pid passed on";
+  write_file(dir_.path() / "proc" / "exited-4242" / "maps", marker);
+  EXPECT_EQ(read_process_file(target_, "maps", 4096).value_or(""), marker);
+  auto root = open_root(target_);
+  ASSERT_TRUE(root.has_value()) << root.error().message;
+  struct stat opened {};
+  struct stat expected {};
+  ASSERT_EQ(::fstat(root->get(), &opened), 0);
+  ASSERT_EQ(::stat((dir_.path() / "proc" / "exited-4242" / "root").c_str(), &expected), 0);
+  EXPECT_EQ(opened.st_ino, expected.st_ino);
+  EXPECT_FALSE(exited(target_));
 }
 
 } // namespace

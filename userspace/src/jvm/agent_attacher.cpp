@@ -1,10 +1,13 @@
 #include "jvm/agent_attacher.h"
 
 #include <algorithm>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
+#include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
 #include "jvm/agent_installer.h"
@@ -24,10 +27,27 @@ constexpr std::chrono::milliseconds kLongestRetry{1000};
 // java -version): HotSpot refuses agents then, and that is no failure worth a warning.
 constexpr std::chrono::milliseconds kExitGrace{500};
 
-// What the process's maps say now: it may have exec'd another program since it was found.
-symbolize::JvmTraits traits_now(uint32_t pid, const std::string& proc_root)
+// A file of the process, e.g. "maps": through its directory when the target could be opened (so
+// that it is of the process checked, and no other), else by its pid; nullopt if unreadable.
+std::optional<std::string> process_file(const Result<AttachTarget>& target,
+                                        uint32_t pid,
+                                        const std::string& proc_root,
+                                        const std::string& name,
+                                        size_t max_bytes)
 {
-  auto maps = procfs::read_file(proc_root + "/" + std::to_string(pid) + "/maps");
+  auto text =
+      target ? read_process_file(*target, name, max_bytes)
+             : procfs::read_file(proc_root + "/" + std::to_string(pid) + "/" + name, max_bytes);
+  if (!text)
+    return std::nullopt;
+  return std::move(*text);
+}
+
+// What the process's maps say now: it may have exec'd another program since it was found.
+symbolize::JvmTraits
+traits_now(const Result<AttachTarget>& target, uint32_t pid, const std::string& proc_root)
+{
+  auto maps = process_file(target, pid, proc_root, "maps", 64 << 20);
   return maps ? symbolize::jvm_traits(symbolize::parse_proc_maps(*maps)) : symbolize::JvmTraits{};
 }
 
@@ -37,21 +57,42 @@ struct CommandLine {
   std::string cmdline;
   std::string environ;
 };
-std::optional<CommandLine> command_line_of(uint32_t pid, const std::string& proc_root)
+std::optional<CommandLine>
+command_line_of(const Result<AttachTarget>& target, uint32_t pid, const std::string& proc_root)
 {
-  std::string process = proc_root + "/" + std::to_string(pid);
-  auto cmdline = procfs::read_file(process + "/cmdline", 1 << 20);
+  auto cmdline = process_file(target, pid, proc_root, "cmdline", 1 << 20);
   if (!cmdline || cmdline->empty())
     return std::nullopt;
-  auto environ = procfs::read_file(process + "/environ", 1 << 20);
+  auto environ = process_file(target, pid, proc_root, "environ", 1 << 20);
   return CommandLine{std::move(*cmdline), environ ? std::move(*environ) : std::string()};
 }
 
-bool started_with_reduced_signals(uint32_t pid, const std::string& proc_root)
+bool started_with_reduced_signals(const Result<AttachTarget>& target,
+                                  uint32_t pid,
+                                  const std::string& proc_root)
 {
-  auto command_line = command_line_of(pid, proc_root);
+  auto command_line = command_line_of(target, pid, proc_root);
   return command_line &&
          reduced_signals_in_command_line(command_line->cmdline, command_line->environ);
+}
+
+// Who holds the JVM's perf map name, /tmp/perf-<ns_pid>.map in its root, if not the JVM's user:
+// the agent writes only a map of its own and cannot replace another user's file in a sticky
+// /tmp. Looked at without opening it.
+std::optional<uint32_t> foreign_perf_map_owner(const AttachTarget& target)
+{
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return std::nullopt;
+  auto tmp_fd = open_directory_at(root_fd->get(), "/tmp", kResolveInRoot, "/tmp");
+  if (!tmp_fd)
+    return std::nullopt;
+  std::string name = "perf-" + std::to_string(target.ns_pid) + ".map";
+  struct stat status {};
+  if (::fstatat(tmp_fd->get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0 ||
+      status.st_uid == target.uid)
+    return std::nullopt;
+  return status.st_uid;
 }
 
 } // namespace
@@ -200,14 +241,20 @@ void AgentAttacher::run()
 
 AgentAttacher::Outcome AgentAttacher::handle(Request& request)
 {
+  // The process's directory is opened first, and everything after goes through it: the process
+  // whose start time is checked here is the one read, signalled and attached, even if it exits
+  // and its pid passes to another meanwhile.
+  auto target = attach_target_of(request.pid, options_.proc_root);
+  auto start_time =
+      target ? target->start_time : procfs::live_start_time(request.pid, options_.proc_root);
   // Each try, the first included, makes sure the pid still names that JVM: a process that exited
   // (its pid maybe reused) or exec'd something else must not get a trigger file or a SIGQUIT.
-  if (procfs::live_start_time(request.pid, options_.proc_root) != request.start_time) {
+  if (start_time != request.start_time) {
     // A short-lived JVM (a health check's java -version) is no failure of flamebpf's.
     spdlog::debug("JVM {} ({}) exited before it could be attached", request.pid, request.where);
     return Outcome::kHandled;
   }
-  auto traits = traits_now(request.pid, options_.proc_root);
+  auto traits = traits_now(target, request.pid, options_.proc_root);
   if (!traits.hotspot) {
     spdlog::debug("process {} ({}) is no longer a JVM", request.pid, request.where);
     return Outcome::kHandled;
@@ -216,11 +263,8 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
   request.keeps_perf_map |= traits.keeps_perf_map;
   Attach attached = Attach::kNotTried;
   if (options_.attach && !request.keeps_perf_map) {
-    auto target = attach_target_of(request.pid, options_.proc_root);
-    if (target)
-      target->start_time = request.start_time; // the process checked above, and no other
     bool starting = target && !target->catches_sigquit;
-    if (starting && started_with_reduced_signals(request.pid, options_.proc_root)) {
+    if (starting && started_with_reduced_signals(target, request.pid, options_.proc_root)) {
       // It will never handle SIGQUIT: said now rather than after the patience.
       std::lock_guard lock(mutex_);
       ++failed_;
@@ -243,7 +287,7 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
     }
   }
   if (attached != Attach::kExited)
-    check_frame_pointers(request, attached == Attach::kLoaded);
+    check_frame_pointers(request, target, attached == Attach::kLoaded);
   return Outcome::kHandled;
 }
 
@@ -251,19 +295,27 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
                                             const Result<AttachTarget>& target)
 {
   auto started = Clock::now();
-  auto loaded = [&]() -> Result<std::string> {
+  auto loaded = [&]() -> Result<InstalledAgent> {
     if (!target)
       return fail(target.error());
     // Named by a hash of the library's bytes, computed on the first attach rather than before
     // sampling starts.
     if (file_name_.empty())
       file_name_ = agent_file_name(library_);
-    auto path = install_agent(*target, library_, file_name_);
-    if (!path)
-      return fail(path.error());
-    if (auto ok = load_agent(*target, *path, "", options_.timeout); !ok)
-      return fail(ok.error());
-    return *path;
+    auto installed = install_agent(*target, library_, file_name_);
+    if (!installed)
+      return fail(installed.error());
+    auto ok = load_agent(*target, installed->path, "", options_.timeout);
+    remove_agent(*target, *installed);
+    if (!ok) {
+      Error failure = ok.error();
+      if (auto owner = foreign_perf_map_owner(*target))
+        failure.message += "; /tmp/perf-" + std::to_string(target->ns_pid) +
+                           ".map in its root is held by uid " + std::to_string(*owner) +
+                           ", which the agent does not write to and the JVM's user cannot replace";
+      return fail(failure);
+    }
+    return installed;
   }();
   std::chrono::duration<double> took = Clock::now() - started;
   if (!loaded && exits_within(request, kExitGrace)) {
@@ -280,8 +332,11 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
     return Attach::kFailed;
   }
   ++attached_;
-  spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s", request.pid,
-               request.where, *loaded, took.count());
+  spdlog::info("JVM {} ({}): loaded flamebpf's agent from {} in {:.3f} s{}", request.pid,
+               request.where, loaded->path, took.count(),
+               loaded->usual_name_taken.empty()
+                   ? ""
+                   : " (its usual name is taken: " + loaded->usual_name_taken + ")");
   return Attach::kLoaded;
 }
 
@@ -297,22 +352,21 @@ bool AgentAttacher::exits_within(const Request& request, std::chrono::millisecon
   }
 }
 
-void AgentAttacher::check_frame_pointers(const Request& request, bool attached)
+void AgentAttacher::check_frame_pointers(const Request& request,
+                                         const Result<AttachTarget>& target,
+                                         bool attached)
 {
   std::optional<bool> preserved;
   bool known = false;
-  if (attached || (options_.attach && request.keeps_perf_map)) {
+  if (target && (attached || (options_.attach && request.keeps_perf_map))) {
     // The JVM's own view counts every way a flag can be set (argument files, environment).
-    if (auto target = attach_target_of(request.pid, options_.proc_root)) {
-      target->start_time = request.start_time;
-      if (auto flags = jcmd(*target, "VM.flags", options_.timeout)) {
-        preserved = frame_pointers_in_vm_flags(*flags);
-        known = true;
-      }
+    if (auto flags = jcmd(*target, "VM.flags", options_.timeout)) {
+      preserved = frame_pointers_in_vm_flags(*flags);
+      known = true;
     }
   }
   if (!known) {
-    auto command_line = command_line_of(request.pid, options_.proc_root);
+    auto command_line = command_line_of(target, request.pid, options_.proc_root);
     if (!command_line)
       return; // gone already
     preserved = frame_pointers_in_command_line(command_line->cmdline, command_line->environ);

@@ -83,7 +83,10 @@ private:
   Attach attach(const Request& request, const Result<AttachTarget>& target);
   // Whether the process is gone (or a zombie) now or within grace.
   bool exits_within(const Request& request, std::chrono::milliseconds grace) const;
-  void check_frame_pointers(const Request& request, bool attached);
+  // Warns if the JVM runs without frame pointers: asks the JVM itself when an agent is loaded
+  // (its attach listener runs then), else reads its command line.
+  void
+  check_frame_pointers(const Request& request, const Result<AttachTarget>& target, bool attached);
 
   std::span<const unsigned char> library_;
   std::string file_name_; // the worker's own, set on first use

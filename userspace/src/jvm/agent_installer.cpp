@@ -1,12 +1,13 @@
 #include "jvm/agent_installer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -18,19 +19,71 @@
 namespace flamebpf::jvm {
 namespace {
 
-std::atomic<unsigned> g_temporary_counter{0};
-
 // Opens a name directly inside dir_fd: no symlink is followed at all, not even inside the root.
 Result<UniqueFd> open_beneath(int dir_fd, const std::string& name, uint64_t flags, mode_t mode)
 {
   open_how how{};
   how.flags = flags;
   how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  how.resolve = kResolveBeneathNoLinks;
   int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
   if (fd < 0)
     return fail(system_error(errno, "cannot open " + name));
   return UniqueFd(fd);
+}
+
+// 16 hex digits no one can guess: a name others cannot occupy before flamebpf creates it.
+std::string random_hex()
+{
+  uint64_t value = 0;
+  if (::getrandom(&value, sizeof value, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof value)) {
+    // The kernel's pool is not ready this early after boot: weaker, but still nothing a user of
+    // the container could know in advance.
+    auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    value = static_cast<uint64_t>(now) * 0x9e3779b97f4a7c15ULL ^
+            static_cast<uint64_t>(::getpid()) << 32 ^ reinterpret_cast<uintptr_t>(&value);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(value));
+  return hex;
+}
+
+// The host uid of the container's root: the uid that 0 maps to in the target's user namespace
+// (0 for one in the host's).
+uint32_t container_root_uid(const AttachTarget& target)
+{
+  auto map = read_process_file(target, "uid_map", 1 << 12);
+  if (!map)
+    return 0;
+  unsigned inside = 0;
+  unsigned outside = 0;
+  unsigned count = 0;
+  for (size_t at = 0; at < map->size();) {
+    size_t end = map->find('\n', at);
+    std::string line = map->substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (std::sscanf(line.c_str(), "%u %u %u", &inside, &outside, &count) == 3 && inside == 0 &&
+        count > 0)
+      return outside;
+    if (end == std::string::npos)
+      break;
+    at = end + 1;
+  }
+  return 0;
+}
+
+// Empty if users other than root, the container's root and the JVM's cannot put another file at
+// a name in the directory; otherwise why they can.
+std::string directory_problem(int dir_fd, const AttachTarget& target)
+{
+  struct stat status {};
+  if (::fstat(dir_fd, &status) != 0)
+    return std::string("cannot stat it: ") + std::strerror(errno);
+  if (status.st_uid != 0 && status.st_uid != target.uid &&
+      status.st_uid != container_root_uid(target))
+    return "it belongs to uid " + std::to_string(status.st_uid) + ", who could replace the library";
+  if ((status.st_mode & 022) != 0 && (status.st_mode & S_ISVTX) == 0)
+    return "other users may write it and it is not sticky, so they could replace the library";
+  return "";
 }
 
 // Empty if the open file holds exactly library and only its owner (the JVM's user or root) can
@@ -41,24 +94,25 @@ reuse_problem(int fd, std::span<const unsigned char> library, const AttachTarget
   struct stat status {};
   if (::fstat(fd, &status) != 0)
     return std::string("cannot stat it: ") + std::strerror(errno);
-  if (!S_ISREG(status.st_mode))
-    return "it is not a regular file";
+  std::string holder = "held by uid " + std::to_string(status.st_uid);
   if (status.st_uid != target.uid && status.st_uid != 0)
-    return "it belongs to uid " + std::to_string(status.st_uid);
+    return holder + ", neither the JVM's user nor root";
   if ((status.st_mode & 022) != 0)
-    return "users other than its owner may write it";
+    return holder + " and writable by other users";
   if (static_cast<uint64_t>(status.st_size) != library.size())
-    return "a different file of that name exists";
+    return holder + ", a different file";
+  // At most the library's size is read: the file was checked to be that long.
   unsigned char buffer[65536];
   size_t offset = 0;
   while (offset < library.size()) {
-    ssize_t n = ::read(fd, buffer, std::min(sizeof buffer, library.size() - offset));
+    ssize_t n = ::pread(fd, buffer, std::min(sizeof buffer, library.size() - offset),
+                        static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
       return std::string("cannot read it: ") + std::strerror(errno);
     if (n == 0 || !std::equal(buffer, buffer + n, library.begin() + static_cast<ptrdiff_t>(offset)))
-      return "a different file of that name exists";
+      return holder + ", a different file";
     offset += static_cast<size_t>(n);
   }
   return "";
@@ -77,29 +131,30 @@ Result<> write_all(int fd, std::span<const unsigned char> data)
   return {};
 }
 
-// Writes a temporary file and renames it to name, never replacing an existing file. EEXIST in
-// the result means another writer got there first. Runs as the JVM's uid/gid (see ScopedFsIds):
-// the file is the JVM's from the start, and it works where host root is an unmapped user.
-Result<> create_library(int dir_fd,
-                        const std::string& name,
-                        std::span<const unsigned char> library,
-                        const AttachTarget& target)
+// Writes a temporary file and renames it to name, never replacing an existing file; returns the
+// new file's st_dev and st_ino. EEXIST in the result means something is at name already. Runs as
+// the JVM's uid/gid (see ScopedFsIds): the file is the JVM's from the start, and it works where
+// host root is an unmapped user.
+Result<std::pair<uint64_t, uint64_t>> create_library(int dir_fd,
+                                                     const std::string& name,
+                                                     std::span<const unsigned char> library,
+                                                     const AttachTarget& target)
 {
   std::string ids = std::to_string(target.uid) + ":" + std::to_string(target.gid);
   ScopedFsIds as_jvm(target.uid, target.gid);
   if (!as_jvm.active())
     return fail(error("cannot act as uid:gid " + ids + caps::setid_hint()));
-  std::string temporary = "." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(g_temporary_counter++);
+  std::string temporary = "." + name + ".tmp-" + random_hex();
   auto file =
       open_beneath(dir_fd, temporary, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
   if (!file)
     return fail(file.error());
+  struct stat status {};
   auto step = [&]() -> Result<> {
     if (auto written = write_all(file->get(), library); !written)
       return written;
-    // A set-group-ID directory hands its own group down; the JVM's user must own the file.
-    struct stat status {};
+    // A set-group-ID directory hands its own group down; the JVM's user must own the file. It
+    // is flamebpf's own file, created just now.
     if (::fstat(file->get(), &status) != 0)
       return fail(system_error(errno, "cannot stat"));
     if ((status.st_uid != target.uid || status.st_gid != target.gid) &&
@@ -123,17 +178,46 @@ Result<> create_library(int dir_fd,
   };
   auto done = step();
   ::unlinkat(dir_fd, temporary.c_str(), 0);
-  return done;
+  if (!done)
+    return fail(done.error());
+  return std::pair<uint64_t, uint64_t>(status.st_dev, status.st_ino);
+}
+
+// Why the usual name cannot be used (empty: it holds this library already), or nullopt if it is
+// free. A file is opened only once it is known to be a regular file.
+std::optional<std::string> usual_name_state(int dir_fd,
+                                            const std::string& name,
+                                            std::span<const unsigned char> library,
+                                            const AttachTarget& target)
+{
+  auto existing = open_regular_at(dir_fd, name, kResolveBeneathNoLinks, name);
+  if (existing)
+    return reuse_problem(existing->get(), library, target);
+  int open_errno = existing.error().errno_value;
+  if (open_errno == ENOENT)
+    return std::nullopt;
+  auto located = open_beneath(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+  struct stat status {};
+  std::string holder = located && ::fstat(located->get(), &status) == 0
+                           ? "held by uid " + std::to_string(status.st_uid) + ", "
+                           : "";
+  if (open_errno == ELOOP)
+    return holder + "a symlink";
+  if (open_errno == EINVAL)
+    return holder + "not a regular file";
+  return holder + "unreadable: " + existing.error().message;
 }
 
 // Installs into one directory; the error is the reason to move on to the next one.
-Result<std::string> install_in(const AttachTarget& target,
-                               std::span<const unsigned char> library,
-                               const std::string& name,
-                               std::string_view directory)
+Result<InstalledAgent> install_in(const AttachTarget& target,
+                                  int root_fd,
+                                  std::span<const unsigned char> library,
+                                  const std::string& name,
+                                  std::string_view directory)
 {
-  std::string path = std::string(directory) + "/" + name;
-  auto dir_fd = open_directory_in_root(target.root, std::string(directory));
+  std::string in_root(directory);
+  auto dir_fd =
+      open_directory_at(root_fd, in_root, kResolveInRoot, target.process_path + "/root" + in_root);
   if (!dir_fd)
     return fail(
         error(dir_fd.error().errno_value == ENOENT ? "does not exist" : dir_fd.error().message));
@@ -144,30 +228,37 @@ Result<std::string> install_in(const AttachTarget& target,
     return fail(error("mounted noexec"));
   if (mount.f_flag & ST_RDONLY)
     return fail(error("mounted read-only"));
+  if (std::string problem = directory_problem(dir_fd->get(), target); !problem.empty())
+    return fail(error(problem));
   // Twice: a concurrent installer may create the name between our look and our rename.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto existing = open_beneath(dir_fd->get(), name,
-                                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
-    if (existing) {
-      std::string problem = reuse_problem(existing->get(), library, target);
-      if (problem.empty())
-        return path;
-      return fail(error(name + ": " + problem));
+  std::string taken;
+  for (int attempt = 0; attempt < 2 && taken.empty(); ++attempt) {
+    auto state = usual_name_state(dir_fd->get(), name, library, target);
+    if (state && state->empty())
+      return InstalledAgent{in_root + "/" + name, "", 0, 0};
+    if (state) {
+      taken = name + " is " + *state;
+      break;
     }
-    int open_errno = existing.error().errno_value;
-    if (open_errno == ELOOP)
-      return fail(error(name + " is a symlink"));
-    if (open_errno == ENXIO)
-      return fail(error(name + " is not a regular file"));
-    if (open_errno != ENOENT)
-      return fail(system_error(open_errno, "cannot open " + name));
     auto created = create_library(dir_fd->get(), name, library, target);
     if (created)
-      return path;
+      return InstalledAgent{in_root + "/" + name, "", created->first, created->second};
     if (created.error().errno_value != EEXIST)
       return fail(error("cannot create " + name + ": " + created.error().message));
   }
-  return fail(error(name + " keeps changing"));
+  if (taken.empty())
+    taken = name + " keeps changing";
+  // The name is another's: a fresh one no one could have taken in advance.
+  std::string stem = name.ends_with(".so") ? name.substr(0, name.size() - 3) : name;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::string fresh = stem + "-" + random_hex() + ".so";
+    auto created = create_library(dir_fd->get(), fresh, library, target);
+    if (created)
+      return InstalledAgent{in_root + "/" + fresh, taken, created->first, created->second};
+    if (created.error().errno_value != EEXIST)
+      return fail(error(taken + ", and cannot create " + fresh + ": " + created.error().message));
+  }
+  return fail(error(taken + ", and fresh names keep being taken"));
 }
 
 } // namespace
@@ -184,21 +275,24 @@ std::string agent_file_name(std::span<const unsigned char> library)
   return std::string("libflamebpf-agent-") + hex + ".so";
 }
 
-Result<std::string> install_agent(const AttachTarget& target,
-                                  std::span<const unsigned char> library,
-                                  std::string_view file_name)
+Result<InstalledAgent> install_agent(const AttachTarget& target,
+                                     std::span<const unsigned char> library,
+                                     std::string_view file_name)
 {
   std::string name(file_name);
   std::string what = "cannot install agent " + name + " for JVM " +
-                     std::to_string(target.host_pid) + " under " + target.root;
+                     std::to_string(target.host_pid) + " under " + target.process_path + "/root";
   if (name.empty() || name.size() > 200 || name == "." || name == ".." ||
       name.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
     return fail(error(what + ": invalid file name"));
   if (library.empty())
     return fail(error(what + ": the library is empty"));
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return fail(error(what + ": " + root_fd.error().message));
   std::string reasons;
   for (std::string_view directory : kAgentDirectories) {
-    auto installed = install_in(target, library, name, directory);
+    auto installed = install_in(target, root_fd->get(), library, name, directory);
     if (installed)
       return installed;
     reasons +=
@@ -210,6 +304,29 @@ Result<std::string> install_agent(const AttachTarget& target,
           ? "try: grant flamebpf the capability named"
           : "try: give the container a /tmp mounted with exec (e.g. --tmpfs /tmp:exec)";
   return fail(error(what + ": no usable directory (" + reasons + "); " + fix));
+}
+
+void remove_agent(const AttachTarget& target, const InstalledAgent& installed)
+{
+  if (installed.usual_name_taken.empty())
+    return;
+  auto slash = installed.path.rfind('/');
+  if (slash == std::string::npos)
+    return;
+  std::string directory = installed.path.substr(0, slash);
+  std::string name = installed.path.substr(slash + 1);
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return; // the JVM exited: its /tmp is gone with its container, or it is the JVM's to clean
+  auto dir_fd = open_directory_at(root_fd->get(), directory, kResolveInRoot, directory);
+  if (!dir_fd)
+    return;
+  ScopedFsIds as_jvm(target.uid, target.gid);
+  auto located = open_beneath(dir_fd->get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+  struct stat status {};
+  if (located && ::fstat(located->get(), &status) == 0 && status.st_dev == installed.device &&
+      status.st_ino == installed.inode)
+    ::unlinkat(dir_fd->get(), name.c_str(), 0);
 }
 
 } // namespace flamebpf::jvm

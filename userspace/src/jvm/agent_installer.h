@@ -22,20 +22,38 @@ inline constexpr std::array<std::string_view, 3> kAgentDirectories = {"/tmp", "/
 // FNV-1a): a new flamebpf build never meets an older build's file under the same name.
 [[nodiscard]] std::string agent_file_name(std::span<const unsigned char> library);
 
+// Where install_agent put the library.
+struct InstalledAgent {
+  std::string path; // as the JVM sees it, e.g. "/tmp/libflamebpf-agent-0123456789abcdef.so"
+  // Empty if the library has its usual name (file_name); otherwise why that name could not be
+  // used, and the library went under a fresh one instead, for this attach only: remove_agent()
+  // removes it once the JVM has loaded it.
+  std::string usual_name_taken;
+  uint64_t device = 0; // the file's st_dev and st_ino, to remove that file and no other
+  uint64_t inode = 0;
+};
+
 // Writes library as <directory>/<file_name> in the first of kAgentDirectories that exists inside
-// target.root (resolved as if it were "/", so no symlink leads out of the container), is not
-// mounted noexec or read-only, and where the name is free or already holds this very library.
-// Returns the path as the JVM sees it, e.g. "/tmp/libflamebpf-agent-0123456789abcdef.so".
+// the target's root (resolved as if it were "/", so no symlink leads out of the container), is
+// not mounted noexec or read-only, and that no user but root, the container's root and the JVM's
+// could swap the library in: it belongs to one of them and, if others may write it, is sticky.
 //
-// A new file is written to a temporary name (O_CREAT|O_EXCL|O_NOFOLLOW), made mode 0644 and
-// owned by the JVM's uid/gid, fsync'd, then renamed into place without replacing anything, so
-// the JVM never sees a partial library. An existing file is reused only if it is a regular file
-// with the same bytes, owned by the JVM's uid or root and writable by no one else (else another
-// user of the container could swap the code the JVM runs). Any other file of that name (different
-// content, symlink, FIFO, directory) is left alone and the next directory is tried. Fails, naming
-// every directory tried and why, if none fits.
-[[nodiscard]] Result<std::string> install_agent(const AttachTarget& target,
-                                                std::span<const unsigned char> library,
-                                                std::string_view file_name);
+// A new file is written to a temporary name (O_CREAT|O_EXCL|O_NOFOLLOW, never guessable), made
+// mode 0644 and owned by the JVM's uid/gid, fsync'd, then renamed into place without replacing
+// anything, so the JVM never sees a partial library. An existing file is reused only if it is a
+// regular file with the same bytes, owned by the JVM's uid or root and writable by no one else
+// (else another user of the container could swap the code the JVM runs); it is never opened
+// unless it is a regular file. Anything else of that name (another user's file, different
+// content, a symlink, FIFO, device or directory) is left alone, and the library goes under a
+// fresh name no one can guess, "<file_name without .so>-<16 random hex digits>.so", in the same
+// directory. Fails, naming every directory tried and why, if none fits.
+[[nodiscard]] Result<InstalledAgent> install_agent(const AttachTarget& target,
+                                                   std::span<const unsigned char> library,
+                                                   std::string_view file_name);
+
+// Removes an agent installed under a fresh name (as the JVM's user, and only if the name still
+// holds the file installed); the JVM keeps what it mapped. Does nothing for one under its usual
+// name, which later attaches reuse.
+void remove_agent(const AttachTarget& target, const InstalledAgent& installed);
 
 } // namespace flamebpf::jvm

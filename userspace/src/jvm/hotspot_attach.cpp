@@ -88,13 +88,13 @@ Result<UniqueFd> open_resolved(
   return UniqueFd(fd);
 }
 
-// The socket file if it exists (nullopt if not), as an O_PATH descriptor of the name itself: a
-// symlink planted there is returned as the symlink and then refused by check_socket.
+// What is at name in dir_fd (nullopt if nothing), as an O_PATH descriptor of the name itself:
+// nothing is opened for real, and a symlink planted there is returned as the symlink.
 Result<std::optional<UniqueFd>>
-find_socket(int tmp_fd, const std::string& name, const std::string& shown)
+find_entry(int dir_fd, const std::string& name, const std::string& shown)
 {
-  auto fd = open_resolved(tmp_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                          RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, shown);
+  auto fd =
+      open_resolved(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, kResolveBeneathNoLinks, shown);
   if (!fd) {
     if (fd.error().errno_value == ENOENT)
       return std::optional<UniqueFd>();
@@ -103,136 +103,248 @@ find_socket(int tmp_fd, const std::string& name, const std::string& shown)
   return std::optional<UniqueFd>(std::move(*fd));
 }
 
+// The socket file if it exists (nullopt if not); anything else there is refused by check_socket.
+Result<std::optional<UniqueFd>>
+find_socket(int tmp_fd, const std::string& name, const std::string& shown)
+{
+  return find_entry(tmp_fd, name, shown);
+}
+
 // HotSpot creates its socket mode 0600 and chowns it to its euid/egid; anything else was not made
-// by the JVM (e.g. another user of the container planted it to read our requests).
+// by the JVM (e.g. another user of the container planted it to read our requests, or to keep the
+// JVM from creating its own).
 Result<> check_socket(int socket_fd, const AttachTarget& target, const std::string& shown)
 {
   struct stat status {};
   if (::fstat(socket_fd, &status) != 0)
     return fail(system_error(errno, "cannot stat " + shown));
+  std::string holder = "uid " + std::to_string(status.st_uid);
   if (!S_ISSOCK(status.st_mode))
-    return fail(error("cannot attach through " + shown + ": not a socket"));
+    return fail(error("cannot attach through " + shown + ": not a socket but a file of " + holder +
+                      ", which keeps the JVM from creating its attach socket"));
   if (status.st_uid != target.uid)
-    return fail(error("cannot attach through " + shown + ": owned by uid " +
-                      std::to_string(status.st_uid) + ", not by the JVM's uid " +
-                      std::to_string(target.uid)));
+    return fail(error("cannot attach through " + shown + ": owned by " + holder +
+                      ", not by the JVM's uid " + std::to_string(target.uid) +
+                      ": another user holds the name of the JVM's attach socket"));
   if ((status.st_mode & 077) != 0)
     return fail(error("cannot attach through " + shown + ": other users may use it"));
   return {};
 }
 
-// The trigger file .attach_pid<ns_pid>, removed on destruction.
+// Why HotSpot would not take the file for a trigger, or why flamebpf must not use it as one;
+// empty if it is a regular file with one link owned by the JVM's uid or root (HotSpot accepts its
+// euid or root). A hard link would make the trigger another file's name.
+std::string trigger_problem(const struct stat& status, const AttachTarget& target)
+{
+  std::string holder = "held by uid " + std::to_string(status.st_uid);
+  if (!S_ISREG(status.st_mode))
+    return holder + ", not a regular file";
+  if (status.st_nlink != 1)
+    return holder + ", a file with " + std::to_string(status.st_nlink) + " links";
+  if (status.st_uid != target.uid && status.st_uid != 0)
+    return holder + ", neither the JVM's user nor root, so HotSpot ignores it";
+  return "";
+}
+
+// The trigger .attach_pid<ns_pid> where HotSpot looks for it: the JVM's working directory first,
+// then its /tmp (see exchange()). One flamebpf created is removed on destruction; any other file
+// is never opened, changed or removed.
 class Trigger {
 public:
-  Trigger(int tmp_fd, std::string name) : tmp_fd_(tmp_fd), name_(std::move(name)) {}
+  explicit Trigger(const AttachTarget& target)
+      : target_(target), name_(".attach_pid" + std::to_string(target.ns_pid))
+  {
+  }
   Trigger(const Trigger&) = delete;
   Trigger& operator=(const Trigger&) = delete;
-  ~Trigger()
-  {
-    if (created_)
-      ::unlinkat(tmp_fd_, name_.c_str(), 0);
-  }
+  ~Trigger() { remove(); }
 
-  // Creates the file as uid/gid. An existing regular file (left by an earlier attempt that died,
-  // or by a concurrent attach) is taken over, as the JDK's client does; anything else there is
-  // refused.
-  Result<> create(uint32_t uid, uint32_t gid, const std::string& shown)
+  const std::string& name() const { return name_; }
+
+  // cwd_fd (-1 if unknown) and tmp_fd are the JVM's working directory and /tmp, named cwd_shown
+  // and tmp_shown in messages; both must outlive the trigger.
+  Result<> place(int cwd_fd, const std::string& cwd_shown, int tmp_fd, const std::string& tmp_shown)
   {
-    constexpr uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    std::string ids = std::to_string(uid) + ":" + std::to_string(gid);
-    UniqueFd fd;
-    {
-      ScopedFsIds as_jvm(uid, gid);
-      if (!as_jvm.active())
-        return fail(error("cannot create attach trigger " + shown + ": cannot act as uid:gid " +
-                          ids + caps::setid_hint()));
-      auto created = open_resolved(
-          tmp_fd_, name_, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, kResolve, shown);
-      if (!created && created.error().errno_value != EEXIST)
-        return fail(error("cannot create attach trigger: " + created.error().message));
-      if (created)
-        fd = std::move(*created);
+    std::string in_cwd = cwd_shown + "/" + name_;
+    std::string in_tmp = tmp_shown + "/" + name_;
+    if (cwd_fd >= 0) {
+      // HotSpot looks no further than a trigger in its working directory, whoever's it is.
+      auto found = inspect(cwd_fd, in_cwd);
+      if (!found)
+        return fail(found.error());
+      if (*found)
+        return found->value().empty() ? Result<>()
+                                      : fail(error("cannot use attach trigger " + in_cwd + ": " +
+                                                   found->value() + "; HotSpot looks there first"));
     }
-    if (!fd.valid()) {
-      auto existing =
-          open_resolved(tmp_fd_, name_, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                        kResolve, shown);
-      struct stat status {};
-      if (!existing || ::fstat(existing->get(), &status) != 0 || !S_ISREG(status.st_mode))
-        return fail(error("cannot create attach trigger " + shown +
-                          ": something other than a regular file exists there"));
-      fd = std::move(*existing);
+    std::string tmp_problem;
+    auto created = create_in(tmp_fd, in_tmp);
+    if (!created)
+      tmp_problem = created.error().message;
+    else if (*created)
+      return {};
+    else {
+      auto found = inspect(tmp_fd, in_tmp);
+      if (!found)
+        return fail(found.error());
+      if (*found && found->value().empty())
+        return {}; // the JVM's own, left by an attach that died or made by a concurrent one
+      tmp_problem = *found ? "cannot use attach trigger " + in_tmp + ": " + found->value()
+                           : "attach trigger " + in_tmp + " keeps changing";
     }
-    created_ = true;
-    // HotSpot ignores a trigger owned neither by its euid nor by root as it sees them, and host
-    // root is unmapped in a user namespace. Ours is the JVM's already; one left behind may not be.
-    struct stat status {};
-    if (::fstat(fd.get(), &status) != 0)
-      return fail(system_error(errno, "cannot stat attach trigger " + shown));
-    if ((status.st_uid != uid || status.st_gid != gid) && ::fchown(fd.get(), uid, gid) != 0) {
-      Error failure = system_error(errno, "cannot chown attach trigger " + shown + " to " + ids);
-      failure.message += caps::hint(failure.errno_value, caps::kChown);
-      return fail(failure);
-    }
-    return {};
+    if (cwd_fd < 0)
+      return fail(error(tmp_problem));
+    auto in_working_directory = create_in(cwd_fd, in_cwd);
+    if (in_working_directory && *in_working_directory)
+      return {};
+    return fail(error(tmp_problem + "; nor can one be created in the JVM's working directory: " +
+                      (in_working_directory ? in_cwd + " appeared meanwhile"
+                                            : in_working_directory.error().message)));
   }
 
 private:
-  int tmp_fd_;
+  // What is at the name in dir_fd: nullopt if nothing, "" if a trigger fit to use, else why not.
+  Result<std::optional<std::string>> inspect(int dir_fd, const std::string& shown)
+  {
+    auto found = find_entry(dir_fd, name_, shown);
+    if (!found)
+      return fail(found.error());
+    if (!*found)
+      return std::optional<std::string>();
+    struct stat status {};
+    if (::fstat(found->value().get(), &status) != 0)
+      return fail(system_error(errno, "cannot stat " + shown));
+    return std::optional<std::string>(trigger_problem(status, target_));
+  }
+
+  // Creates the trigger in dir_fd as the JVM's uid/gid: true if created, false if something
+  // exists there already (never followed, opened or taken over: O_EXCL).
+  Result<bool> create_in(int dir_fd, const std::string& shown)
+  {
+    std::string ids = std::to_string(target_.uid) + ":" + std::to_string(target_.gid);
+    ScopedFsIds as_jvm(target_.uid, target_.gid);
+    if (!as_jvm.active())
+      return fail(error("cannot create attach trigger " + shown + ": cannot act as uid:gid " + ids +
+                        caps::setid_hint()));
+    auto created =
+        open_resolved(dir_fd, name_, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC,
+                      kResolveBeneathNoLinks, shown);
+    if (!created) {
+      if (created.error().errno_value == EEXIST)
+        return false;
+      return fail(error("cannot create attach trigger: " + created.error().message));
+    }
+    struct stat status {};
+    if (::fstat(created->get(), &status) != 0) {
+      int error_number = errno;
+      ::unlinkat(dir_fd, name_.c_str(), 0);
+      return fail(system_error(error_number, "cannot stat attach trigger " + shown));
+    }
+    dir_fd_ = dir_fd;
+    device_ = status.st_dev;
+    inode_ = status.st_ino;
+    return true;
+  }
+
+  // Removes the trigger flamebpf created, as the JVM's user, if its name still is that file.
+  void remove()
+  {
+    if (dir_fd_ < 0)
+      return;
+    ScopedFsIds as_jvm(target_.uid, target_.gid);
+    auto found = find_entry(dir_fd_, name_, name_);
+    struct stat status {};
+    if (found && *found && ::fstat(found->value().get(), &status) == 0 &&
+        status.st_dev == device_ && status.st_ino == inode_)
+      ::unlinkat(dir_fd_, name_.c_str(), 0);
+    dir_fd_ = -1;
+  }
+
+  const AttachTarget& target_;
   std::string name_;
-  bool created_ = false;
+  int dir_fd_ = -1; // where the trigger flamebpf created is; -1 if none
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
 };
 
-// <proc_root>/<pid> for a target whose root is <proc_root>/<pid>/root.
-std::string process_dir(const AttachTarget& target)
+Result<UniqueFd> open_process_entry(const AttachTarget& target, const char* name, int flags)
 {
-  constexpr std::string_view kSuffix = "/root";
-  if (target.root.ends_with(kSuffix))
-    return target.root.substr(0, target.root.size() - kSuffix.size());
-  return "/proc/" + std::to_string(target.host_pid);
+  std::string shown = target.process_path + "/" + name;
+  if (!target.process_dir || !target.process_dir->valid())
+    return fail(error("cannot open " + shown + ": the process directory is not open"));
+  UniqueFd fd(::openat(target.process_dir->get(), name, flags | O_CLOEXEC));
+  if (!fd.valid())
+    return fail(system_error(errno, "cannot open " + shown));
+  return fd;
+}
+
+std::string exited_message(const AttachTarget& target)
+{
+  return "process " + std::to_string(target.host_pid) + " exited before it could be signalled";
 }
 
 // Sends SIGQUIT only to a process that handles it: SIGQUIT's default action kills, so a JVM that
 // has not yet installed its handlers, runs with -Xrs, or a non-JVM would die (the JDK's client
-// checks SigCgt for the same reason). Where the kernel has pidfds (Linux 5.3+), the signal goes
-// through one opened before the checks: if the process exits meanwhile and its pid goes to
-// another, the signal fails instead of reaching that one.
+// checks SigCgt for the same reason). The signal goes through the process directory, a pidfd
+// (Linux 5.3+): if the process exited, the signal fails instead of reaching one that took the pid.
 Result<> send_sigquit(const AttachTarget& target)
 {
   std::string pid = std::to_string(target.host_pid);
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, target.host_pid, 0)));
-  int open_error = errno;
-  if (!pidfd.valid() && open_error == ESRCH)
-    return fail(error("process " + pid + " exited before it could be signalled"));
-  std::string dir = process_dir(target);
+  auto gone = [&](const Error& e) {
+    return e.errno_value == ESRCH || e.errno_value == ENOENT ? fail(error(exited_message(target)))
+                                                             : fail(e);
+  };
   if (target.start_time) {
-    auto stat = procfs::read_file(dir + "/stat", 1 << 16);
-    if (!stat || procfs::live_start_time_in_stat(*stat) != target.start_time)
+    auto stat = read_process_file(target, "stat", 1 << 16);
+    if (!stat)
+      return gone(stat.error());
+    if (procfs::live_start_time_in_stat(*stat) != target.start_time)
       return fail(error("process " + pid + " is no longer the JVM that was to be attached (it " +
                         "exited; its pid may be another process's now)"));
   }
-  auto text = procfs::read_file(dir + "/status", 1 << 16);
+  auto text = read_process_file(target, "status", 1 << 16);
   if (!text)
-    return fail(text.error());
+    return gone(text.error());
   auto status = parse_process_status(*text);
   if (!status)
-    return fail(error("cannot parse " + dir + "/status: " + status.error().message));
+    return fail(
+        error("cannot parse " + target.process_path + "/status: " + status.error().message));
   if (!status->catches_sigquit)
     return fail(error("process " + pid +
                       " does not handle SIGQUIT (not a HotSpot JVM, started with -Xrs, or still "
                       "starting), so it cannot be asked to start its attach listener"));
-  // Without a pidfd (an older kernel, a seccomp filter): kill(), as the JDK's own client does.
-  long sent = pidfd.valid() ? ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGQUIT, nullptr, 0)
-                            : ::kill(static_cast<pid_t>(target.host_pid), SIGQUIT);
+  long sent = ::syscall(SYS_pidfd_send_signal, target.process_dir->get(), SIGQUIT, nullptr, 0);
   int send_error = errno;
+  // Kernels before 5.3 have no pidfd_send_signal, and a directory that is not procfs's own (a
+  // copy of one) carries no signal: kill(), as the JDK's client does, right after the checks.
+  if (sent != 0 && (send_error == ENOSYS || send_error == EBADF)) {
+    sent = ::kill(static_cast<pid_t>(target.host_pid), SIGQUIT);
+    send_error = errno;
+  }
   if (sent != 0) {
     if (send_error == ESRCH)
-      return fail(error("process " + pid + " exited before it could be signalled"));
+      return fail(error(exited_message(target)));
     Error failure = system_error(send_error, "cannot send SIGQUIT to " + pid);
     failure.message += caps::hint(failure.errno_value, caps::kKill);
     return fail(failure);
   }
   return {};
+}
+
+// Why the JVM may not have created its socket: HotSpot binds it at <name>.tmp first, and another
+// user's file there (in a sticky /tmp) keeps it from doing so. Empty if nothing is known.
+std::string socket_blocker(const AttachTarget& target,
+                           int tmp_fd,
+                           const std::string& name,
+                           const std::string& shown)
+{
+  auto found = find_entry(tmp_fd, name + ".tmp", shown + ".tmp");
+  struct stat status {};
+  if (!found || !*found || ::fstat(found->value().get(), &status) != 0 ||
+      status.st_uid == target.uid)
+    return "";
+  return "; " + shown + ".tmp, where HotSpot first binds its socket, is held by uid " +
+         std::to_string(status.st_uid);
 }
 
 // Waits for the socket after SIGQUIT, polling quickly first: the listener usually appears within
@@ -266,10 +378,12 @@ Result<UniqueFd> wait_for_socket(const AttachTarget& target,
     step = std::min(step * 2, std::chrono::milliseconds(32));
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  std::string blocker = socket_blocker(target, tmp_fd, name, shown);
   return fail(error("JVM " + std::to_string(target.host_pid) + " did not create " + shown +
-                    " within " + std::to_string(waited.count()) +
-                    " ms of SIGQUIT; try: check that it runs without "
-                    "-XX:+DisableAttachMechanism and is not stuck"));
+                    " within " + std::to_string(waited.count()) + " ms of SIGQUIT" +
+                    (blocker.empty() ? "; try: check that it runs without "
+                                       "-XX:+DisableAttachMechanism and is not stuck"
+                                     : blocker)));
 }
 
 // Exit codes of the connecting child besides errno values (which are all below 200).
@@ -491,18 +605,49 @@ Result<ProcessStatus> parse_process_status(std::string_view text)
 
 Result<AttachTarget> attach_target_of(uint32_t host_pid, const std::string& proc_root)
 {
-  std::string dir = proc_root + "/" + std::to_string(host_pid);
-  // Read first: the status read next is then of this process or of one that took over its pid,
-  // which the start time then refuses.
-  auto start_time = procfs::live_start_time(host_pid, proc_root);
-  auto text = procfs::read_file(dir + "/status", 1 << 16);
+  AttachTarget target;
+  target.host_pid = host_pid;
+  target.process_path = proc_root + "/" + std::to_string(host_pid);
+  // proc_root is flamebpf's own /proc (or a test's copy), not a target's file.
+  UniqueFd dir(::open(target.process_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid())
+    return fail(system_error(errno, "cannot open " + target.process_path));
+  target.process_dir = std::make_shared<const UniqueFd>(std::move(dir));
+  if (auto stat = read_process_file(target, "stat", 1 << 16))
+    target.start_time = procfs::live_start_time_in_stat(*stat);
+  auto text = read_process_file(target, "status", 1 << 16);
   if (!text)
     return fail(text.error());
   auto status = parse_process_status(*text);
   if (!status)
-    return fail(error("cannot parse " + dir + "/status: " + status.error().message));
-  return AttachTarget{host_pid,      status->ns_pid.value_or(host_pid), status->euid, status->egid,
-                      dir + "/root", status->catches_sigquit,           start_time};
+    return fail(
+        error("cannot parse " + target.process_path + "/status: " + status.error().message));
+  target.ns_pid = status->ns_pid.value_or(host_pid);
+  target.uid = status->euid;
+  target.gid = status->egid;
+  target.catches_sigquit = status->catches_sigquit;
+  return target;
+}
+
+Result<std::string>
+read_process_file(const AttachTarget& target, const std::string& name, size_t max_bytes)
+{
+  auto file = open_process_entry(target, name.c_str(), O_RDONLY | O_NOFOLLOW);
+  if (!file)
+    return fail(file.error());
+  return read_bounded(file->get(), max_bytes, false, target.process_path + "/" + name);
+}
+
+Result<UniqueFd> open_root(const AttachTarget& target)
+{
+  // "root" is the kernel's link to the process's root directory: followed on purpose.
+  return open_process_entry(target, "root", O_PATH | O_DIRECTORY);
+}
+
+bool exited(const AttachTarget& target)
+{
+  // The root is gone with the process, already while it is a zombie.
+  return !open_root(target).has_value();
 }
 
 Result<std::string> encode_request(std::string_view command, const std::vector<std::string>& args)
@@ -603,11 +748,15 @@ Result<Reply> exchange(const AttachTarget& target,
     return fail(Error{e.errno_value, "cannot attach to " + jvm + ": " + e.message});
   };
 
-  auto tmp_fd = open_directory_in_root(target.root, "/tmp");
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return in_jvm(root_fd.error());
+  std::string tmp_shown = target.process_path + "/root/tmp";
+  auto tmp_fd = open_directory_at(root_fd->get(), "/tmp", kResolveInRoot, tmp_shown);
   if (!tmp_fd)
     return in_jvm(tmp_fd.error());
   std::string socket_name = ".java_pid" + std::to_string(target.ns_pid);
-  std::string socket_shown = target.root + "/tmp/" + socket_name;
+  std::string socket_shown = tmp_shown + "/" + socket_name;
   auto found = find_socket(tmp_fd->get(), socket_name, socket_shown);
   if (!found)
     return in_jvm(found.error());
@@ -615,11 +764,14 @@ Result<Reply> exchange(const AttachTarget& target,
   if (*found) {
     socket_file = std::move(**found);
   } else {
-    std::string trigger_name = ".attach_pid" + std::to_string(target.ns_pid);
-    Trigger trigger(tmp_fd->get(), trigger_name);
-    if (auto created = trigger.create(target.uid, target.gid, target.root + "/tmp/" + trigger_name);
-        !created)
-      return in_jvm(created.error());
+    // The working directory as the JVM has it (a relative path to HotSpot); unknown in a copy of
+    // /proc that has none, where only /tmp is used.
+    auto cwd_fd = open_process_entry(target, "cwd", O_PATH | O_DIRECTORY);
+    Trigger trigger(target);
+    if (auto placed = trigger.place(cwd_fd ? cwd_fd->get() : -1, target.process_path + "/cwd",
+                                    tmp_fd->get(), tmp_shown);
+        !placed)
+      return in_jvm(placed.error());
     if (auto sent = send_sigquit(target); !sent)
       return in_jvm(sent.error());
     auto appeared =
@@ -650,7 +802,7 @@ Result<Reply> exchange(const AttachTarget& target,
   if (!reply) {
     // A JVM that died mid-exchange closes the connection too; say so rather than guess why.
     // Its root is gone with it (and already for a process that exited but is not yet reaped).
-    if (raw->empty() && ::access(target.root.c_str(), F_OK) != 0)
+    if (raw->empty() && exited(target))
       return fail(error("no reply to " + what + ": the JVM exited"));
     return fail(error("bad reply to " + what + ": " + reply.error().message));
   }

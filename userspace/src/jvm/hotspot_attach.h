@@ -3,8 +3,9 @@
 //
 // The JVM listens on the UNIX socket /tmp/.java_pid<ns_pid> of its own mount namespace once its
 // attach listener runs. The listener starts lazily: a client creates the trigger file
-// /tmp/.attach_pid<ns_pid>, owned by the JVM's user, and sends the JVM SIGQUIT; the JVM's signal
-// thread sees the trigger and starts the listener instead of printing a thread dump.
+// .attach_pid<ns_pid> (in the JVM's working directory or /tmp), owned by the JVM's user, and
+// sends the JVM SIGQUIT; the JVM's signal thread sees the trigger and starts the listener instead
+// of printing a thread dump.
 //
 // One connection carries one request and one reply, then the JVM closes it:
 //   request: "1\0" <command> "\0" <arg0> "\0" <arg1> "\0" <arg2> "\0"
@@ -17,11 +18,14 @@
 //
 // The container's files are untrusted: every path is resolved inside the target's root, the
 // socket is reached through a descriptor (never a path the kernel would resolve with symlinks),
-// and every wait is bounded by the caller's timeout.
+// nothing but the trigger flamebpf creates is ever opened for real, and every wait is bounded by
+// the caller's timeout. The process is reached through one descriptor of its /proc directory, so
+// a pid that passes to another process meanwhile leads nowhere.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,15 +38,21 @@ namespace flamebpf::jvm {
 
 // What the attach needs to know about one JVM process.
 struct AttachTarget {
-  uint32_t host_pid = 0; // the JVM's pid as flamebpf sees it; SIGQUIT goes here
+  uint32_t host_pid = 0; // the JVM's pid as flamebpf sees it
   uint32_t ns_pid = 0; // its pid in its own (innermost) pid namespace: names the socket and trigger
   uint32_t uid = 0;    // its effective uid, as the host sees it
   uint32_t gid = 0;    // its effective gid, as the host sees it
-  std::string root;    // its root directory, "<proc_root>/<host_pid>/root"
+  // "<proc_root>/<host_pid>", naming the process's files in messages. Nothing is opened by this
+  // name: a pid can pass to another process at any time.
+  std::string process_path;
   bool catches_sigquit = false; // when read: false before HotSpot installs its handlers, or -Xrs
-  // Its start time (/proc/<pid>/stat): when known, SIGQUIT goes only to the process that has it,
-  // never (where the kernel has pidfds) to one that took over the pid.
+  // Its start time (/proc/<pid>/stat), read through process_dir; nullopt if there is none.
   std::optional<uint64_t> start_time;
+  // The process's directory <proc_root>/<host_pid>, opened once, before anything was read of it.
+  // Every file of the attach is reached through it (status, stat, root, cwd) and SIGQUIT goes
+  // through it (a /proc/<pid> directory is a pidfd): once that process is gone, all of these fail
+  // (ESRCH), even if another process has its pid by then. Shared by copies of the target.
+  std::shared_ptr<const UniqueFd> process_dir;
 };
 
 // The fields of /proc/<pid>/status that the attach needs.
@@ -56,10 +66,22 @@ struct ProcessStatus {
 // Parses the text of /proc/<pid>/status. Fails if Uid: or Gid: is missing or malformed.
 [[nodiscard]] Result<ProcessStatus> parse_process_status(std::string_view text);
 
-// Reads <proc_root>/<host_pid>/status. Without an NSpid line, ns_pid is host_pid (what the JDK's
-// own client assumes too).
+// Opens <proc_root>/<host_pid> and reads its stat and status through it. Without an NSpid line,
+// ns_pid is host_pid (what the JDK's own client assumes too). Fails if the process is gone.
 [[nodiscard]] Result<AttachTarget> attach_target_of(uint32_t host_pid,
                                                     const std::string& proc_root = "/proc");
+
+// The first max_bytes of a file of the target's process directory, e.g. "maps" or "cmdline",
+// read through target.process_dir.
+[[nodiscard]] Result<std::string>
+read_process_file(const AttachTarget& target, const std::string& name, size_t max_bytes);
+
+// The target's root directory as an O_PATH descriptor, reached through target.process_dir (the
+// kernel's link to that process's root, whatever its pid names now).
+[[nodiscard]] Result<UniqueFd> open_root(const AttachTarget& target);
+
+// Whether the target's process has exited (its process directory is empty now).
+[[nodiscard]] bool exited(const AttachTarget& target);
 
 // Limits of protocol version 1: HotSpot drops a request that exceeds them without a reply.
 inline constexpr size_t kMaxCommandBytes = 16;
@@ -122,13 +144,22 @@ private:
 };
 
 // Sends one request and returns the reply, whatever its status. Starts the attach listener first
-// if the socket does not exist: creates the trigger in the target's /tmp as its uid/gid,
-// sends SIGQUIT (only if the JVM catches it, read from the status file next to target.root, i.e.
-// <proc_root>/<pid>/status), waits for the socket, then removes the trigger. Connects with the
-// target's uid/gid when flamebpf's differ (in a short-lived child process), because a JVM in a
-// user namespace sees host root as an unmapped user and refuses it. The whole sequence ends
-// within `timeout` (plus at most 100 ms for a connecting child to exit): a JVM that never answers,
-// or answers garbage, costs one timeout and an error.
+// if the socket does not exist: makes sure a trigger HotSpot accepts is where it looks (see
+// below), sends SIGQUIT (only if the JVM catches it, read from its status), waits for the socket,
+// then removes the trigger if it made one. Connects with the target's uid/gid when flamebpf's
+// differ (in a short-lived child process), because a JVM in a user namespace sees host root as
+// an unmapped user and refuses it. The whole sequence ends within `timeout` (plus at most 100 ms
+// for a connecting child to exit): a JVM that never answers, or answers garbage, costs one
+// timeout and an error.
+//
+// The trigger: HotSpot looks for .attach_pid<ns_pid> in its working directory, and only if there
+// is none there, in its /tmp; it takes one owned by its euid or root and ignores any other.
+// flamebpf creates the trigger in /tmp as the JVM's uid/gid (O_EXCL, so nothing is ever
+// followed or taken over) and removes it afterwards. One that exists already is used as it is,
+// if it is a regular file with one link owned by the JVM's uid or root; anything else (another
+// user's file, a hard link, a device, a link) is left alone, never opened, and the trigger is
+// created in the working directory instead, where HotSpot looks first. Fails, naming the owner,
+// when another user's file holds the working directory's name or both.
 [[nodiscard]] Result<Reply> exchange(const AttachTarget& target,
                                      std::string_view command,
                                      const std::vector<std::string>& args,
