@@ -73,27 +73,56 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
     return nullptr;
 
   std::string process = proc_root_ + "/" + std::to_string(pid);
-  std::string root = process + "/root";
-  std::string shown = root + mapping.path;
-  auto file = open_mapped_file(process, mapping);
-  if (!file) {
-    spdlog::debug("pid {}: {}", pid, file.error().message);
+  std::string shown = process + "/root" + mapping.path;
+  if (auto pending = stalled_.find(key); pending != stalled_.end()) {
+    if (pending->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return nullptr;
+    auto opened = pending->second.get();
+    stalled_.erase(pending);
+    spdlog::info("{}: answers again", shown);
+    return keep(key, opened, shown);
+  }
+  // The work owns copies of what it reads: after a stall it runs on alone.
+  auto outcome = stall_guard_.run<OpenedSymbols>([process, mapping, shown]() -> OpenedSymbols {
+    auto file = open_mapped_file(process, mapping);
+    if (!file)
+      return fail(file.error());
+    // Debug files are looked for inside the process's root only.
+    std::string root = process + "/root";
+    std::vector<DebugRoot> debug_roots;
+    if (auto root_fd = open_directory(root))
+      debug_roots.push_back({std::move(*root_fd), kResolveInRoot, root, true});
+    auto symbols = ElfSymbols::open(std::move(*file), mapping.path, debug_roots, shown);
+    if (!symbols)
+      return fail(symbols.error());
+    return std::shared_ptr<const ElfSymbols>(std::move(*symbols));
+  });
+  if (!outcome) {
+    spdlog::debug("{}: not read, too many reads of targets' files are stalled", shown);
+    return nullptr;
+  }
+  if (outcome->stalled) {
+    spdlog::warn("{}: no answer within {} ms (its file system stalls); its frames stay unnamed "
+                 "until it answers",
+                 shown, kStallLimit.count());
+    stalled_.emplace(key, outcome->result);
+    return nullptr;
+  }
+  return keep(key, outcome->result.get(), shown);
+}
+
+std::shared_ptr<const ElfSymbols>
+ElfCache::keep(const FileKey& key, const OpenedSymbols& opened, const std::string& shown)
+{
+  if (!opened) {
+    spdlog::debug("{}", opened.error().message);
     failed_[key] = 1;
     return nullptr;
   }
-  // Debug files are looked for inside the process's root only.
-  std::vector<DebugRoot> debug_roots;
-  if (auto root_fd = open_directory(root))
-    debug_roots.push_back({std::move(*root_fd), kResolveInRoot, root, true});
-  auto symbols = ElfSymbols::open(std::move(*file), mapping.path, debug_roots, shown);
-  if (!symbols) {
-    spdlog::debug("{}", symbols.error().message);
-    failed_[key] = 1;
-    return nullptr;
-  }
-  if (!(*symbols)->problems().empty())
-    spdlog::warn("{}: {}", shown, fmt::join((*symbols)->problems(), "; "));
-  size_t bytes = (*symbols)->memory_bytes();
+  const std::shared_ptr<const ElfSymbols>& symbols = *opened;
+  if (!symbols->problems().empty())
+    spdlog::warn("{}: {}", shown, fmt::join(symbols->problems(), "; "));
+  size_t bytes = symbols->memory_bytes();
   if (held_bytes_ + bytes > max_held_bytes_)
     evict_unused(held_bytes_ + bytes - max_held_bytes_);
   if (held_bytes_ + bytes > max_held_bytes_) {
@@ -106,9 +135,8 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& map
     return nullptr;
   }
   held_bytes_ += bytes;
-  std::shared_ptr<const ElfSymbols> shared = std::move(*symbols);
-  files_.emplace(key, Cached{shared, uses_, bytes});
-  return shared;
+  files_.emplace(key, Cached{symbols, uses_, bytes});
+  return symbols;
 }
 
 void ElfCache::evict_unused(size_t bytes)
@@ -213,6 +241,24 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
     image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_);
     refresh_perf_map(image);
   }
+}
+
+const ElfSymbols* ProcessTable::symbols_of(const ImageKey& key, const MappedCode& code)
+{
+  if (code.symbols || !code.mapping.file_backed())
+    return code.symbols.get();
+  // Remembered failures and files still being read cost a lookup, nothing more.
+  auto late = elf_cache_.get(key.pid, code.mapping);
+  if (!late)
+    return nullptr;
+  auto it = processes_.find(key);
+  if (it == processes_.end())
+    return nullptr;
+  for (auto& mapped : it->second.code) {
+    if (&mapped == &code)
+      mapped.symbols = late;
+  }
+  return code.symbols.get();
 }
 
 bool ProcessImage::perf_map_usable()

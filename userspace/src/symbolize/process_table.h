@@ -89,8 +89,15 @@ public:
   // if that is not enough, further files are not read (each file has its own budgets, but a
   // container could map hundreds).
   static constexpr size_t kMaxHeldBytes = size_t{1} << 30;
+  // How long reading one file (and its debug file) may take before the cache goes on without
+  // it; a big debug file whose CRC is checked takes well under a second.
+  static constexpr std::chrono::milliseconds kStallLimit{3000};
 
 private:
+  using OpenedSymbols = Result<std::shared_ptr<const ElfSymbols>>;
+  // Caches what opening key gave (or remembers the failure); what get() returns.
+  std::shared_ptr<const ElfSymbols>
+  keep(const FileKey& key, const OpenedSymbols& opened, const std::string& shown);
   struct Cached {
     std::shared_ptr<const ElfSymbols> symbols;
     uint64_t last_use = 0;
@@ -108,6 +115,9 @@ private:
   uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
   size_t held_bytes_ = 0;
   bool full_reported_ = false; // kMaxHeldBytes was reached, and that was said
+  // Files whose reading stalled and goes on; taken when it ends.
+  std::map<FileKey, std::shared_future<OpenedSymbols>> stalled_;
+  StallGuard stall_guard_{kStallLimit};
 };
 
 // One process between two execs.
@@ -141,6 +151,9 @@ public:
   // Re-reads the maps of a live process whose address fell outside every known mapping; at
   // most once per generation (interval), so a process with unknown code costs one re-read.
   const ProcessImage& refresh(const ImageKey& key);
+  // The symbols of code, a mapping of key's image: those found at capture, else those of a file
+  // whose reading stalled then and has ended since; null if none.
+  const ElfSymbols* symbols_of(const ImageKey& key, const MappedCode& code);
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);

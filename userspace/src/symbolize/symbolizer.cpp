@@ -135,10 +135,10 @@ bool Symbolizer::name_user_address(const ImageKey& key,
   const Mapping& mapping = code->mapping;
   uint64_t file_offset = address - mapping.start + mapping.offset;
   stats.native_frames += mapping.file_backed();
-  if (code->symbols) {
-    if (!code->symbols->build_id().empty())
-      profile.build_ids.try_emplace(mapping.path, code->symbols->build_id());
-    if (auto match = code->symbols->match_file_offset(file_offset)) {
+  if (const ElfSymbols* symbols = processes_.symbols_of(key, *code)) {
+    if (!symbols->build_id().empty())
+      profile.build_ids.try_emplace(mapping.path, symbols->build_id());
+    if (auto match = symbols->match_file_offset(file_offset)) {
       // A symbol name the ELF reader or the demangler cut (kMaxSymbolNameBytes,
       // kMaxDemangledBytes) counts as a cut name too.
       *cut_when_read = match->cut;

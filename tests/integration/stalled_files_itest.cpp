@@ -1,0 +1,145 @@
+// A target's file on a FUSE file system whose daemon stops answering (tests/progs/stall_fs): a
+// hostile container's, or a hung network file system's. flamebpf must finish on time, say once
+// what stalled, and profile everything else as usual.
+#include <chrono>
+#include <csignal>
+#include <gtest/gtest.h>
+#include <string>
+#include <sys/mount.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "harness.h"
+
+#ifndef STALL_FS_BINARY
+#error "define STALL_FS_BINARY and MAPS_FILE_BINARY (tests/CMakeLists.txt)"
+#endif
+
+namespace flamebpf::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// flamebpf waits this long for a stalled read (StallGuard's limit in the symbolizer), and a run
+// may take this much beyond its -d besides.
+constexpr double kStallLimitSeconds = 3.0;
+constexpr double kSlackSeconds = 4.0;
+
+struct BoundedRun {
+  bool hung = false;  // killed at the limit
+  double seconds = 0; // until flamebpf's main thread returned
+  std::string log;
+};
+
+class StalledFileTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    // Outside /tmp, which the perf-map test's process replaces with a /tmp of its own.
+    char pattern[] = "/var/tmp/flamebpf-stall.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    mount_point_ = pattern;
+    daemon_ = std::make_unique<Child>(std::vector<std::string>{STALL_FS_BINARY, mount_point_}, "",
+                                      dir_.path() + "/stall_fs.log");
+    ASSERT_TRUE(wait_for_text(dir_.path() + "/stall_fs.log", "stall_fs ready", 10))
+        << read_text(dir_.path() + "/stall_fs.log");
+  }
+
+  void TearDown() override { release(); }
+
+  // Ends the file system's daemon, which fails every request still waiting on it, unmounts it,
+  // and reaps flamebpf; returns flamebpf's exit code (-1 if none ran).
+  int release()
+  {
+    daemon_.reset();
+    ::umount2(mount_point_.c_str(), MNT_DETACH);
+    ::rmdir(mount_point_.c_str());
+    int code = profiler_ ? profiler_->wait() : -1;
+    profiler_.reset();
+    return code;
+  }
+
+  // Runs flamebpf with args until its main thread returns, killing it after limit_seconds. A
+  // thread of it waiting on the stalled file system cannot end, not even by SIGKILL, before the
+  // daemon answers or dies: the kernel waits out a FUSE request its daemon has taken. The process
+  // is reaped in release().
+  BoundedRun run_flamebpf_until_done(const std::vector<std::string>& args, double limit_seconds)
+  {
+    std::vector<std::string> argv{FLAMEBPF_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto started = Clock::now();
+    profiler_ = std::make_unique<Child>(argv, "", dir_.path() + "/flamebpf.log");
+    std::string stat = "/proc/" + std::to_string(profiler_->pid()) + "/stat";
+    BoundedRun run;
+    // The main thread's return makes the thread group's leader a zombie at once.
+    while (read_text(stat).find(") Z") == std::string::npos) {
+      if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds) {
+        profiler_->signal(SIGKILL);
+        run.hung = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    run.log = read_text(dir_.path() + "/flamebpf.log");
+    return run;
+  }
+
+  // From now on the file system answers nothing.
+  void stall() { daemon_->signal(SIGUSR1); }
+
+  // The run ended by itself, on time, with exit code 0.
+  void expect_on_time(const BoundedRun& run, double duration)
+  {
+    EXPECT_FALSE(run.hung) << "flamebpf hung; log:\n" << run.log;
+    EXPECT_LT(run.seconds, duration + kStallLimitSeconds + kSlackSeconds) << run.log;
+    std::printf("[ FIGURES  ] -d %.0f run with a stalled file: %.2f s\n", duration, run.seconds);
+    EXPECT_EQ(release(), 0) << run.log;
+  }
+
+  TempDir dir_;
+  std::string mount_point_;
+  std::unique_ptr<Child> daemon_;
+  std::unique_ptr<Child> profiler_;
+};
+
+TEST_F(StalledFileTest, MappedCodeOnAStalledFileSystemCostsOneLine)
+{
+  std::string log = dir_.path() + "/maps_file.log";
+  Child mapper({MAPS_FILE_BINARY, mount_point_ + "/stalled.so", "30"}, "", log);
+  ASSERT_TRUE(wait_for_text(log, "maps_file ready", 10)) << read_text(log);
+  stall();
+  std::string out = dir_.path() + "/out.folded";
+  auto run =
+      run_flamebpf_until_done({"--pid", std::to_string(mapper.pid()), "-d", "3", "-o", out}, 60);
+  expect_on_time(run, 3);
+  auto lines = std::count(run.log.begin(), run.log.end(), '\n');
+  EXPECT_NE(run.log.find("stalled.so"), std::string::npos) << run.log;
+  EXPECT_LE(lines, 4) << run.log;
+  // The program's own code is named as ever.
+  EXPECT_GT(count_containing(read_folded(out), "burn"), 50u) << run.log;
+}
+
+TEST_F(StalledFileTest, PerfMapOnAStalledFileSystemCostsOneLine)
+{
+  // The JIT's perf map, in a /tmp of its own, links into the file system.
+  std::string log = dir_.path() + "/spinner.log";
+  Child spinner({"/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                 "mount -t tmpfs tmpfs /tmp && exec " + std::string(JIT_SPINNER_BINARY) +
+                     " --link /tmp/perf-%p.map=" + mount_point_ + "/stalled.map none"},
+                "", log);
+  ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
+  stall();
+  std::string out = dir_.path() + "/out.folded";
+  auto run =
+      run_flamebpf_until_done({"--pid", std::to_string(spinner.pid()), "-d", "3", "-o", out}, 60);
+  expect_on_time(run, 3);
+  EXPECT_NE(run.log.find("perf-"), std::string::npos) << run.log;
+  auto folded = read_folded(out);
+  EXPECT_GT(total_count(folded), 50u) << run.log;
+}
+
+} // namespace
+} // namespace flamebpf::testing
