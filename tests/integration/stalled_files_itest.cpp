@@ -3,6 +3,7 @@
 // what stalled, and profile everything else as usual.
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <string>
 #include <sys/mount.h>
@@ -90,11 +91,11 @@ protected:
   // From now on the file system answers nothing.
   void stall() { daemon_->signal(SIGUSR1); }
 
-  // The run ended by itself, on time, with exit code 0.
-  void expect_on_time(const BoundedRun& run, double duration)
+  // The run ended by itself, on time (plus extra seconds), with exit code 0.
+  void expect_on_time(const BoundedRun& run, double duration, double extra = 0)
   {
     EXPECT_FALSE(run.hung) << "flamebpf hung; log:\n" << run.log;
-    EXPECT_LT(run.seconds, duration + kStallLimitSeconds + kSlackSeconds) << run.log;
+    EXPECT_LT(run.seconds, duration + kStallLimitSeconds + kSlackSeconds + extra) << run.log;
     std::printf("[ FIGURES  ] -d %.0f run with a stalled file: %.2f s\n", duration, run.seconds);
     EXPECT_EQ(release(), 0) << run.log;
   }
@@ -139,6 +140,32 @@ TEST_F(StalledFileTest, PerfMapOnAStalledFileSystemCostsOneLine)
   EXPECT_NE(run.log.find("perf-"), std::string::npos) << run.log;
   auto folded = read_folded(out);
   EXPECT_GT(total_count(folded), 50u) << run.log;
+}
+
+TEST_F(StalledFileTest, JvmWhoseTmpStallsCostsOneLineNotTheRun)
+{
+  // A process taken for a JVM (it maps a libjvm.so and handles SIGQUIT) whose /tmp, where its
+  // perf map is and the agent would go, is the file system; it runs in a directory of its own.
+  char work[] = "/var/tmp/flamebpf-jvm.XXXXXX";
+  ASSERT_NE(::mkdtemp(work), nullptr);
+  std::string log = dir_.path() + "/jvm.log";
+  auto jvm = std::make_unique<Child>(
+      std::vector<std::string>{
+          "/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+          "mount --bind " + mount_point_ + " /tmp && cd " + work + " && exec " +
+              JIT_SPINNER_BINARY + " --jvm -XX:+PreserveFramePointer none"},
+      "", log);
+  ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
+  stall();
+  std::string out = dir_.path() + "/out.folded";
+  auto run =
+      run_flamebpf_until_done({"--pid", std::to_string(jvm->pid()), "-d", "3", "-o", out}, 60);
+  // The attach waits its timeout (5 s) for the JVM, then a second for the stuck attacher.
+  expect_on_time(run, 3, 6);
+  EXPECT_NE(run.log.find("attaching to a JVM is stuck"), std::string::npos) << run.log;
+  EXPECT_GT(total_count(read_folded(out)), 50u) << run.log;
+  jvm.reset();
+  std::filesystem::remove_all(work);
 }
 
 } // namespace

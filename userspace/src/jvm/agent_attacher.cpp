@@ -111,7 +111,23 @@ AgentAttacher::~AgentAttacher()
     starting_.clear();
   }
   wake_.notify_all();
-  worker_.join();
+  if (worker_.joinable())
+    worker_.join();
+}
+
+bool AgentAttacher::stop(Clock::time_point deadline)
+{
+  std::unique_lock lock(mutex_);
+  stopping_ = true;
+  queue_.clear();
+  starting_.clear();
+  wake_.notify_all();
+  if (!idle_.wait_until(lock, deadline, [this] { return finished_; }))
+    return false;
+  lock.unlock();
+  if (worker_.joinable())
+    worker_.join();
+  return true;
 }
 
 void AgentAttacher::on_jvm(uint32_t host_pid, bool keeps_perf_map, const std::string& where)
@@ -195,6 +211,15 @@ uint64_t AgentAttacher::put_off() const
 void AgentAttacher::run()
 {
   std::unique_lock lock(mutex_);
+  // Whichever way the loop ends, stop() learns it.
+  struct Finish {
+    AgentAttacher& attacher;
+    ~Finish()
+    {
+      attacher.finished_ = true;
+      attacher.idle_.notify_all();
+    }
+  } finish{*this};
   for (;;) {
     auto earliest =
         std::min_element(starting_.begin(), starting_.end(),

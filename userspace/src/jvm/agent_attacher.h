@@ -39,6 +39,12 @@ public:
   AgentAttacher(std::span<const unsigned char> agent_library, AttacherOptions options);
   // Finishes the JVM being attached (its exchanges bounded by the timeout) and drops the rest.
   ~AgentAttacher();
+
+  // Drops the JVMs not handled yet and waits, up to deadline, for the one being attached. False
+  // if the worker is still busy then: stuck on a container's file system that does not answer,
+  // which no timeout and no signal can end. Such an attacher must never be destroyed, since its
+  // worker still uses it; the process's exit ends both.
+  [[nodiscard]] bool stop(std::chrono::steady_clock::time_point deadline);
   AgentAttacher(const AgentAttacher&) = delete;
   AgentAttacher& operator=(const AgentAttacher&) = delete;
 
@@ -99,6 +105,7 @@ private:
   std::unordered_map<uint32_t, uint64_t> seen_; // pid -> start time of each process handed in
   bool busy_ = false;
   bool stopping_ = false;
+  bool finished_ = false; // run() returned
   uint64_t attached_ = 0;
   uint64_t failed_ = 0;
   uint64_t put_off_ = 0;

@@ -269,7 +269,10 @@ Result<RecordSummary> record(const cli::Config& config)
 
   jvm::AttacherOptions attacher_options;
   attacher_options.attach = config.attach;
-  jvm::AgentAttacher attacher(jvm::agent_library(), attacher_options);
+  // On the heap: an attacher stuck on a container's file system is left to the process's exit.
+  auto attacher_owner =
+      std::make_unique<jvm::AgentAttacher>(jvm::agent_library(), attacher_options);
+  jvm::AgentAttacher& attacher = *attacher_owner;
 
   // Sampling starts before the symbols load, so that start-up costs no samples; notices wait
   // in the ring buffer until the symbolizer exists.
@@ -483,6 +486,10 @@ Result<RecordSummary> record(const cli::Config& config)
   service.stopping();
   // JVMs being attached get the chance to name the last interval's frames.
   attacher.wait_idle(Clock::now() + attacher_options.timeout);
+  if (!attacher.stop(Clock::now() + std::chrono::seconds(1))) {
+    spdlog::warn("attaching to a JVM is stuck on its file system; flamebpf exits without it");
+    (void)attacher_owner.release();
+  }
   if (auto drained = drain_once(); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Clock::now() - started;
