@@ -51,9 +51,6 @@ int main(int argc, char** argv)
     if (::setrlimit(RLIMIT_NOFILE, &files) != 0)
       spdlog::debug("cannot raise the open files limit to {}", files.rlim_max);
   }
-  // libdw would fetch missing debug files from debuginfod servers; a profiler on a production host
-  // makes no network requests of its own.
-  unsetenv("DEBUGINFOD_URLS");
 
   auto summary = flamebpf::pipeline::record(config);
   if (!summary) {
