@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -131,6 +132,28 @@ TEST_F(LoggerOutput, VerboseShowsEveryWarning)
   std::string text = written();
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 120) << text;
   init(false);
+}
+
+TEST_F(LoggerOutput, LinesOfTwoThreadsNeverInterleave)
+{
+  // The attacher's thread logs while the main thread does.
+  init(false);
+  auto log_lines = [](char tag) {
+    for (int i = 0; i < 1500; ++i)
+      spdlog::info("{} {} {}", std::string(100, tag), i, std::string(100, tag));
+  };
+  std::thread other(log_lines, 'b');
+  log_lines('a');
+  other.join();
+  std::istringstream lines(written());
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    char tag = line.size() > 16 ? line[16] : '?';
+    std::string part(100, tag);
+    EXPECT_TRUE(line.starts_with("flamebpf: info: " + part + " ") && line.ends_with(" " + part))
+        << line;
+  }
+  EXPECT_EQ(count, 3000);
 }
 
 } // namespace

@@ -10,57 +10,19 @@
 #include <string>
 #include <unistd.h>
 
+#include "common/utf8.h"
+
 namespace flamebpf::log {
 namespace {
 
 bool g_verbose = false;
 
-// The length of the valid UTF-8 sequence at the start of text, or 0 if it is not one.
-size_t utf8_sequence(std::string_view text)
-{
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  unsigned char lead = byte(0);
-  size_t length = lead < 0x80           ? 1
-                  : (lead >> 5) == 0x6  ? 2
-                  : (lead >> 4) == 0xe  ? 3
-                  : (lead >> 3) == 0x1e ? 4
-                                        : 0;
-  if (length == 0 || text.size() < length)
-    return 0;
-  uint32_t code = length == 1   ? lead
-                  : length == 2 ? lead & 0x1fu
-                  : length == 3 ? lead & 0x0fu
-                                : lead & 0x07u;
-  for (size_t i = 1; i < length; ++i) {
-    if ((byte(i) & 0xc0) != 0x80)
-      return 0;
-    code = (code << 6) | (byte(i) & 0x3fu);
-  }
-  static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  bool overlong = code < kSmallest[length];
-  bool surrogate = code >= 0xd800 && code <= 0xdfff;
-  if (overlong || surrogate || code > 0x10ffff)
-    return 0;
-  return length;
-}
-
 // Code points that act on a terminal or reorder what it shows: C1 controls, and the bidirectional
 // embeddings, overrides and isolates that can make a name read as something else.
-bool acts_on_terminal(uint32_t code)
+bool acts_on_terminal(char32_t code)
 {
   return (code >= 0x80 && code <= 0x9f) || (code >= 0x202a && code <= 0x202e) ||
          (code >= 0x2066 && code <= 0x2069);
-}
-
-uint32_t decode(std::string_view sequence)
-{
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(sequence[i]); };
-  if (sequence.size() == 1)
-    return byte(0);
-  uint32_t code = byte(0) & (0x7fu >> sequence.size());
-  for (size_t i = 1; i < sequence.size(); ++i)
-    code = (code << 6) | (byte(i) & 0x3fu);
-  return code;
 }
 
 void append_escaped(std::string& out, std::string_view bytes)
@@ -162,14 +124,14 @@ std::string printable(std::string_view text)
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
-    size_t length = utf8_sequence(text);
+    char32_t code = 0;
+    size_t length = utf8::sequence_at(text, 0, code);
     if (length == 0) {
       append_escaped(out, text.substr(0, 1));
       text.remove_prefix(1);
       continue;
     }
     std::string_view sequence = text.substr(0, length);
-    uint32_t code = decode(sequence);
     if (code == '\\')
       out += "\\\\";
     else if (code < 0x20 || code == 0x7f || acts_on_terminal(code))
