@@ -98,18 +98,6 @@ std::set<std::string> names_in(const std::string& dir)
   return names;
 }
 
-// Lines of text containing needle.
-std::vector<std::string> lines_with(const std::string& text, const std::string& needle)
-{
-  std::vector<std::string> found;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(needle) != std::string::npos)
-      found.push_back(line);
-  }
-  return found;
-}
-
 class AgentTest : public ::testing::Test {
 protected:
   void SetUp() override
@@ -510,19 +498,9 @@ TEST_F(AgentTest, AFifoAtTheStatsFileNeverBlocksTheAgent)
 TEST_F(AgentTest, TargetsWhoseNamesMeetAfterSanitizingGetADirectoryEach)
 {
   // "<parent>/a" would be written to "<parent>_a", the directory of the cgroup "<parent>_a".
-  TempCgroup parent;
-  std::string nested = parent.path() + "/a";
-  std::string sibling = parent.path() + "_a";
-  ASSERT_EQ(::mkdir(nested.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir(sibling.c_str(), 0755), 0);
-  struct Remove {
-    std::vector<std::string> paths;
-    ~Remove()
-    {
-      for (const auto& path : paths)
-        ::rmdir(path.c_str());
-    }
-  } remove{{nested, sibling}};
+  CgroupsMeetingAsFileNames cgroups;
+  const std::string& nested = cgroups.nested();
+  const std::string& sibling = cgroups.sibling();
   {
     Child in_nested({copy_burner(dir_.path(), "burner_nested"), "15"}, nested);
     Child in_sibling({copy_burner(dir_.path(), "burner_sibling"), "15"}, sibling);

@@ -36,94 +36,6 @@ std::string spinner_variant(const std::string& name)
   return std::string(ELF_SPINNERS_DIR) + "/" + name;
 }
 
-struct DaemonRun {
-  Measured run;
-  size_t max_fds = 0; // the most descriptors flamebpf had open at once, sampled every 20 ms
-};
-
-size_t open_fds(pid_t pid)
-{
-  std::error_code ignored;
-  size_t count = 0;
-  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ignored);
-       it != fs::directory_iterator(); it.increment(ignored))
-    ++count;
-  return count;
-}
-
-// Runs flamebpf with args as a service manager runs a daemon: in a session of its own, without a
-// controlling terminal, stdin /dev/null, at most 1024 descriptors (the usual soft limit). Measures
-// what run_measured does (hostile_harness.h), and its open descriptors; kills it after
-// limit_seconds.
-DaemonRun run_as_daemon(const std::vector<std::string>& args,
-                        const std::string& scratch,
-                        double limit_seconds = 60)
-{
-  std::string out_path = scratch + "/flamebpf.stdout";
-  std::string log_path = scratch + "/flamebpf.stderr";
-  std::vector<std::string> argv{FLAMEBPF_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto started = Clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0)
-    throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::setsid();
-    rlimit files{};
-    ::getrlimit(RLIMIT_NOFILE, &files);
-    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 1024);
-    ::setrlimit(RLIMIT_NOFILE, &files);
-    int in = ::open("/dev/null", O_RDONLY);
-    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0 || log < 0)
-      ::_exit(126);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(log, 2);
-    ::closefrom(3);
-    std::vector<char*> raw;
-    for (auto& arg : argv)
-      raw.push_back(arg.data());
-    raw.push_back(nullptr);
-    ::execv(raw[0], raw.data());
-    ::_exit(127);
-  }
-  DaemonRun result;
-  int status = 0;
-  rusage usage{};
-  for (;;) {
-    size_t fds = open_fds(pid);
-    // Exited, but not reaped yet: its I/O counts are still there to read.
-    siginfo_t exited{};
-    if (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        exited.si_pid == pid) {
-      std::string io = read_text("/proc/" + std::to_string(pid) + "/io");
-      if (auto at = io.find("rchar: "); at != std::string::npos)
-        result.run.read_bytes = std::strtoull(io.c_str() + at + 7, nullptr, 10);
-      ::wait4(pid, &status, 0, &usage);
-      break;
-    }
-    result.max_fds = std::max(result.max_fds, fds);
-    if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds &&
-        !result.run.killed) {
-      ::kill(pid, SIGKILL);
-      result.run.killed = true;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  result.run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  result.run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.run.max_rss_kb = usage.ru_maxrss;
-  auto seconds = [](const timeval& time) {
-    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
-  };
-  result.run.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-  result.run.out = read_text(out_path);
-  result.run.log = read_text(log_path);
-  return result;
-}
-
 // The path of binary's debug file by build ID, as readelf reads the ID.
 std::string build_id_path(const std::string& binary, const std::string& scratch)
 {
@@ -307,9 +219,8 @@ TEST_F(HostileElfTest, DebugFileLookupOpensOnlyRegularFilesInsideTheContainer)
   fs::create_directories(out);
   args.insert(args.end(), {"-d", "3", "-o", out + "/elf.folded"});
   pty.type_interrupts();
-  auto daemon = run_as_daemon(args, dir_.path());
+  auto run = run_measured(args, dir_.path(), 60, RunAs::kDaemon);
   pty.stop();
-  const Measured& run = daemon.run;
   auto accesses = watch.events();
   print_figures("stripped programs with hostile debug files", run);
   expect_prompt(run, 3);
@@ -376,8 +287,8 @@ TEST_F(HostileElfTest, DeletedMappingsNameIsNeverFollowed)
 
   AccessWatch watch({host.dir()});
   std::string folded = dir_.path() + "/deleted.folded";
-  auto daemon = run_as_daemon({"--cgroup", "he-deleted", "-d", "3", "-o", folded}, dir_.path());
-  const Measured& run = daemon.run;
+  auto run = run_measured({"--cgroup", "he-deleted", "-d", "3", "-o", folded}, dir_.path(), 60,
+                          RunAs::kDaemon);
   auto accesses = watch.events();
   print_figures("deleted mappings split and merged", run);
   expect_prompt(run, 3);
@@ -406,16 +317,15 @@ TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)
             static_cast<size_t>(kFiles));
   // Agent mode, a dump every 2 s: the last one shows the process still profiled.
   std::string dumps = dir_.path() + "/dumps";
-  auto daemon = run_as_daemon(
+  auto run = run_measured(
       {"--pid", std::to_string(container.pid), "--output-dir", dumps, "--interval", "2", "-d", "6"},
-      dir_.path());
-  const Measured& run = daemon.run;
+      dir_.path(), 60, RunAs::kDaemon);
   print_figures(std::to_string(kFiles) + " mapped ELF files", run);
   std::printf("[ FIGURES  ] %d mapped ELF files: at most %zu descriptors open\n", kFiles,
-              daemon.max_fds);
+              run.max_fds);
   expect_prompt(run, 6);
   // Its BPF maps, perf events and logs; nothing per ELF file.
-  EXPECT_LT(daemon.max_fds, 64u) << describe(run);
+  EXPECT_LT(run.max_fds, 64u) << describe(run);
   // The target was profiled to the end, not dropped.
   EXPECT_TRUE(lines_with(run.log, "exited; dropped").empty()) << run.log;
   std::vector<std::string> folded;
@@ -440,8 +350,8 @@ TEST_F(HostileElfTest, XzBombInMiniDebugInfoKeepsMemoryBounded)
 {
   run_spinner("he-xzbomb", spinner_variant("elf_spinner.xzbomb"), {});
   std::string folded = dir_.path() + "/xzbomb.folded";
-  auto daemon = run_as_daemon({"--cgroup", "he-xzbomb", "-d", "3", "-o", folded}, dir_.path());
-  const Measured& run = daemon.run;
+  auto run = run_measured({"--cgroup", "he-xzbomb", "-d", "3", "-o", folded}, dir_.path(), 60,
+                          RunAs::kDaemon);
   print_figures("xz bomb as MiniDebugInfo", run);
   expect_prompt(run, 3);
   EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);
@@ -457,8 +367,8 @@ TEST_F(HostileElfTest, ExponentialMangledNameIsCutVisibly)
 {
   run_spinner("he-mangled", ELF_SPINNER_BINARY, {"exponential"});
   std::string folded = dir_.path() + "/mangled.folded";
-  auto daemon = run_as_daemon({"--cgroup", "he-mangled", "-d", "3", "-o", folded}, dir_.path());
-  const Measured& run = daemon.run;
+  auto run = run_measured({"--cgroup", "he-mangled", "-d", "3", "-o", folded}, dir_.path(), 60,
+                          RunAs::kDaemon);
   print_figures("exponential mangled name", run);
   expect_prompt(run, 3);
   EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);

@@ -73,6 +73,21 @@ TempCgroup::~TempCgroup()
   remove_cgroup_tree(path_);
 }
 
+CgroupsMeetingAsFileNames::CgroupsMeetingAsFileNames()
+    : nested_(parent_.path() + "/a"), sibling_(parent_.path() + "_a")
+{
+  for (const auto& path : {nested_, sibling_}) {
+    if (::mkdir(path.c_str(), 0755) != 0)
+      throw std::runtime_error("cannot create cgroup " + path + ": " + std::strerror(errno));
+  }
+}
+
+CgroupsMeetingAsFileNames::~CgroupsMeetingAsFileNames()
+{
+  remove_cgroup_tree(sibling_);
+  remove_cgroup_tree(nested_);
+}
+
 std::string TempCgroup::relative_path() const
 {
   return path_.substr(cgroup2_mount().size() + 1);
@@ -276,6 +291,17 @@ std::string read_text(const std::string& path)
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle)
+{
+  std::vector<std::string> found;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) != std::string::npos)
+      found.push_back(line);
+  }
+  return found;
 }
 
 } // namespace flamebpf::testing

@@ -26,6 +26,24 @@ private:
   std::string path_;
 };
 
+// Two fresh cgroup2 directories whose paths meet when made file names: <parent>/a and <parent>_a
+// ('/' is spelled '_'). Both are removed (after killing what runs in them) on destruction.
+class CgroupsMeetingAsFileNames {
+public:
+  CgroupsMeetingAsFileNames();
+  ~CgroupsMeetingAsFileNames();
+  CgroupsMeetingAsFileNames(const CgroupsMeetingAsFileNames&) = delete;
+  CgroupsMeetingAsFileNames& operator=(const CgroupsMeetingAsFileNames&) = delete;
+
+  const std::string& nested() const { return nested_; }
+  const std::string& sibling() const { return sibling_; }
+
+private:
+  TempCgroup parent_;
+  std::string nested_;
+  std::string sibling_;
+};
+
 // The cgroup2 mount point, from /proc/self/mountinfo.
 std::string cgroup2_mount();
 
@@ -105,5 +123,8 @@ bool wait_for_text(const std::string& path, const std::string& text, double time
 
 // The whole file, or "" if unreadable.
 std::string read_text(const std::string& path);
+
+// The lines of text containing needle.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
 
 } // namespace flamebpf::testing

@@ -70,15 +70,38 @@ struct Measured {
   long max_rss_kb = 0;     // flamebpf's peak resident set (wait4's ru_maxrss)
   double cpu_seconds = 0;  // flamebpf's user and system time
   uint64_t read_bytes = 0; // what flamebpf read with read() and its kin (rchar of /proc/<pid>/io)
+  size_t max_fds = 0;      // the most descriptors it had open at once, sampled every 10 ms
   std::string out;         // stdout
   std::string log;         // stderr
 };
 
-// Runs flamebpf with args, stdout and stderr apart, measuring its wall time and peak RSS; kills it
-// after limit_seconds, so that a flamebpf that blocks fails the test instead of hanging it.
+// How flamebpf is started.
+enum class RunAs {
+  kCommand, // as the test's child
+  // As a service manager starts a daemon: in a session of its own, without a controlling
+  // terminal, stdin /dev/null, no inherited descriptor, at most 1024 descriptors (the usual
+  // soft limit).
+  kDaemon,
+};
+
+// The descriptors process pid has open now.
+inline size_t open_fds(pid_t pid)
+{
+  std::error_code ignored;
+  size_t count = 0;
+  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ignored);
+       it != fs::directory_iterator(); it.increment(ignored))
+    ++count;
+  return count;
+}
+
+// Runs flamebpf with args, stdout and stderr apart, measuring its wall time, peak RSS, CPU time,
+// reads and descriptors; kills it after limit_seconds, so that a flamebpf that blocks fails the
+// test instead of hanging it.
 inline Measured run_measured(const std::vector<std::string>& args,
                              const std::string& scratch,
-                             double limit_seconds = 60)
+                             double limit_seconds = 60,
+                             RunAs as = RunAs::kCommand)
 {
   std::string out_path = scratch + "/flamebpf.stdout";
   std::string log_path = scratch + "/flamebpf.stderr";
@@ -89,12 +112,25 @@ inline Measured run_measured(const std::vector<std::string>& args,
   if (pid < 0)
     throw std::runtime_error("fork failed");
   if (pid == 0) {
+    if (as == RunAs::kDaemon) {
+      ::setsid();
+      rlimit files{};
+      ::getrlimit(RLIMIT_NOFILE, &files);
+      files.rlim_cur = std::min<rlim_t>(files.rlim_max, 1024);
+      ::setrlimit(RLIMIT_NOFILE, &files);
+      int in = ::open("/dev/null", O_RDONLY);
+      if (in < 0)
+        ::_exit(126);
+      ::dup2(in, 0);
+    }
     int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out < 0 || log < 0)
       ::_exit(126);
     ::dup2(out, 1);
     ::dup2(log, 2);
+    if (as == RunAs::kDaemon)
+      ::closefrom(3);
     std::vector<char*> raw;
     for (auto& arg : argv)
       raw.push_back(arg.data());
@@ -106,6 +142,7 @@ inline Measured run_measured(const std::vector<std::string>& args,
   int status = 0;
   rusage usage{};
   for (;;) {
+    size_t fds = open_fds(pid);
     // Exited, but not reaped yet: its I/O counts are still there to read.
     siginfo_t exited{};
     if (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 &&
@@ -116,6 +153,7 @@ inline Measured run_measured(const std::vector<std::string>& args,
       ::wait4(pid, &status, 0, &usage);
       break;
     }
+    result.max_fds = std::max(result.max_fds, fds);
     if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds &&
         !result.killed) {
       ::kill(pid, SIGKILL);
@@ -146,18 +184,6 @@ inline void print_figures(const std::string& what, const Measured& run)
 {
   std::printf("[ FIGURES  ] %s: %.2f s wall, %.2f s CPU, peak RSS %.1f MB\n", what.c_str(),
               run.seconds, run.cpu_seconds, static_cast<double>(run.max_rss_kb) / 1024.0);
-}
-
-// Lines of text containing needle.
-inline std::vector<std::string> lines_with(const std::string& text, const std::string& needle)
-{
-  std::vector<std::string> found;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(needle) != std::string::npos)
-      found.push_back(line);
-  }
-  return found;
 }
 
 // --- output checks ---

@@ -691,19 +691,9 @@ TEST_F(RecordTest, ProfilesAreTheirOwnersOnlyAndGoToTheSudoUser)
 TEST_F(RecordTest, TargetsWhoseNamesMeetAfterSanitizingGetAFileEach)
 {
   // "<parent>/a" would be written as "<parent>_a", the name of the cgroup "<parent>_a".
-  TempCgroup parent;
-  std::string nested = parent.path() + "/a";
-  std::string sibling = parent.path() + "_a";
-  ASSERT_EQ(::mkdir(nested.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir(sibling.c_str(), 0755), 0);
-  struct Remove {
-    std::vector<std::string> paths;
-    ~Remove()
-    {
-      for (const auto& path : paths)
-        ::rmdir(path.c_str());
-    }
-  } remove{{nested, sibling}};
+  CgroupsMeetingAsFileNames cgroups;
+  const std::string& nested = cgroups.nested();
+  const std::string& sibling = cgroups.sibling();
   {
     Child in_nested({copy_burner(dir_.path(), "burner_nested"), "15"}, nested);
     Child in_sibling({copy_burner(dir_.path(), "burner_sibling"), "15"}, sibling);
