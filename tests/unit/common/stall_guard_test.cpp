@@ -109,5 +109,47 @@ TEST(StallGuard, WorkEndingJustAsItIsGivenUpOnLeavesNoThreadStuck)
   EXPECT_TRUE(stuck_comes_to(guard, 0));
 }
 
+TEST(StallGuard, WorkThatMakesProgressIsNoStallHoweverLong)
+{
+  // Parsing a big map in a sanitized build, say: busy on a CPU for three limits.
+  StallGuard guard(50ms);
+  auto outcome = guard.run<int>([] {
+    auto end = std::chrono::steady_clock::now() + 150ms;
+    volatile unsigned long spins = 0;
+    while (std::chrono::steady_clock::now() < end)
+      spins = spins + 1;
+    return 3;
+  });
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_FALSE(outcome->stalled);
+  EXPECT_EQ(outcome->result.get(), 3);
+  EXPECT_EQ(guard.stalled_threads(), 0u);
+}
+
+TEST(StallGuard, WorkThatReadsOnIsNoStallHoweverLong)
+{
+  // A slow disk: reads complete, a little at a time, with the thread waiting in between.
+  StallGuard guard(50ms);
+  Plug plug;
+  std::thread disk([&plug] {
+    for (int i = 0; i < 6; ++i) {
+      std::this_thread::sleep_for(30ms);
+      plug.release();
+    }
+  });
+  int fd = plug.fds[0];
+  auto outcome = guard.run<int>([fd] {
+    char byte = 0;
+    int got = 0;
+    while (got < 6 && ::read(fd, &byte, 1) == 1)
+      ++got;
+    return got;
+  });
+  disk.join();
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_FALSE(outcome->stalled);
+  EXPECT_EQ(outcome->result.get(), 6);
+}
+
 } // namespace
 } // namespace flamebpf

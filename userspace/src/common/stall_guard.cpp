@@ -1,5 +1,10 @@
 #include "common/stall_guard.h"
 
+#include <cstdio>
+#include <ctime>
+#include <pthread.h>
+#include <unistd.h>
+
 namespace flamebpf {
 
 StallGuard::StallGuard(std::chrono::milliseconds limit) : limit_(limit) {}
@@ -16,8 +21,32 @@ StallGuard::~StallGuard()
   worker_->thread.join();
 }
 
+StallGuard::Progress StallGuard::progress() const
+{
+  Progress done;
+  clockid_t clock{};
+  timespec cpu{};
+  if (::pthread_getcpuclockid(worker_->thread.native_handle(), &clock) == 0 &&
+      ::clock_gettime(clock, &cpu) == 0)
+    done.cpu_ns = int64_t{cpu.tv_sec} * 1'000'000'000 + cpu.tv_nsec;
+  // rchar: bytes read() and its kin returned, a read from a slow disk included.
+  pid_t tid = worker_->tid.load();
+  if (tid == 0)
+    return done;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/io", static_cast<int>(tid));
+  if (FILE* io = std::fopen(path, "re")) {
+    unsigned long long bytes = 0;
+    if (std::fscanf(io, "rchar: %llu", &bytes) == 1)
+      done.read_bytes = bytes;
+    std::fclose(io);
+  }
+  return done;
+}
+
 void StallGuard::work(std::shared_ptr<Worker> worker, std::shared_ptr<std::atomic<size_t>> stuck)
 {
+  worker->tid.store(static_cast<pid_t>(::gettid()));
   std::unique_lock lock(worker->mutex);
   for (;;) {
     worker->wake.wait(lock, [&] { return worker->job || worker->quit || worker->abandoned; });

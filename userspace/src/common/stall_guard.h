@@ -3,20 +3,24 @@
 // container's FUSE daemon that never answers must not stop the sampling and the dumps of every
 // other target, nor keep a -d run from ending on time.
 //
-// Work that overruns the limit goes on alone: the caller is told it stalled and moves on, and the
-// work's result, should it ever come, waits in its Outcome for the caller to take. Later work
-// goes to a fresh thread. At most kMaxStalled threads are left waiting on stalled work at once;
-// beyond that, guarded work is refused until one of them returns.
+// Work stalls when it makes no progress for the limit: its thread neither runs on a CPU nor
+// completes a read (a big file read slowly, or parsed by a sanitized build, is no stall), or when
+// it has gone on for kMaxWait in all. Stalled work goes on alone: the caller is told it stalled
+// and moves on, and the work's result, should it ever come, waits in its Outcome for the caller
+// to take. Later work goes to a fresh thread. At most kMaxStalled threads are left waiting on
+// stalled work at once; beyond that, guarded work is refused until one of them returns.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sys/types.h>
 #include <thread>
 
 namespace flamebpf {
@@ -24,6 +28,7 @@ namespace flamebpf {
 class StallGuard {
 public:
   static constexpr size_t kMaxStalled = 16;
+  static constexpr std::chrono::seconds kMaxWait{30};
 
   explicit StallGuard(std::chrono::milliseconds limit);
   // Waits for the worker if it is idle or busy with work in time; a worker stuck on stalled work
@@ -47,10 +52,17 @@ public:
     std::shared_future<T> result = task->get_future().share();
     if (!post([task] { (*task)(); }))
       return std::nullopt;
-    bool stalled = result.wait_for(limit_) == std::future_status::timeout;
-    if (stalled)
-      abandon_worker();
-    return Outcome<T>{result, stalled};
+    auto started = std::chrono::steady_clock::now();
+    Progress before = progress();
+    while (result.wait_for(limit_) == std::future_status::timeout) {
+      Progress now = progress();
+      if (now == before || std::chrono::steady_clock::now() - started >= kMaxWait) {
+        abandon_worker();
+        return Outcome<T>{result, true};
+      }
+      before = now;
+    }
+    return Outcome<T>{result, false};
   }
 
   // Threads currently stuck on stalled work.
@@ -58,13 +70,23 @@ public:
   std::chrono::milliseconds limit() const { return limit_; }
 
 private:
+  // What the worker thread has done so far: its CPU time and the bytes its reads returned.
+  struct Progress {
+    int64_t cpu_ns = 0;
+    uint64_t read_bytes = 0;
+    friend bool operator==(const Progress&, const Progress&) = default;
+  };
+  // The current worker's progress.
+  Progress progress() const;
+
   // One thread and its one-slot mailbox.
   struct Worker {
     std::mutex mutex;
     std::condition_variable wake;
     std::function<void()> job;
-    bool quit = false;      // the guard is going away
-    bool abandoned = false; // the guard gave up waiting on its job
+    bool quit = false;         // the guard is going away
+    bool abandoned = false;    // the guard gave up waiting on its job
+    std::atomic<pid_t> tid{0}; // the thread's id, for its /proc/self/task/<tid>/io
     std::thread thread;
   };
   // Hands job to the worker (starting one if needed); false if too many threads are stuck.

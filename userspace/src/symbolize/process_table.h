@@ -89,9 +89,9 @@ public:
   // if that is not enough, further files are not read (each file has its own budgets, but a
   // container could map hundreds).
   static constexpr size_t kMaxHeldBytes = size_t{1} << 30;
-  // How long reading one file (and its debug file) may take before the cache goes on without
-  // it; a big debug file whose CRC is checked takes well under a second.
-  static constexpr std::chrono::milliseconds kStallLimit{3000};
+  // How long reading one file (and its debug file) may go without progress before the cache goes
+  // on without it.
+  static constexpr std::chrono::milliseconds kStallLimit{1000};
 
 private:
   using OpenedSymbols = Result<std::shared_ptr<const ElfSymbols>>;
@@ -171,7 +171,7 @@ public:
   size_t size() const { return processes_.size(); }
   size_t elf_files() const { return elf_cache_.size(); }
 
-  // How long a perf map's refresh may take before the table goes on without it.
+  // How long a perf map's refresh may go without progress before the table goes on without it.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
 
 private:
