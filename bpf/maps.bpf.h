@@ -27,19 +27,20 @@ FB_STACK_TRACE_MAP(stacks_1);
 FB_COUNT_MAP(counts_0);
 FB_COUNT_MAP(counts_1);
 
-// --pid targets: tgid -> target.
+// --pid targets: a tgid present here is a target; the value is unused (a hash map needs one).
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __type(key, __u32);
-  __type(value, struct fb_pid_target);
+  __type(value, __u8);
   __uint(max_entries, 1024);
 } pid_targets SEC(".maps");
 
-// --cgroup targets: cgroup2 id (the directory's inode number) -> target index.
+// --cgroup targets: a cgroup2 id (the directory's inode number) present here is a target; the
+// value is unused.
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __type(key, __u64);
-  __type(value, __u32);
+  __type(value, __u8);
   __uint(max_entries, 4096);
 } cgroup_targets SEC(".maps");
 

@@ -42,12 +42,6 @@ struct fb_process_notice {
   char comm[FB_COMM_LEN]; /* the thread-group leader's comm: the process name */
 };
 
-/* Value of the target-pid map: which --pid target a process belongs to. */
-struct fb_pid_target {
-  __u32 target_index; /* userspace's index of the target, for reporting */
-  __u32 pad;          /* explicit padding */
-};
-
 /* Ids of the per-CPU event counters (fb_cpu_state.counts), bumped by BPF and summed by
  * userspace. */
 #define FB_COUNTER_SAMPLES 0          /* samples kept: of a target, or of the host when kept */

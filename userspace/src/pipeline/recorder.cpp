@@ -64,7 +64,7 @@ Result<target::TargetSet> resolve_targets(const cli::Config& config)
 
 sampler::CgroupFilter filter_of(const target::Target& target)
 {
-  return {target.cgroup_id, target.level, 0, target.cgroup_path};
+  return {target.cgroup_id, target.level, target.cgroup_path};
 }
 
 sampler::SamplerOptions sampler_options(const cli::Config& config, const target::TargetSet& targets)

@@ -186,8 +186,8 @@ int handle_notice(void* context, void* data, size_t size)
 
 Result<> add_pid(::profile* skeleton, uint32_t pid)
 {
-  fb_pid_target target{};
-  if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.pid_targets), &pid, &target, BPF_ANY) != 0)
+  uint8_t present = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.pid_targets), &pid, &present, BPF_ANY) != 0)
     return fail(system_error(errno, "cannot add pid " + std::to_string(pid) + " to the filter"));
   skeleton->bss->pid_targets_present = 1;
   return {};
@@ -341,8 +341,9 @@ Result<> Sampler::add_cgroup_target(const CgroupFilter& cgroup)
                       (cgroup.path.empty() ? std::to_string(cgroup.cgroup_id) : cgroup.path) +
                       " is nested deeper than " + std::to_string(FB_MAX_CGROUP_LEVEL) +
                       " levels below the cgroup2 root"));
-  if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup.cgroup_id,
-                          &cgroup.target_index, BPF_ANY) != 0)
+  uint8_t present = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup.cgroup_id, &present,
+                          BPF_ANY) != 0)
     return fail(system_error(errno, "cannot add cgroup " + std::to_string(cgroup.cgroup_id) +
                                         " to the filter"));
   state_->cgroup_levels[cgroup.cgroup_id] = cgroup.level;

@@ -19,8 +19,7 @@ namespace flamebpf::sampler {
 struct CgroupFilter {
   uint64_t cgroup_id = 0; // inode number of the cgroup2 directory
   uint32_t level = 0;     // depth below the cgroup2 root (root = 0)
-  uint32_t target_index = 0;
-  std::string path; // the cgroup2 directory, for perf events scoped to it
+  std::string path;       // the cgroup2 directory, for perf events scoped to it
 };
 
 // Perf events the sampler may open on the targets themselves (CPUs x cgroup targets + threads of
