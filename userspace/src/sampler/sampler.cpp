@@ -16,6 +16,7 @@
 #include "common/procfs.h"
 #include "sampler/bpf_skeleton.h"
 #include "sampler/features.h"
+#include "sampler/map_walk.h"
 #include "sampler/perf_events.h"
 #include "sampler/task_offsets.h"
 
@@ -44,29 +45,14 @@ public:
   Result<std::vector<drain::CountEntry>> take_counts(int buffer) override
   {
     bpf_map* map = buffer == 0 ? skeleton_->maps.counts_0 : skeleton_->maps.counts_1;
-    int fd = bpf_map__fd(map);
-    uint32_t capacity = bpf_map__max_entries(map);
-    std::vector<fb_sample_key> keys(capacity);
-    std::vector<uint64_t> values(capacity);
+    auto taken = take_entries<fb_sample_key, uint64_t>(
+        bpf_map__fd(map), bpf_map__max_entries(map), "the sample count map");
+    if (!taken)
+      return fail(taken.error());
     std::vector<drain::CountEntry> entries;
-    fb_sample_key batch_token{};
-    bool first = true;
-    for (;;) {
-      uint32_t count = capacity;
-      int rc = bpf_map_lookup_and_delete_batch(fd, first ? nullptr : &batch_token, &batch_token,
-                                               keys.data(), values.data(), &count, nullptr);
-      int saved_errno = errno;
-      if (rc != 0 && saved_errno != ENOENT) {
-        if (first && (saved_errno == EINVAL || saved_errno == ENOTSUP || saved_errno == EOPNOTSUPP))
-          return take_counts_one_by_one(fd);
-        return fail(system_error(saved_errno, "cannot drain the sample count map"));
-      }
-      for (uint32_t i = 0; i < count; ++i)
-        entries.push_back({keys[i], values[i]});
-      first = false;
-      if (rc != 0) // ENOENT: that was the last batch
-        break;
-    }
+    entries.reserve(taken->size());
+    for (const auto& entry : *taken)
+      entries.push_back({entry.key, entry.value});
     return entries;
   }
 
@@ -89,21 +75,7 @@ public:
   Result<> clear_stacks(int buffer) override
   {
     bpf_map* map = buffer == 0 ? skeleton_->maps.stacks_0 : skeleton_->maps.stacks_1;
-    int fd = bpf_map__fd(map);
-    std::vector<uint32_t> ids;
-    uint32_t key = 0;
-    uint32_t next = 0;
-    bool first = true;
-    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-      ids.push_back(next);
-      key = next;
-      first = false;
-    }
-    for (uint32_t id : ids) {
-      if (bpf_map_delete_elem(fd, &id) != 0 && errno != ENOENT)
-        return fail(system_error(errno, "cannot clear the stack map"));
-    }
-    return {};
+    return clear_map<uint32_t>(bpf_map__fd(map), "the stack map");
   }
 
   Result<profile::DropCounters> read_counters() override
@@ -119,24 +91,6 @@ public:
   }
 
 private:
-  Result<std::vector<drain::CountEntry>> take_counts_one_by_one(int fd)
-  {
-    std::vector<drain::CountEntry> entries;
-    fb_sample_key key{};
-    fb_sample_key next{};
-    bool first = true;
-    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
-      drain::CountEntry entry{next, 0};
-      if (bpf_map_lookup_elem(fd, &next, &entry.count) == 0)
-        entries.push_back(entry);
-      key = next;
-      first = false;
-    }
-    for (const auto& entry : entries)
-      bpf_map_delete_elem(fd, &entry.key);
-    return entries;
-  }
-
   // A CPU whose write sequence is odd is inside the program and may still hold the old index;
   // waits until each such sequence has moved on. Programs run for microseconds.
   Result<> wait_for_writers()
@@ -397,19 +351,15 @@ void Sampler::forget_image(uint32_t tgid, uint32_t image_id)
 
 namespace {
 
-template <class Key> size_t count_entries(bpf_map* map)
+// Entries in a bookkeeping map; 0, after a debug message, if it cannot be listed.
+template <class Key> size_t count_entries(bpf_map* map, const std::string& what)
 {
-  int fd = bpf_map__fd(map);
-  size_t count = 0;
-  Key key{};
-  Key next{};
-  const void* previous = nullptr;
-  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
-    ++count;
-    key = next;
-    previous = &key;
+  auto keys = map_keys<Key>(bpf_map__fd(map), what);
+  if (!keys) {
+    spdlog::debug("{}", keys.error().message);
+    return 0;
   }
-  return count;
+  return keys->size();
 }
 
 } // namespace
@@ -418,9 +368,9 @@ MapOccupancy Sampler::occupancy() const
 {
   const auto& maps = state_->skeleton->maps;
   MapOccupancy occupancy;
-  occupancy.known_images = count_entries<fb_image_key>(maps.known_procs);
-  occupancy.cgroup_targets = count_entries<uint64_t>(maps.cgroup_targets);
-  occupancy.pid_targets = count_entries<uint32_t>(maps.pid_targets);
+  occupancy.known_images = count_entries<fb_image_key>(maps.known_procs, "the known images");
+  occupancy.cgroup_targets = count_entries<uint64_t>(maps.cgroup_targets, "the cgroup targets");
+  occupancy.pid_targets = count_entries<uint32_t>(maps.pid_targets, "the pid targets");
   return occupancy;
 }
 
