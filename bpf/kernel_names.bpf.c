@@ -6,7 +6,7 @@
 
 #include <bpf/bpf_helpers.h>
 
-#include "profile.h"
+#include "bpf_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -3,7 +3,7 @@
 #ifndef FLAMEBPF_MAPS_BPF_H
 #define FLAMEBPF_MAPS_BPF_H
 
-#include "profile.h"
+#include "bpf_abi.h"
 
 #define FB_STACK_TRACE_MAP(map_name)                                                               \
   struct {                                                                                         \

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "profile.h"
+#include "bpf_abi.h"
 #include "profile/raw_profile.h"
 
 namespace flamebpf::drain {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "profile.h"
+#include "bpf_abi.h"
 
 namespace flamebpf::profile {
 

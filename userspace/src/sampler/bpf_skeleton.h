@@ -1,9 +1,10 @@
-// Move-only RAII owner of the generated `profile` skeleton.
+// Move-only RAII owner of the generated `sampler_bpf` skeleton: the sampling program
+// (bpf/sampler.bpf.c) with its maps.
 #pragma once
 
 #include <utility>
 
-#include "profile.skel.h"
+#include "sampler_bpf.skel.h"
 
 namespace flamebpf::sampler {
 
@@ -11,7 +12,7 @@ class BpfSkeleton {
 public:
   BpfSkeleton() = default;
   // Takes ownership of an opened (not yet loaded) skeleton.
-  explicit BpfSkeleton(::profile* skeleton) : skeleton_(skeleton) {}
+  explicit BpfSkeleton(::sampler_bpf* skeleton) : skeleton_(skeleton) {}
   BpfSkeleton(BpfSkeleton&& other) noexcept : skeleton_(std::exchange(other.skeleton_, nullptr)) {}
   BpfSkeleton& operator=(BpfSkeleton&& other) noexcept
   {
@@ -25,19 +26,19 @@ public:
   BpfSkeleton& operator=(const BpfSkeleton&) = delete;
   ~BpfSkeleton() { destroy(); }
 
-  ::profile* operator->() const { return skeleton_; }
-  ::profile* get() const { return skeleton_; }
+  ::sampler_bpf* operator->() const { return skeleton_; }
+  ::sampler_bpf* get() const { return skeleton_; }
   explicit operator bool() const { return skeleton_ != nullptr; }
 
 private:
   void destroy()
   {
     if (skeleton_)
-      ::profile::destroy(skeleton_);
+      ::sampler_bpf::destroy(skeleton_);
     skeleton_ = nullptr;
   }
 
-  ::profile* skeleton_ = nullptr;
+  ::sampler_bpf* skeleton_ = nullptr;
 };
 
 } // namespace flamebpf::sampler

@@ -26,7 +26,7 @@ namespace {
 // Reads the maps of a loaded skeleton; libbpf's -errno returns become Errors here.
 class BpfMapReader final : public drain::MapReader {
 public:
-  explicit BpfMapReader(::profile* skeleton) : skeleton_(skeleton)
+  explicit BpfMapReader(::sampler_bpf* skeleton) : skeleton_(skeleton)
   {
     int possible = libbpf_num_possible_cpus();
     possible_cpus_ = possible > 0 ? static_cast<size_t>(possible) : 1;
@@ -123,7 +123,7 @@ private:
     return states;
   }
 
-  ::profile* skeleton_;
+  ::sampler_bpf* skeleton_;
   size_t possible_cpus_;
 };
 
@@ -138,7 +138,7 @@ int handle_notice(void* context, void* data, size_t size)
   return 0;
 }
 
-Result<> add_pid(::profile* skeleton, uint32_t pid)
+Result<> add_pid(::sampler_bpf* skeleton, uint32_t pid)
 {
   uint8_t present = 1;
   if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.pid_targets), &pid, &present, BPF_ANY) != 0)
@@ -183,7 +183,7 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
 
   auto state = std::make_unique<State>();
   state->on_notice = std::move(on_notice);
-  state->skeleton = BpfSkeleton(::profile::open());
+  state->skeleton = BpfSkeleton(::sampler_bpf::open());
   if (!state->skeleton)
     return fail(system_error(errno, "cannot open the embedded BPF object"));
   auto offsets = load_task_offsets();
@@ -198,7 +198,7 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     bpf_map__set_max_entries(map, options.stack_storage);
   for (bpf_map* map : {maps.counts_0, maps.counts_1})
     bpf_map__set_max_entries(map, options.count_storage);
-  if (::profile::load(state->skeleton.get()) != 0) {
+  if (::sampler_bpf::load(state->skeleton.get()) != 0) {
     auto failure = system_error(errno, "cannot load the BPF program");
     failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
     return fail(failure);

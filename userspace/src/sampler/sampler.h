@@ -11,7 +11,7 @@
 
 #include "common/result.h"
 #include "drain/map_reader.h"
-#include "profile.h"
+#include "bpf_abi.h"
 
 namespace flamebpf::sampler {
 

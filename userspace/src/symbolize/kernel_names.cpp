@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "kernel_names.skel.h"
-#include "profile.h"
+#include "bpf_abi.h"
 
 namespace flamebpf::symbolize {
 

@@ -3,7 +3,7 @@
 // its kernel and user stacks and count the (process, target, stacks) tuple in the kernel.
 #include "vmlinux.h"
 
-#include "profile.h"
+#include "bpf_abi.h"
 
 #include <bpf/bpf_helpers.h>
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The one header shared by the BPF program and userspace: map keys, values and counter ids. */
-#ifndef FLAMEBPF_PROFILE_H
-#define FLAMEBPF_PROFILE_H
+/* The ABI between flamebpf's BPF programs (sampler.bpf.c, kernel_names.bpf.c) and userspace: map
+ * keys, values and counter ids. */
+#ifndef FLAMEBPF_BPF_ABI_H
+#define FLAMEBPF_BPF_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
@@ -92,4 +93,4 @@ struct fb_kernel_names {
   char names[FB_KERNEL_NAMES_BATCH][FB_KERNEL_NAME_LEN];
 };
 
-#endif /* FLAMEBPF_PROFILE_H */
+#endif /* FLAMEBPF_BPF_ABI_H */
