@@ -3,10 +3,9 @@
 // its kernel and user stacks and count the (process, target, stacks) tuple in the kernel.
 #include "vmlinux.h"
 
-#include "bpf_abi.h"
-
 #include <bpf/bpf_helpers.h>
 
+#include "bpf_abi.h"
 #include "maps.bpf.h"
 
 #define EFAULT 14

@@ -29,8 +29,8 @@ int fail_with(int errno_value)
 
 int fake_get_next_key(int, const void* key, void* next_key)
 {
-  auto it = key ? fake.entries.upper_bound(*static_cast<const uint32_t*>(key))
-                : fake.entries.begin();
+  auto it =
+      key ? fake.entries.upper_bound(*static_cast<const uint32_t*>(key)) : fake.entries.begin();
   if (it == fake.entries.end())
     return fail_with(ENOENT);
   *static_cast<uint32_t*>(next_key) = it->first;

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/result.h"
 #include "bpf_abi.h"
+#include "common/result.h"
 #include "profile/raw_profile.h"
 
 namespace flamebpf::drain {

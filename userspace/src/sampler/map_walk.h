@@ -80,8 +80,7 @@ inline constexpr int kKernelNotSupported = 524;
 // Whether a failed first batch call means "no batch operations here" rather than a failure.
 inline bool batch_unsupported(int errno_value)
 {
-  return errno_value == EINVAL || errno_value == EOPNOTSUPP ||
-         errno_value == kKernelNotSupported;
+  return errno_value == EINVAL || errno_value == EOPNOTSUPP || errno_value == kKernelNotSupported;
 }
 
 } // namespace detail

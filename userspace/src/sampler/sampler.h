@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "bpf_abi.h"
 #include "common/result.h"
 #include "drain/map_reader.h"
-#include "bpf_abi.h"
 
 namespace flamebpf::sampler {
 

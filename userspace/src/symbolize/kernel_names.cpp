@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bpf_abi.h"
 #include "common/log.h"
 #include "kernel_names.skel.h"
-#include "bpf_abi.h"
 
 namespace flamebpf::symbolize {
 
