@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The ABI between flamebpf's BPF programs (sampler.bpf.c, kernel_names.bpf.c) and userspace: map
- * keys, values and counter ids. */
+ * keys and values, and the counter ids (event_counters.h). */
 #ifndef FLAMEBPF_BPF_ABI_H
 #define FLAMEBPF_BPF_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+
+#include "event_counters.h"
 
 /* Length of a task's comm, as the kernel's TASK_COMM_LEN. */
 #define FB_COMM_LEN 16
@@ -42,19 +44,6 @@ struct fb_process_notice {
   __u64 sample_time_ns;   /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) of the first sample */
   char comm[FB_COMM_LEN]; /* the thread-group leader's comm: the process name */
 };
-
-/* Ids of the per-CPU event counters (fb_cpu_state.counts), bumped by BPF and summed by
- * userspace. */
-#define FB_COUNTER_SAMPLES 0          /* samples kept: of a target, or of the host when kept */
-#define FB_COUNTER_FILTERED 1         /* samples outside every target, ignored by design */
-#define FB_COUNTER_KSTACK_COLLISION 2 /* kernel stack lost: hash collision in the stack map */
-#define FB_COUNTER_USTACK_COLLISION 3 /* user stack lost: hash collision in the stack map */
-#define FB_COUNTER_STACK_MAP_FULL 4   /* a stack lost because the stack map was full */
-#define FB_COUNTER_USTACK_MISSING 5   /* user stack unreadable for a user process */
-#define FB_COUNTER_COUNT_MAP_FULL 6   /* sample lost because the count map was full */
-#define FB_COUNTER_NOTICE_LOST 7      /* new-process notice lost: ring buffer full */
-#define FB_COUNTER_KSTACK_ERROR 8     /* kernel stack lost for another reason */
-#define FB_COUNTER_MAX 9
 
 /* Value of the cgroup_matches cache: whether a task's own cgroup lies in a target, as decided
  * under filter_generation = generation. */

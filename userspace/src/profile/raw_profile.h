@@ -1,28 +1,14 @@
 // Plain data leaving the drain stage: addresses, not names.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "bpf_abi.h"
+#include "profile/drop_counters.h"
 
 namespace flamebpf::profile {
-
-// Counts of the BPF program's events over one interval, summed over CPUs (index FB_COUNTER_*).
-struct DropCounters {
-  std::array<uint64_t, FB_COUNTER_MAX> counts{};
-
-  uint64_t operator[](int counter) const { return counts.at(counter); }
-  DropCounters& operator+=(const DropCounters& other)
-  {
-    for (size_t i = 0; i < counts.size(); ++i)
-      counts[i] += other.counts[i];
-    return *this;
-  }
-};
 
 // One distinct stack of one process, as counted in the kernel.
 struct RawSample {

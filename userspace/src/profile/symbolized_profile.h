@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "profile/raw_profile.h"
+#include "profile/drop_counters.h"
 
 namespace flamebpf::profile {
 
