@@ -14,8 +14,8 @@ namespace {
 
 UniqueFd create_map(bpf_map_type type)
 {
-  return UniqueFd(bpf_map_create(type, "fb_walk_test", sizeof(uint32_t), sizeof(uint64_t), 8,
-                                 nullptr));
+  return UniqueFd(
+      bpf_map_create(type, "fb_walk_test", sizeof(uint32_t), sizeof(uint64_t), 8, nullptr));
 }
 
 TEST(MapWalk, TakesAHashMapInBatches)

@@ -45,8 +45,8 @@ public:
   Result<std::vector<drain::CountEntry>> take_counts(int buffer) override
   {
     bpf_map* map = buffer == 0 ? skeleton_->maps.counts_0 : skeleton_->maps.counts_1;
-    auto taken = take_entries<fb_sample_key, uint64_t>(
-        bpf_map__fd(map), bpf_map__max_entries(map), "the sample count map");
+    auto taken = take_entries<fb_sample_key, uint64_t>(bpf_map__fd(map), bpf_map__max_entries(map),
+                                                       "the sample count map");
     if (!taken)
       return fail(taken.error());
     std::vector<drain::CountEntry> entries;
