@@ -43,9 +43,9 @@ protected:
   }
 
   // An executable mapping of the whole file with inode number inode, at path in the process.
-  static Mapping mapping_of(const std::string& path, uint64_t inode)
+  static procfs::Mapping mapping_of(const std::string& path, uint64_t inode)
   {
-    Mapping mapping;
+    procfs::Mapping mapping;
     mapping.start = 0x7f0000000000;
     mapping.end = 0x7f0000004000;
     mapping.executable = true;
@@ -182,8 +182,8 @@ TEST(ElfCacheMapFiles, DeletedMappedFileIsReadThroughMapFiles)
   }
   auto maps = procfs::read_file("/proc/self/maps");
   ASSERT_TRUE(maps.has_value());
-  std::optional<Mapping> found;
-  for (const auto& mapping : parse_proc_maps(*maps)) {
+  std::optional<procfs::Mapping> found;
+  for (const auto& mapping : procfs::parse_proc_maps(*maps)) {
     if (mapping.start == start)
       found = mapping;
   }

@@ -9,11 +9,12 @@
 
 #include "common/contained_file.h"
 #include "common/log.h"
+#include "common/proc_maps.h"
 #include "common/procfs.h"
 #include "jvm/agent_installer.h"
 #include "jvm/hotspot_attach.h"
 #include "jvm/jvm_flags.h"
-#include "symbolize/proc_maps.h"
+#include "jvm/jvm_traits.h"
 
 namespace flamebpf::jvm {
 namespace {
@@ -44,11 +45,10 @@ std::optional<std::string> process_file(const Result<AttachTarget>& target,
 }
 
 // What the process's maps say now: it may have exec'd another program since it was found.
-symbolize::JvmTraits
-traits_now(const Result<AttachTarget>& target, uint32_t pid, const std::string& proc_root)
+JvmTraits traits_now(const Result<AttachTarget>& target, uint32_t pid, const std::string& proc_root)
 {
   auto maps = process_file(target, pid, proc_root, "maps", 64 << 20);
-  return maps ? symbolize::jvm_traits(symbolize::parse_proc_maps(*maps)) : symbolize::JvmTraits{};
+  return maps ? jvm_traits(procfs::parse_proc_maps(*maps)) : JvmTraits{};
 }
 
 // The process's command line and environment (NUL-separated); nullopt once it is gone (an exited

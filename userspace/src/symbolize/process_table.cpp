@@ -13,6 +13,7 @@
 #include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
+#include "jvm/jvm_traits.h"
 
 namespace flamebpf::symbolize {
 
@@ -39,7 +40,7 @@ constexpr std::string_view kDeleted = " (deleted)";
 // way the file must have the mapping's inode number: the range may have been remapped, or the path
 // replaced, since the maps were read. The device is not compared: through an overlayfs path, the
 // file shows the overlay's device, while the mapping shows the underlying one.
-Result<UniqueFd> open_mapped_file(const std::string& process, const Mapping& mapping)
+Result<UniqueFd> open_mapped_file(const std::string& process, const procfs::Mapping& mapping)
 {
   std::string via_map_files =
       fmt::format("{}/map_files/{:x}-{:x}", process, mapping.start, mapping.end);
@@ -61,7 +62,7 @@ Result<UniqueFd> open_mapped_file(const std::string& process, const Mapping& map
 
 } // namespace
 
-std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const Mapping& mapping)
+std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapping& mapping)
 {
   FileKey key{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
   ++uses_;
@@ -214,8 +215,8 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm)
     image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
   if (image.cgroup.empty())
     image.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
-  auto mappings = parse_proc_maps(*text);
-  auto traits = jvm_traits(mappings);
+  auto mappings = procfs::parse_proc_maps(*text);
+  auto traits = jvm::jvm_traits(mappings);
   // Announced at the capture that first finds the VM, often not the first: a launcher may be
   // sampled before it loads libjvm.so.
   if (traits.hotspot && !image.jvm)

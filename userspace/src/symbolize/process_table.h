@@ -13,16 +13,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/proc_maps.h"
 #include "common/stall_guard.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/perf_map.h"
-#include "symbolize/proc_maps.h"
 
 namespace flamebpf::symbolize {
 
 // An executable mapping and the file behind it.
 struct MappedCode {
-  Mapping mapping;
+  procfs::Mapping mapping;
   std::shared_ptr<const ElfSymbols> symbols; // null when the file could not be read
 };
 
@@ -75,7 +75,7 @@ public:
     friend auto operator<=>(const FileKey&, const FileKey&) = default;
   };
   // The symbols of the file behind mapping in process pid, opening it on first use.
-  std::shared_ptr<const ElfSymbols> get(uint32_t pid, const Mapping& mapping);
+  std::shared_ptr<const ElfSymbols> get(uint32_t pid, const procfs::Mapping& mapping);
   size_t size() const { return files_.size(); }
   // The memory the cached symbols take, roughly.
   size_t held_bytes() const { return held_bytes_; }

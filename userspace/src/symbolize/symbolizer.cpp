@@ -132,7 +132,7 @@ bool Symbolizer::name_user_address(const ImageKey& key,
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
     return false;
   }
-  const Mapping& mapping = code->mapping;
+  const procfs::Mapping& mapping = code->mapping;
   uint64_t file_offset = address - mapping.start + mapping.offset;
   stats.native_frames += mapping.file_backed();
   if (const ElfSymbols* symbols = processes_.symbols_of(key, *code)) {

@@ -1,9 +1,9 @@
-#include "symbolize/proc_maps.h"
+#include "common/proc_maps.h"
 
 #include <algorithm>
 #include <charconv>
 
-namespace flamebpf::symbolize {
+namespace flamebpf::procfs {
 namespace {
 
 // Consumes a hex number from the front of text up to (and including) the separator.
@@ -65,20 +65,4 @@ std::vector<Mapping> parse_proc_maps(std::string_view text)
   return mappings;
 }
 
-JvmTraits jvm_traits(const std::vector<Mapping>& mappings)
-{
-  JvmTraits traits;
-  bool openj9 = false;
-  for (const auto& mapping : mappings) {
-    std::string_view file = mapping.path;
-    file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
-    // HotSpot's: OpenJ9 has a libjvm.so too, but answers SIGQUIT with a javacore dump.
-    traits.hotspot |= file == "libjvm.so";
-    openj9 |= file.starts_with("libj9vm");
-    traits.keeps_perf_map |= file.starts_with("libflamebpf-agent") || file == "libperfmap.so";
-  }
-  traits.hotspot &= !openj9;
-  return traits;
-}
-
-} // namespace flamebpf::symbolize
+} // namespace flamebpf::procfs

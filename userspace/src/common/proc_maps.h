@@ -6,8 +6,9 @@
 #include <string_view>
 #include <vector>
 
-namespace flamebpf::symbolize {
+namespace flamebpf::procfs {
 
+// One line of /proc/<pid>/maps.
 struct Mapping {
   uint64_t start = 0;
   uint64_t end = 0;    // exclusive
@@ -25,11 +26,4 @@ struct Mapping {
 // Parses maps text; malformed lines are skipped. " (deleted)" stays part of the path.
 std::vector<Mapping> parse_proc_maps(std::string_view text);
 
-// What a process's mapped files say about it as a JVM.
-struct JvmTraits {
-  bool hotspot = false;        // libjvm.so is mapped, and OpenJ9's VM is not
-  bool keeps_perf_map = false; // an agent that keeps /tmp/perf-<pid>.map current is loaded
-};
-JvmTraits jvm_traits(const std::vector<Mapping>& mappings);
-
-} // namespace flamebpf::symbolize
+} // namespace flamebpf::procfs
