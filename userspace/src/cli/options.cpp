@@ -1,6 +1,7 @@
 #include "cli/options.h"
 
 #include "agent/dump_files.h"
+#include "common/build_info.h"
 #include "emit/formats.h"
 
 namespace flamebpf::cli {
@@ -49,6 +50,7 @@ void add_graph_options(CLI::App& app, Config& config)
 void add_options(CLI::App& app, Config& config)
 {
   app.description("flamebpf: CPU profiler for hosts, processes and containers (eBPF)");
+  app.set_version_flag("--version", build_info::version_line());
   app.add_option("-F,--frequency", config.frequency_hz, "Samples per second per CPU")
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
