@@ -11,7 +11,7 @@
 
 #include "common/procfs.h"
 #include "common/utf8.h"
-#include "drain/drop_report.h"
+#include "profile/drop_report.h"
 
 namespace flamebpf::agent {
 namespace {
@@ -145,7 +145,7 @@ std::string stats_json(const IntervalStats& stats)
                         json_string(name), target.first, target.second.size());
     first = false;
   }
-  json += fmt::format("}},\"drops\":{{\"total\":{}", drain::total_drops(profile.counters));
+  json += fmt::format("}},\"drops\":{{\"total\":{}", profile::total_drops(profile.counters));
   for (const auto& [counter, name] : drop_kinds())
     json += fmt::format(",\"{}\":{}", name, profile.counters[counter]);
   const auto& frames = profile.symbolize_stats;
@@ -190,7 +190,8 @@ std::string summary_line(const IntervalStats& stats)
   return fmt::format("interval {}\xE2\x80\x93{}: {} samples in {} targets, {} drops, unnamed "
                      "frames: native {:.1f}%, JIT {:.1f}%; flamebpf CPU {:.2f} s, RSS {} MB",
                      clock_time(stats.window.start), clock_time(stats.window.end),
-                     profile.total_samples(), targets.size(), drain::total_drops(profile.counters),
+                     profile.total_samples(), targets.size(),
+                     profile::total_drops(profile.counters),
                      100 * share(frames.native_unnamed, frames.native_frames),
                      100 * share(frames.jit_unnamed, frames.jit_frames), stats.interval_cpu_seconds,
                      stats.usage.rss_bytes >> 20);

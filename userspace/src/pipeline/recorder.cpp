@@ -14,7 +14,6 @@
 #include "common/procfs.h"
 #include "common/service_notify.h"
 #include "drain/drain.h"
-#include "drain/drop_report.h"
 #include "emit/folded.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
@@ -23,6 +22,7 @@
 #include "pipeline/output_paths.h"
 #include "profile/accumulator.h"
 #include "profile/by_target.h"
+#include "profile/drop_report.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
 #include "target/cgroup_watcher.h"
@@ -384,7 +384,7 @@ Result<RecordSummary> record(const cli::Config& config)
     auto raw = drainer.drain();
     if (!raw)
       return fail(raw.error());
-    for (const auto& line : drain::describe_drops(raw->counters))
+    for (const auto& line : profile::describe_drops(raw->counters))
       spdlog::warn("{}", line);
     // A container whose cgroup appeared before the buffers were switched is found before its
     // samples are named: otherwise those the kernel took before it joined the filter would count
@@ -519,7 +519,7 @@ Result<RecordSummary> record(const cli::Config& config)
   summary.samples = total.total_samples();
   summary.processes = process_count(total);
   summary.targets = target_names.size();
-  summary.drops = drain::total_drops(total.counters);
+  summary.drops = profile::total_drops(total.counters);
   summary.seconds = sampled.count();
   return summary;
 }

@@ -1,10 +1,10 @@
-#include "drain/drop_report.h"
+#include "profile/drop_report.h"
 
 #include <string>
 
-namespace flamebpf::drain {
+namespace flamebpf::profile {
 
-std::vector<std::string> describe_drops(const profile::DropCounters& counters)
+std::vector<std::string> describe_drops(const DropCounters& counters)
 {
   std::vector<std::string> lines;
   auto add = [&](uint64_t count, const char* what) {
@@ -25,11 +25,11 @@ std::vector<std::string> describe_drops(const profile::DropCounters& counters)
   return lines;
 }
 
-uint64_t total_drops(const profile::DropCounters& counters)
+uint64_t total_drops(const DropCounters& counters)
 {
   return counters[FB_COUNTER_KSTACK_COLLISION] + counters[FB_COUNTER_USTACK_COLLISION] +
          counters[FB_COUNTER_STACK_MAP_FULL] + counters[FB_COUNTER_COUNT_MAP_FULL] +
          counters[FB_COUNTER_KSTACK_ERROR] + counters[FB_COUNTER_USTACK_MISSING];
 }
 
-} // namespace flamebpf::drain
+} // namespace flamebpf::profile

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "drain/drop_report.h"
+#include "profile/drop_report.h"
 
-namespace flamebpf::drain {
+namespace flamebpf::profile {
 namespace {
 
 bool any_line_contains(const std::vector<std::string>& lines, const std::string& text)
@@ -66,4 +66,4 @@ TEST(DescribeDrops, OneLinePerKindNamingTheOption)
 }
 
 } // namespace
-} // namespace flamebpf::drain
+} // namespace flamebpf::profile
