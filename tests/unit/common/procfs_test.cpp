@@ -243,6 +243,20 @@ TEST(ReadTgid, FromStatus)
   EXPECT_EQ(read_tgid(pid), pid);
 }
 
+TEST(StatusField, ValuesOfTheNamedLineOnly)
+{
+  std::string status = "Name:\tUid\nPPid:\t1\nPid:\t4243\nUid:\t0\t1000\t0\t0\nNSpid:\t4243\t7\n";
+  EXPECT_EQ(status_field(status, "Pid"), 4243u);
+  EXPECT_EQ(status_field(status, "Uid", 1), 1000u);
+  EXPECT_EQ(status_field(status, "Uid", 4), std::nullopt);
+  EXPECT_EQ(status_field(status, "NSpid", -1), 7u);
+  EXPECT_EQ(status_field(status, "Name"), std::nullopt);
+  EXPECT_EQ(status_field(status, "Gid"), std::nullopt);
+  EXPECT_EQ(status_field("NSpid:\t12\t-1\n", "NSpid", 0), std::nullopt);
+  EXPECT_EQ(status_line(status, "PPid"), "\t1");
+  EXPECT_EQ(status_line(status, "Tgid"), std::nullopt);
+}
+
 TEST(LiveStartTime, ParsesPastAnyNameAndRefusesTheDead)
 {
   // Field 22 after a name with spaces and parentheses, as a process can choose.

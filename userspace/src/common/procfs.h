@@ -68,8 +68,13 @@ std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_ro
 // The same from the text of /proc/<pid>/stat.
 std::optional<uint64_t> live_start_time_in_stat(std::string_view stat);
 
+// What follows the colon of the line "<field>:\t<values…>" of /proc/<pid>/status text; nullopt if
+// there is no such line.
+std::optional<std::string_view> status_line(std::string_view status, std::string_view field);
+
 // Value number index (0 first, -1 last) of the line "<field>:\t<values…>" of /proc/<pid>/status
-// text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed.
+// text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed
+// (any value of the line that is not a decimal uint32 makes it malformed).
 std::optional<uint32_t>
 status_field(std::string_view status, std::string_view field, int index = 0);
 

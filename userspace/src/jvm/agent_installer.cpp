@@ -15,6 +15,7 @@
 
 #include "common/capabilities.h"
 #include "common/contained_file.h"
+#include "common/text.h"
 
 namespace flamebpf::jvm {
 namespace {
@@ -55,18 +56,16 @@ uint32_t container_root_uid(const AttachTarget& target)
   auto map = read_process_file(target, "uid_map", 1 << 12);
   if (!map)
     return 0;
-  unsigned inside = 0;
-  unsigned outside = 0;
-  unsigned count = 0;
-  for (size_t at = 0; at < map->size();) {
-    size_t end = map->find('\n', at);
-    std::string line = map->substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (std::sscanf(line.c_str(), "%u %u %u", &inside, &outside, &count) == 3 && inside == 0 &&
-        count > 0)
-      return outside;
-    if (end == std::string::npos)
-      break;
-    at = end + 1;
+  // "<first id inside> <first id outside> <count>" per line.
+  for (std::string_view line : text::lines(*map)) {
+    auto fields = text::split_fields(line);
+    if (fields.size() < 3)
+      continue;
+    auto inside = text::parse_number<uint32_t>(fields[0]);
+    auto outside = text::parse_number<uint32_t>(fields[1]);
+    auto count = text::parse_number<uint32_t>(fields[2]);
+    if (inside == 0u && outside && count && *count > 0)
+      return *outside;
   }
   return 0;
 }

@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace flamebpf::target {
 namespace {
 
@@ -22,21 +24,6 @@ constexpr std::array<ScopePrefix, 4> kScopePrefixes{{
     {"crio-", Runtime::kCrio},
     {"libpod-", Runtime::kPodman},
 }};
-
-std::vector<std::string_view> split_path(std::string_view path)
-{
-  std::vector<std::string_view> components;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string_view::npos)
-      end = path.size();
-    if (end > start)
-      components.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return components;
-}
 
 bool is_uuid(std::string_view text)
 {
@@ -140,7 +127,7 @@ std::optional<std::string> pod_of_component(std::string_view component)
 
 std::optional<ContainerCgroupMatch> container_of_cgroup(std::string_view path)
 {
-  auto components = split_path(path);
+  auto components = text::split_fields(path, "/");
   std::vector<std::string_view> above;
   std::string prefix;
   std::string pod;
