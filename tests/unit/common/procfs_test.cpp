@@ -257,6 +257,20 @@ TEST(StatusField, ValuesOfTheNamedLineOnly)
   EXPECT_EQ(status_line(status, "Tgid"), std::nullopt);
 }
 
+TEST(Cgroup2Path, TheCgroup2LineOfAProcess)
+{
+  EXPECT_EQ(parse_cgroup2_path("1:name=systemd:/a\n0::/system.slice/x.service\n"),
+            "/system.slice/x.service");
+  EXPECT_EQ(parse_cgroup2_path("0::/a:b"), "/a:b");
+  EXPECT_EQ(parse_cgroup2_path("0::relative\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup2_path(""), std::nullopt);
+
+  TempDir proc;
+  write_file(proc.path() / "42/cgroup", "0::/docker/abc\n");
+  EXPECT_EQ(read_cgroup2_path(42, proc.path().string()), "/docker/abc");
+  EXPECT_EQ(read_cgroup2_path(43, proc.path().string()), std::nullopt);
+}
+
 TEST(LiveStartTime, ParsesPastAnyNameAndRefusesTheDead)
 {
   // Field 22 after a name with spaces and parentheses, as a process can choose.

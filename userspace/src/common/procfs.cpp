@@ -219,16 +219,21 @@ std::vector<uint32_t> thread_ids(uint32_t pid, const std::string& proc_root)
   return threads;
 }
 
+std::optional<std::string> parse_cgroup2_path(std::string_view cgroup)
+{
+  for (std::string_view line : text::lines(cgroup)) {
+    if (line.starts_with("0::/"))
+      return std::string(line.substr(3));
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root)
 {
   auto text = read_file(proc_root + "/" + std::to_string(pid) + "/cgroup", 1 << 16);
   if (!text)
     return std::nullopt;
-  for (std::string_view line : text::lines(*text)) {
-    if (line.starts_with("0::/"))
-      return std::string(line.substr(3));
-  }
-  return std::nullopt;
+  return parse_cgroup2_path(*text);
 }
 
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root)

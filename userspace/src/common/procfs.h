@@ -56,8 +56,13 @@ std::vector<uint32_t> thread_ids(uint32_t pid, const std::string& proc_root = "/
 // <proc_root>/<pid>/status; nullopt if the process does not exist.
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root = "/proc");
 
-// The cgroup2 path of a process (the "0::" line of <proc_root>/<pid>/cgroup), e.g.
-// "/docker/<id>"; nullopt if the process is gone or has none.
+// The cgroup2 path in the text of /proc/<pid>/cgroup: the path of its "0::" line, e.g.
+// "/docker/<id>" (paths may hold ':'); nullopt if there is no such line with an absolute path.
+// The v1 hierarchies' lines are ignored: flamebpf follows processes by their cgroup2 path only.
+std::optional<std::string> parse_cgroup2_path(std::string_view cgroup);
+
+// The cgroup2 path of a process (parse_cgroup2_path of <proc_root>/<pid>/cgroup); nullopt if the
+// process is gone or has none.
 std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root = "/proc");
 
 // When a process started (field 22 of /proc/<pid>/stat, in clock ticks after boot), which with

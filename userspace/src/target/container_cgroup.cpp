@@ -1,7 +1,6 @@
 #include "target/container_cgroup.h"
 
 #include <array>
-#include <charconv>
 
 #include "common/text.h"
 
@@ -140,54 +139,6 @@ std::optional<ContainerCgroupMatch> container_of_cgroup(std::string_view path)
       return ContainerCgroupMatch{std::move(match->id), match->runtime, prefix, pod};
     }
     above.push_back(component);
-  }
-  return std::nullopt;
-}
-
-std::vector<ProcCgroupLine> parse_proc_cgroup(std::string_view text)
-{
-  std::vector<ProcCgroupLine> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    auto line = text.substr(start, end - start);
-    start = end + 1;
-    auto first = line.find(':');
-    if (first == std::string_view::npos)
-      continue;
-    auto second = line.find(':', first + 1);
-    if (second == std::string_view::npos)
-      continue;
-    ProcCgroupLine entry;
-    auto id = line.substr(0, first);
-    auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), entry.hierarchy);
-    if (ec != std::errc() || ptr != id.data() + id.size())
-      continue;
-    entry.controllers = std::string(line.substr(first + 1, second - first - 1));
-    // The path is the rest of the line: cgroup names may contain ':'.
-    entry.path = std::string(line.substr(second + 1));
-    if (entry.path.empty() || entry.path.front() != '/')
-      continue;
-    lines.push_back(std::move(entry));
-  }
-  return lines;
-}
-
-std::optional<ContainerCgroupMatch> container_of_process(const std::vector<ProcCgroupLine>& lines)
-{
-  for (const auto& line : lines) {
-    if (line.hierarchy == 0 && line.controllers.empty()) {
-      if (auto match = container_of_cgroup(line.path))
-        return match;
-    }
-  }
-  for (const auto& line : lines) {
-    if (line.hierarchy != 0) {
-      if (auto match = container_of_cgroup(line.path))
-        return match;
-    }
   }
   return std::nullopt;
 }
