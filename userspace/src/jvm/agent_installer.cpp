@@ -6,32 +6,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/capabilities.h"
 #include "common/contained_file.h"
+#include "common/scoped_fs_ids.h"
 #include "common/text.h"
 
 namespace flamebpf::jvm {
 namespace {
-
-// Opens a name directly inside dir_fd: no symlink is followed at all, not even inside the root.
-Result<UniqueFd> open_beneath(int dir_fd, const std::string& name, uint64_t flags, mode_t mode)
-{
-  open_how how{};
-  how.flags = flags;
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = kResolveBeneathNoLinks;
-  int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
-  if (fd < 0)
-    return fail(system_error(errno, "cannot open " + name));
-  return UniqueFd(fd);
-}
 
 // 16 hex digits no one can guess: a name others cannot occupy before flamebpf creates it.
 std::string random_hex()
@@ -144,8 +130,9 @@ Result<std::pair<uint64_t, uint64_t>> create_library(int dir_fd,
   if (!as_jvm.active())
     return fail(error("cannot act as uid:gid " + ids + caps::setid_hint()));
   std::string temporary = "." + name + ".tmp-" + random_hex();
-  auto file =
-      open_beneath(dir_fd, temporary, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
+  // No symlink is followed at all, not even inside the root.
+  auto file = open_resolved(dir_fd, temporary, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY,
+                            kResolveBeneathNoLinks, temporary, 0600);
   if (!file)
     return fail(file.error());
   struct stat status {};
@@ -195,9 +182,9 @@ std::optional<std::string> usual_name_state(int dir_fd,
   int open_errno = existing.error().errno_value;
   if (open_errno == ENOENT)
     return std::nullopt;
-  auto located = open_beneath(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+  auto located = find_entry(dir_fd, name, name);
   struct stat status {};
-  std::string holder = located && ::fstat(located->get(), &status) == 0
+  std::string holder = located && *located && ::fstat(located->value().get(), &status) == 0
                            ? "held by uid " + std::to_string(status.st_uid) + ", "
                            : "";
   if (open_errno == ELOOP)
@@ -321,10 +308,10 @@ void remove_agent(const AttachTarget& target, const InstalledAgent& installed)
   if (!dir_fd)
     return;
   ScopedFsIds as_jvm(target.uid, target.gid);
-  auto located = open_beneath(dir_fd->get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+  auto located = find_entry(dir_fd->get(), name, name);
   struct stat status {};
-  if (located && ::fstat(located->get(), &status) == 0 && status.st_dev == installed.device &&
-      status.st_ino == installed.inode)
+  if (located && *located && ::fstat(located->value().get(), &status) == 0 &&
+      status.st_dev == installed.device && status.st_ino == installed.inode)
     ::unlinkat(dir_fd->get(), name.c_str(), 0);
 }
 

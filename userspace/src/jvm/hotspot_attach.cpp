@@ -6,9 +6,7 @@
 #include <csignal>
 #include <ctime>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <poll.h>
-#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,6 +18,7 @@
 #include "common/capabilities.h"
 #include "common/contained_file.h"
 #include "common/procfs.h"
+#include "common/scoped_fs_ids.h"
 
 namespace flamebpf::jvm {
 namespace {
@@ -73,41 +72,6 @@ int remaining_ms(Clock::time_point deadline)
 {
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
-}
-
-Result<UniqueFd> open_resolved(
-    int dir_fd, const std::string& path, uint64_t flags, uint64_t resolve, const std::string& shown)
-{
-  open_how how{};
-  how.flags = flags;
-  how.mode = (flags & O_CREAT) ? 0600 : 0; // only the trigger is created: its owner needs no more
-  how.resolve = resolve;
-  int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, path.c_str(), &how, sizeof how));
-  if (fd < 0)
-    return fail(system_error(errno, "cannot open " + shown));
-  return UniqueFd(fd);
-}
-
-// What is at name in dir_fd (nullopt if nothing), as an O_PATH descriptor of the name itself:
-// nothing is opened for real, and a symlink planted there is returned as the symlink.
-Result<std::optional<UniqueFd>>
-find_entry(int dir_fd, const std::string& name, const std::string& shown)
-{
-  auto fd =
-      open_resolved(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, kResolveBeneathNoLinks, shown);
-  if (!fd) {
-    if (fd.error().errno_value == ENOENT)
-      return std::optional<UniqueFd>();
-    return fail(fd.error());
-  }
-  return std::optional<UniqueFd>(std::move(*fd));
-}
-
-// The socket file if it exists (nullopt if not); anything else there is refused by check_socket.
-Result<std::optional<UniqueFd>>
-find_socket(int tmp_fd, const std::string& name, const std::string& shown)
-{
-  return find_entry(tmp_fd, name, shown);
 }
 
 // HotSpot creates its socket mode 0600 and chowns it to its euid/egid; anything else was not made
@@ -226,9 +190,8 @@ private:
     if (!as_jvm.active())
       return fail(error("cannot create attach trigger " + shown + ": cannot act as uid:gid " + ids +
                         caps::setid_hint()));
-    auto created =
-        open_resolved(dir_fd, name_, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC,
-                      kResolveBeneathNoLinks, shown);
+    auto created = open_resolved(dir_fd, name_, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY,
+                                 kResolveBeneathNoLinks, shown, 0600);
     if (!created) {
       if (created.error().errno_value == EEXIST)
         return false;
@@ -361,7 +324,7 @@ Result<UniqueFd> wait_for_socket(const AttachTarget& target,
   bool resent = false;
   auto step = std::chrono::milliseconds(1);
   for (;;) {
-    auto socket = find_socket(tmp_fd, name, shown);
+    auto socket = find_entry(tmp_fd, name, shown);
     if (!socket)
       return fail(socket.error());
     if (*socket)
@@ -543,24 +506,6 @@ Result<std::string> receive_all(int socket_fd, const std::string& what, Clock::t
 }
 
 } // namespace
-
-ScopedFsIds::ScopedFsIds(uint32_t uid, uint32_t gid)
-    : previous_uid_(static_cast<uint32_t>(::setfsuid(static_cast<uid_t>(-1)))),
-      previous_gid_(static_cast<uint32_t>(::setfsgid(static_cast<gid_t>(-1))))
-{
-  // The group first: with the fsuid changed, the thread may lose what it needs to change it.
-  ::setfsgid(gid);
-  ::setfsuid(uid);
-  // setfsuid reports no errors; reading the ids back (-1 changes nothing) does.
-  active_ = static_cast<uint32_t>(::setfsuid(static_cast<uid_t>(-1))) == uid &&
-            static_cast<uint32_t>(::setfsgid(static_cast<gid_t>(-1))) == gid;
-}
-
-ScopedFsIds::~ScopedFsIds()
-{
-  ::setfsuid(previous_uid_);
-  ::setfsgid(previous_gid_);
-}
 
 Result<ProcessStatus> parse_process_status(std::string_view text)
 {
@@ -757,7 +702,7 @@ Result<Reply> exchange(const AttachTarget& target,
     return in_jvm(tmp_fd.error());
   std::string socket_name = ".java_pid" + std::to_string(target.ns_pid);
   std::string socket_shown = tmp_shown + "/" + socket_name;
-  auto found = find_socket(tmp_fd->get(), socket_name, socket_shown);
+  auto found = find_entry(tmp_fd->get(), socket_name, socket_shown);
   if (!found)
     return in_jvm(found.error());
   UniqueFd socket_file;

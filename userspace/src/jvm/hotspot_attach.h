@@ -121,28 +121,6 @@ struct Reply {
 // -1 in those cases up to JDK 20 and 0 from JDK 21 on (JDK 25 checked), so it is not relied on.
 [[nodiscard]] Result<> check_load_reply(const Reply& reply);
 
-// While alive, files this thread creates belong to uid/gid: its filesystem ids (setfsuid,
-// setfsgid, which Linux keeps per thread) are the JVM's, the rest of the process is untouched.
-// Needed because host root cannot create files at all in a filesystem mounted inside a user
-// namespace where it is unmapped (EOVERFLOW), as with rootless or user-namespaced containers; it
-// also gives the files the JVM's ownership without chown. Root loses its file capabilities
-// (CAP_DAC_OVERRIDE, CAP_CHOWN, ...) meanwhile, so only what the JVM's user may do succeeds.
-class ScopedFsIds {
-public:
-  ScopedFsIds(uint32_t uid, uint32_t gid);
-  ~ScopedFsIds();
-  ScopedFsIds(const ScopedFsIds&) = delete;
-  ScopedFsIds& operator=(const ScopedFsIds&) = delete;
-
-  // Whether the switch took effect (it needs CAP_SETUID/CAP_SETGID unless the ids are ours).
-  bool active() const { return active_; }
-
-private:
-  uint32_t previous_uid_;
-  uint32_t previous_gid_;
-  bool active_ = false;
-};
-
 // Sends one request and returns the reply, whatever its status. Starts the attach listener first
 // if the socket does not exist: makes sure a trigger HotSpot accepts is where it looks (see
 // below), sends SIGQUIT (only if the JVM catches it, read from its status), waits for the socket,
