@@ -257,6 +257,20 @@ TEST(StatusField, ValuesOfTheNamedLineOnly)
   EXPECT_EQ(status_line(status, "Tgid"), std::nullopt);
 }
 
+TEST(CatchesSignal, CaughtAndNotIgnored)
+{
+  // SIGQUIT is 3: bit 2 of the masks.
+  EXPECT_TRUE(catches_signal("SigIgn:\t0000000000000000\nSigCgt:\t0000000101005ccd\n", 3));
+  EXPECT_FALSE(catches_signal("SigIgn:\t0000000000000004\nSigCgt:\t0000000101005ccd\n", 3));
+  EXPECT_FALSE(catches_signal("SigIgn:\t0000000000000000\nSigCgt:\t0000000101005cc9\n", 3));
+  EXPECT_TRUE(catches_signal("SigCgt:\t4\n", 3));
+  EXPECT_FALSE(catches_signal("Name:\tjava\n", 3));
+  EXPECT_FALSE(catches_signal("SigIgn:\tx\nSigCgt:\t4\n", 3));
+  EXPECT_FALSE(catches_signal("SigCgt:\t4 4\n", 3));
+  EXPECT_TRUE(catches_signal("SigCgt:\t8000000000000000\n", 64));
+  EXPECT_FALSE(catches_signal("SigCgt:\tffffffffffffffff\n", 65));
+}
+
 TEST(Cgroup2Path, TheCgroup2LineOfAProcess)
 {
   EXPECT_EQ(parse_cgroup2_path("1:name=systemd:/a\n0::/system.slice/x.service\n"),

@@ -193,6 +193,24 @@ std::optional<uint32_t> status_field(std::string_view status, std::string_view f
   return values[static_cast<size_t>(index)];
 }
 
+bool catches_signal(std::string_view status, int signal)
+{
+  // A missing mask is empty; a malformed one makes the answer false.
+  auto mask = [&](std::string_view field) -> std::optional<uint64_t> {
+    auto line = status_line(status, field);
+    if (!line)
+      return 0;
+    auto values = text::split_fields(*line);
+    return values.size() == 1 ? text::parse_number<uint64_t>(values[0], 16) : std::nullopt;
+  };
+  auto caught = mask("SigCgt");
+  auto ignored = mask("SigIgn");
+  if (!caught || !ignored || signal < 1 || signal > 64)
+    return false;
+  uint64_t bit = uint64_t{1} << (signal - 1);
+  return (*caught & bit) != 0 && (*ignored & bit) == 0;
+}
+
 std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root)
 {
   auto text = read_file(proc_root + "/" + std::to_string(tid) + "/status", 1 << 16);

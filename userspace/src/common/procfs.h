@@ -83,4 +83,9 @@ std::optional<std::string_view> status_line(std::string_view status, std::string
 std::optional<uint32_t>
 status_field(std::string_view status, std::string_view field, int index = 0);
 
+// Whether the process whose /proc/<pid>/status text this is handles signal with a handler of its
+// own: its SigCgt mask has it and its SigIgn mask does not (a missing mask is empty). false if
+// either mask is malformed.
+bool catches_signal(std::string_view status, int signal);
+
 } // namespace flamebpf::procfs
