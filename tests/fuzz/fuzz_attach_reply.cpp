@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "jvm/hotspot_attach.h"
+#include "jvm/attach_protocol.h"
 
 namespace {
 

@@ -20,19 +20,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
   auto mounts = flamebpf::procfs::parse_mountinfo(mountinfo);
   if (auto mount = flamebpf::procfs::find_cgroup2_mount(mounts); mount && mount->empty())
     std::abort();
-  auto lines = flamebpf::target::parse_proc_cgroup(cgroup);
-  if (auto match = flamebpf::target::container_of_process(lines); match && match->id.empty())
-    std::abort();
-  for (const auto& line : lines) {
-    if (auto match = flamebpf::target::container_of_cgroup(line.path)) {
+  // The path flamebpf follows a process by, then the container it is taken for.
+  if (auto path = flamebpf::procfs::parse_cgroup2_path(cgroup)) {
+    if (!path->starts_with('/'))
+      std::abort();
+    if (auto match = flamebpf::target::container_of_cgroup(*path)) {
       // The container's cgroup is a prefix of the path it was found in (as the kernel writes
       // paths: without repeated slashes) and ends in a component naming the ID.
-      std::string path;
-      for (char c : line.path) {
-        if (c != '/' || path.empty() || path.back() != '/')
-          path += c;
+      std::string collapsed;
+      for (char c : *path) {
+        if (c != '/' || collapsed.empty() || collapsed.back() != '/')
+          collapsed += c;
       }
-      if (!path.starts_with(match->cgroup) || match->cgroup.find(match->id) == std::string::npos)
+      if (match->id.empty() || !collapsed.starts_with(match->cgroup) ||
+          match->cgroup.find(match->id) == std::string::npos)
         std::abort();
     }
   }

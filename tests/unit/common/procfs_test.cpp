@@ -243,6 +243,48 @@ TEST(ReadTgid, FromStatus)
   EXPECT_EQ(read_tgid(pid), pid);
 }
 
+TEST(StatusField, ValuesOfTheNamedLineOnly)
+{
+  std::string status = "Name:\tUid\nPPid:\t1\nPid:\t4243\nUid:\t0\t1000\t0\t0\nNSpid:\t4243\t7\n";
+  EXPECT_EQ(status_field(status, "Pid"), 4243u);
+  EXPECT_EQ(status_field(status, "Uid", 1), 1000u);
+  EXPECT_EQ(status_field(status, "Uid", 4), std::nullopt);
+  EXPECT_EQ(status_field(status, "NSpid", -1), 7u);
+  EXPECT_EQ(status_field(status, "Name"), std::nullopt);
+  EXPECT_EQ(status_field(status, "Gid"), std::nullopt);
+  EXPECT_EQ(status_field("NSpid:\t12\t-1\n", "NSpid", 0), std::nullopt);
+  EXPECT_EQ(status_line(status, "PPid"), "\t1");
+  EXPECT_EQ(status_line(status, "Tgid"), std::nullopt);
+}
+
+TEST(CatchesSignal, CaughtAndNotIgnored)
+{
+  // SIGQUIT is 3: bit 2 of the masks.
+  EXPECT_TRUE(catches_signal("SigIgn:\t0000000000000000\nSigCgt:\t0000000101005ccd\n", 3));
+  EXPECT_FALSE(catches_signal("SigIgn:\t0000000000000004\nSigCgt:\t0000000101005ccd\n", 3));
+  EXPECT_FALSE(catches_signal("SigIgn:\t0000000000000000\nSigCgt:\t0000000101005cc9\n", 3));
+  EXPECT_TRUE(catches_signal("SigCgt:\t4\n", 3));
+  EXPECT_FALSE(catches_signal("Name:\tjava\n", 3));
+  EXPECT_FALSE(catches_signal("SigIgn:\tx\nSigCgt:\t4\n", 3));
+  EXPECT_FALSE(catches_signal("SigCgt:\t4 4\n", 3));
+  EXPECT_TRUE(catches_signal("SigCgt:\t8000000000000000\n", 64));
+  EXPECT_FALSE(catches_signal("SigCgt:\tffffffffffffffff\n", 65));
+}
+
+TEST(Cgroup2Path, TheCgroup2LineOfAProcess)
+{
+  EXPECT_EQ(parse_cgroup2_path("1:name=systemd:/a\n0::/system.slice/x.service\n"),
+            "/system.slice/x.service");
+  EXPECT_EQ(parse_cgroup2_path("0::/a:b"), "/a:b");
+  EXPECT_EQ(parse_cgroup2_path("0::relative\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup2_path(""), std::nullopt);
+
+  TempDir proc;
+  write_file(proc.path() / "42/cgroup", "0::/docker/abc\n");
+  EXPECT_EQ(read_cgroup2_path(42, proc.path().string()), "/docker/abc");
+  EXPECT_EQ(read_cgroup2_path(43, proc.path().string()), std::nullopt);
+}
+
 TEST(LiveStartTime, ParsesPastAnyNameAndRefusesTheDead)
 {
   // Field 22 after a name with spaces and parentheses, as a process can choose.

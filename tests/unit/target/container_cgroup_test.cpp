@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "common/procfs.h"
 #include "target/container_cgroup.h"
 #include "test_support.h"
 
@@ -11,10 +12,17 @@ using flamebpf::testing::read_data;
 constexpr const char* kId = "474d492e3c1f0a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7bbeec";
 constexpr const char* kPod = "5f2b1c3d-8e4a-4b6c-9d7e-0a1b2c3d4e5f";
 
-// The container of a process whose /proc/<pid>/cgroup is the fixture tests/data/cgroup/<name>.
+// The cgroup2 path of a process whose /proc/<pid>/cgroup is the fixture tests/data/cgroup/<name>.
+std::optional<std::string> cgroup2_path_of_fixture(const std::string& name)
+{
+  return procfs::parse_cgroup2_path(read_data("cgroup/" + name));
+}
+
+// The container of such a process, found as flamebpf finds it: from its cgroup2 path.
 std::optional<ContainerCgroupMatch> container_of_fixture(const std::string& name)
 {
-  return container_of_process(parse_proc_cgroup(read_data("cgroup/" + name)));
+  auto path = cgroup2_path_of_fixture(name);
+  return path ? container_of_cgroup(*path) : std::nullopt;
 }
 
 struct RuntimeCase {
@@ -46,8 +54,6 @@ INSTANTIATE_TEST_SUITE_P(
         RuntimeCase{"docker_hybrid.txt", Runtime::kDocker, "/docker/{id}", ""},
         RuntimeCase{"docker_systemd_v2.txt", Runtime::kDocker, "/system.slice/docker-{id}.scope",
                     ""},
-        // A runtime that left the cgroup2 path at "/": the v1 hierarchies still name it.
-        RuntimeCase{"docker_v1_only.txt", Runtime::kDocker, "/docker/{id}", ""},
         RuntimeCase{"docker_subcgroup_v2.txt", Runtime::kDocker, "/docker/{id}", ""},
         RuntimeCase{"containerd_k8s_systemd_v2.txt", Runtime::kContainerd,
                     "/kubepods.slice/kubepods-burstable.slice/"
@@ -73,26 +79,23 @@ TEST(ProcessCgroup, MonitorsAndHostProcessesAreNoContainers)
   EXPECT_FALSE(container_of_fixture("host_process_v2.txt").has_value());
 }
 
-TEST(ProcessCgroup, ParsesHybridLines)
+TEST(ProcessCgroup, OnlyTheCgroup2LineCounts)
 {
-  auto lines = parse_proc_cgroup(read_data("cgroup/docker_hybrid.txt"));
-  ASSERT_EQ(lines.size(), 14u);
-  EXPECT_EQ(lines[0].hierarchy, 13u);
-  EXPECT_EQ(lines[0].controllers, "misc");
-  EXPECT_EQ(lines[0].path, "/");
-  EXPECT_EQ(lines[11].controllers, "cpu,cpuacct");
-  EXPECT_EQ(lines[13].hierarchy, 0u);
-  EXPECT_EQ(lines[13].controllers, "");
+  // Among the v1 hierarchies' lines of a hybrid host.
+  EXPECT_EQ(cgroup2_path_of_fixture("docker_hybrid.txt"), std::string("/docker/") + kId);
+  // A runtime that left the cgroup2 path at "/": flamebpf follows cgroup2 only, so the v1 lines
+  // that name the container are not read.
+  EXPECT_EQ(cgroup2_path_of_fixture("docker_v1_only.txt"), "/");
+  EXPECT_FALSE(container_of_fixture("docker_v1_only.txt").has_value());
+  EXPECT_EQ(procfs::parse_cgroup2_path("1:name=systemd:/docker/x\n"), std::nullopt);
 }
 
 TEST(ProcessCgroup, SkipsMalformedLinesAndKeepsColonsInPaths)
 {
-  auto lines = parse_proc_cgroup(read_data("cgroup/malformed.txt"));
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].path, std::string("/docker/") + kId);
-  auto sub = parse_proc_cgroup(read_data("cgroup/docker_subcgroup_v2.txt"));
-  ASSERT_EQ(sub.size(), 1u);
-  EXPECT_TRUE(sub[0].path.ends_with("/workers/a:b"));
+  EXPECT_EQ(cgroup2_path_of_fixture("malformed.txt"), std::string("/docker/") + kId);
+  auto sub = cgroup2_path_of_fixture("docker_subcgroup_v2.txt");
+  ASSERT_TRUE(sub.has_value());
+  EXPECT_TRUE(sub->ends_with("/workers/a:b"));
 }
 
 TEST(ContainerOfCgroup, OutermostContainerWins)

@@ -1,7 +1,6 @@
 #include "common/atomic_file.h"
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <fcntl.h>
 #include <filesystem>
@@ -11,6 +10,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "common/text.h"
 
 namespace flamebpf {
 namespace {
@@ -228,10 +229,8 @@ std::optional<int> own_descriptor(std::string_view path)
   for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
     if (!path.starts_with(prefix))
       continue;
-    std::string_view digits = path.substr(prefix.size());
-    int fd = -1;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
-    if (!digits.empty() && ec == std::errc() && end == digits.data() + digits.size() && fd >= 0)
+    auto fd = text::parse_number<int>(path.substr(prefix.size()));
+    if (fd && *fd >= 0)
       return fd;
   }
   return std::nullopt;

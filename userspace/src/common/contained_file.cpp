@@ -15,11 +15,18 @@ std::string joined(const std::string& root, const std::string& path)
   return root + (path.starts_with('/') ? "" : "/") + path;
 }
 
-Result<UniqueFd> openat2_path(
-    int dir_fd, const std::string& path, uint64_t flags, uint64_t resolve, const std::string& shown)
+} // namespace
+
+Result<UniqueFd> open_resolved(int dir_fd,
+                               const std::string& path,
+                               uint64_t flags,
+                               uint64_t resolve,
+                               const std::string& shown,
+                               mode_t mode)
 {
   open_how how{};
-  how.flags = flags | O_PATH | O_CLOEXEC;
+  how.flags = flags | O_CLOEXEC;
+  how.mode = (flags & O_CREAT) ? mode : 0; // openat2 refuses a mode without O_CREAT
   how.resolve = resolve;
   int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, path.c_str(), &how, sizeof how));
   if (fd < 0)
@@ -27,7 +34,17 @@ Result<UniqueFd> openat2_path(
   return UniqueFd(fd);
 }
 
-} // namespace
+Result<std::optional<UniqueFd>>
+find_entry(int dir_fd, const std::string& name, const std::string& shown)
+{
+  auto fd = open_resolved(dir_fd, name, O_PATH | O_NOFOLLOW, kResolveBeneathNoLinks, shown);
+  if (!fd) {
+    if (fd.error().errno_value == ENOENT)
+      return std::optional<UniqueFd>();
+    return fail(fd.error());
+  }
+  return std::optional<UniqueFd>(std::move(*fd));
+}
 
 Result<UniqueFd> open_directory(const std::string& path)
 {
@@ -40,7 +57,7 @@ Result<UniqueFd> open_directory(const std::string& path)
 Result<UniqueFd>
 open_directory_at(int dir_fd, const std::string& path, uint64_t resolve, const std::string& shown)
 {
-  return openat2_path(dir_fd, path, O_DIRECTORY, resolve, shown);
+  return open_resolved(dir_fd, path, O_PATH | O_DIRECTORY, resolve, shown);
 }
 
 Result<UniqueFd> open_directory_in_root(const std::string& root, const std::string& path)
@@ -69,7 +86,7 @@ Result<UniqueFd> reopen_regular(int path_fd, const std::string& shown)
 Result<UniqueFd>
 open_regular_at(int dir_fd, const std::string& path, uint64_t resolve, const std::string& shown)
 {
-  auto located = openat2_path(dir_fd, path, 0, resolve, shown);
+  auto located = open_resolved(dir_fd, path, O_PATH, resolve, shown);
   if (!located)
     return fail(located.error());
   return reopen_regular(located->get(), shown);

@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <linux/openat2.h>
+#include <optional>
 #include <string>
+#include <sys/types.h>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -25,6 +27,23 @@ inline constexpr uint64_t kResolveInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLIN
 // The resolve flags for a name directly in a directory: no symlink at all is followed.
 inline constexpr uint64_t kResolveBeneathNoLinks =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// Opens path below dir_fd with openat2: the open flags (O_CLOEXEC is added) and the RESOLVE_*
+// flags as given; a file it creates (O_CREAT) gets mode, as the calling thread's filesystem ids.
+// For what flamebpf creates itself or looks at as O_PATH; a file to read is opened with
+// open_regular_at. shown names the file in errors.
+[[nodiscard]] Result<UniqueFd> open_resolved(int dir_fd,
+                                             const std::string& path,
+                                             uint64_t flags,
+                                             uint64_t resolve,
+                                             const std::string& shown,
+                                             mode_t mode = 0600);
+
+// What is at name directly in dir_fd, as an O_PATH|O_NOFOLLOW descriptor of the name itself:
+// nothing is opened for real, and a symlink planted there is returned as the symlink. nullopt if
+// nothing is there.
+[[nodiscard]] Result<std::optional<UniqueFd>>
+find_entry(int dir_fd, const std::string& name, const std::string& shown);
 
 // Opens a directory as an O_PATH descriptor, to resolve paths from (e.g. "/proc/<pid>/root").
 [[nodiscard]] Result<UniqueFd> open_directory(const std::string& path);

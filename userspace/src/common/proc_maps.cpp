@@ -1,7 +1,8 @@
 #include "common/proc_maps.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "common/text.h"
 
 namespace flamebpf::procfs {
 namespace {
@@ -10,11 +11,12 @@ namespace {
 bool take_hex(std::string_view& text, char separator, uint64_t& out)
 {
   size_t end = text.find(separator);
-  if (end == std::string_view::npos || end == 0)
+  if (end == std::string_view::npos)
     return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + end, out, 16);
-  if (ec != std::errc() || ptr != text.data() + end)
+  auto number = text::parse_number<uint64_t>(text.substr(0, end), 16);
+  if (!number)
     return false;
+  out = *number;
   text.remove_prefix(end + 1);
   return true;
 }
@@ -24,14 +26,7 @@ bool take_hex(std::string_view& text, char separator, uint64_t& out)
 std::vector<Mapping> parse_proc_maps(std::string_view text)
 {
   std::vector<Mapping> mappings;
-  size_t line_start = 0;
-  while (line_start < text.size()) {
-    size_t line_end = text.find('\n', line_start);
-    if (line_end == std::string_view::npos)
-      line_end = text.size();
-    std::string_view line = text.substr(line_start, line_end - line_start);
-    line_start = line_end + 1;
-
+  for (std::string_view line : text::lines(text)) {
     // 7f1c2a000000-7f1c2a022000 r-xp 00002000 08:01 131 /usr/lib/x86_64-linux-gnu/libc.so.6
     Mapping mapping;
     uint64_t major = 0;
@@ -46,12 +41,10 @@ std::vector<Mapping> parse_proc_maps(std::string_view text)
         !take_hex(line, ' ', minor))
       continue;
     size_t inode_end = line.find(' ');
-    std::string_view inode_text = line.substr(0, inode_end);
-    auto [ptr, ec] =
-        std::from_chars(inode_text.data(), inode_text.data() + inode_text.size(), mapping.inode);
-    if (ec != std::errc() || ptr != inode_text.data() + inode_text.size() ||
-        mapping.end <= mapping.start)
+    auto inode = text::parse_number<decltype(mapping.inode)>(line.substr(0, inode_end));
+    if (!inode || mapping.end <= mapping.start)
       continue;
+    mapping.inode = *inode;
     if (inode_end != std::string_view::npos) {
       std::string_view path = line.substr(inode_end);
       size_t path_start = path.find_first_not_of(' ');

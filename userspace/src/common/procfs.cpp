@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <fcntl.h>
 #include <filesystem>
 #include <iterator>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::procfs {
@@ -34,33 +34,13 @@ std::string decode_octal_escapes(std::string_view field)
   return out;
 }
 
-std::vector<std::string_view> split_fields(std::string_view line)
-{
-  std::vector<std::string_view> fields;
-  size_t start = 0;
-  while (start < line.size()) {
-    size_t end = line.find(' ', start);
-    if (end == std::string_view::npos)
-      end = line.size();
-    if (end > start)
-      fields.push_back(line.substr(start, end - start));
-    start = end + 1;
-  }
-  return fields;
-}
-
 } // namespace
 
 std::vector<MountEntry> parse_mountinfo(std::string_view text)
 {
   std::vector<MountEntry> mounts;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    auto fields = split_fields(text.substr(start, end - start));
-    start = end + 1;
+  for (std::string_view line : text::lines(text)) {
+    auto fields = text::split_fields(line, " ");
     // id parent major:minor root mount-point options [optional...] - type source super-options
     size_t separator = 0;
     for (size_t i = 6; i < fields.size(); ++i) {
@@ -109,26 +89,14 @@ Result<std::vector<int>> parse_cpu_list(std::string_view text)
   std::vector<int> cpus;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.remove_suffix(1);
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    auto range = text.substr(start, end - start);
-    start = end + 1;
-    int first = 0;
-    int last = 0;
+  for (std::string_view range : text::lines(text, ',')) {
     auto dash = range.find('-');
-    auto parse = [](std::string_view number, int& out) {
-      auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), out);
-      return ec == std::errc() && ptr == number.data() + number.size() && out >= 0;
-    };
-    bool ok = dash == std::string_view::npos
-                  ? parse(range, first) && (last = first, true)
-                  : parse(range.substr(0, dash), first) && parse(range.substr(dash + 1), last);
-    if (!ok || last < first || last > 65535)
+    auto first = text::parse_number<int>(range.substr(0, dash));
+    auto last =
+        dash == std::string_view::npos ? first : text::parse_number<int>(range.substr(dash + 1));
+    if (!first || !last || *first < 0 || *last < *first || *last > 65535)
       return fail(error("malformed CPU list \"" + std::string(text) + "\""));
-    for (int cpu = first; cpu <= last; ++cpu)
+    for (int cpu = *first; cpu <= *last; ++cpu)
       cpus.push_back(cpu);
   }
   if (cpus.empty())
@@ -195,32 +163,26 @@ std::optional<std::string> read_comm(uint32_t pid, const std::string& proc_root)
   return *text;
 }
 
+std::optional<std::string_view> status_line(std::string_view status, std::string_view field)
+{
+  for (std::string_view line : text::lines(status)) {
+    if (line.size() > field.size() && line.starts_with(field) && line[field.size()] == ':')
+      return line.substr(field.size() + 1);
+  }
+  return std::nullopt;
+}
+
 std::optional<uint32_t> status_field(std::string_view status, std::string_view field, int index)
 {
-  size_t at = 0;
-  for (;;) {
-    at = status.find(field, at);
-    if (at == std::string_view::npos)
-      return std::nullopt;
-    bool line_start = at == 0 || status[at - 1] == '\n';
-    if (line_start && status.substr(at + field.size()).starts_with(":"))
-      break;
-    at += field.size();
-  }
-  std::string_view rest = status.substr(at + field.size() + 1);
-  rest = rest.substr(0, rest.find('\n'));
+  auto line = status_line(status, field);
+  if (!line)
+    return std::nullopt;
   std::vector<uint32_t> values;
-  while (!rest.empty()) {
-    size_t skip = rest.find_first_not_of(" \t");
-    if (skip == std::string_view::npos)
-      break;
-    rest.remove_prefix(skip);
-    uint32_t value = 0;
-    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-    if (ec != std::errc())
+  for (std::string_view value : text::split_fields(*line)) {
+    auto number = text::parse_number<uint32_t>(value);
+    if (!number)
       return std::nullopt;
-    values.push_back(value);
-    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
+    values.push_back(*number);
   }
   if (values.empty())
     return std::nullopt;
@@ -229,6 +191,24 @@ std::optional<uint32_t> status_field(std::string_view status, std::string_view f
   if (static_cast<size_t>(index) >= values.size())
     return std::nullopt;
   return values[static_cast<size_t>(index)];
+}
+
+bool catches_signal(std::string_view status, int signal)
+{
+  // A missing mask is empty; a malformed one makes the answer false.
+  auto mask = [&](std::string_view field) -> std::optional<uint64_t> {
+    auto line = status_line(status, field);
+    if (!line)
+      return 0;
+    auto values = text::split_fields(*line);
+    return values.size() == 1 ? text::parse_number<uint64_t>(values[0], 16) : std::nullopt;
+  };
+  auto caught = mask("SigCgt");
+  auto ignored = mask("SigIgn");
+  if (!caught || !ignored || signal < 1 || signal > 64)
+    return false;
+  uint64_t bit = uint64_t{1} << (signal - 1);
+  return (*caught & bit) != 0 && (*ignored & bit) == 0;
 }
 
 std::optional<uint32_t> read_tgid(uint32_t tid, const std::string& proc_root)
@@ -250,13 +230,20 @@ std::vector<uint32_t> thread_ids(uint32_t pid, const std::string& proc_root)
   for (std::filesystem::directory_iterator it(proc_root + "/" + std::to_string(pid) + "/task",
                                               failed);
        !failed && it != std::filesystem::directory_iterator(); it.increment(failed)) {
-    std::string name = it->path().filename().string();
-    uint32_t tid = 0;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
-    if (ec == std::errc() && end == name.data() + name.size() && tid != 0)
-      threads.push_back(tid);
+    auto tid = text::parse_number<uint32_t>(it->path().filename().string());
+    if (tid && *tid != 0)
+      threads.push_back(*tid);
   }
   return threads;
+}
+
+std::optional<std::string> parse_cgroup2_path(std::string_view cgroup)
+{
+  for (std::string_view line : text::lines(cgroup)) {
+    if (line.starts_with("0::/"))
+      return std::string(line.substr(3));
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root)
@@ -264,15 +251,7 @@ std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& pr
   auto text = read_file(proc_root + "/" + std::to_string(pid) + "/cgroup", 1 << 16);
   if (!text)
     return std::nullopt;
-  std::string_view rest = *text;
-  while (!rest.empty()) {
-    size_t newline = rest.find('\n');
-    std::string_view line = rest.substr(0, newline);
-    rest.remove_prefix(newline == std::string_view::npos ? rest.size() : newline + 1);
-    if (line.starts_with("0::/"))
-      return std::string(line.substr(3));
-  }
-  return std::nullopt;
+  return parse_cgroup2_path(*text);
 }
 
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root)
@@ -306,11 +285,7 @@ std::optional<uint64_t> live_start_time_in_stat(std::string_view stat)
   }
   if (fields[0] == "Z" || fields[0] == "X")
     return std::nullopt;
-  uint64_t start = 0;
-  auto [ptr, ec] = std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), start);
-  if (ec != std::errc() || ptr != fields[19].data() + fields[19].size() || fields[19].empty())
-    return std::nullopt;
-  return start;
+  return text::parse_number<uint64_t>(fields[19]);
 }
 
 std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_root)

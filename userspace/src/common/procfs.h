@@ -56,8 +56,13 @@ std::vector<uint32_t> thread_ids(uint32_t pid, const std::string& proc_root = "/
 // <proc_root>/<pid>/status; nullopt if the process does not exist.
 std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root = "/proc");
 
-// The cgroup2 path of a process (the "0::" line of <proc_root>/<pid>/cgroup), e.g.
-// "/docker/<id>"; nullopt if the process is gone or has none.
+// The cgroup2 path in the text of /proc/<pid>/cgroup: the path of its "0::" line, e.g.
+// "/docker/<id>" (paths may hold ':'); nullopt if there is no such line with an absolute path.
+// The v1 hierarchies' lines are ignored: flamebpf follows processes by their cgroup2 path only.
+std::optional<std::string> parse_cgroup2_path(std::string_view cgroup);
+
+// The cgroup2 path of a process (parse_cgroup2_path of <proc_root>/<pid>/cgroup); nullopt if the
+// process is gone or has none.
 std::optional<std::string> read_cgroup2_path(uint32_t pid, const std::string& proc_root = "/proc");
 
 // When a process started (field 22 of /proc/<pid>/stat, in clock ticks after boot), which with
@@ -68,9 +73,19 @@ std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_ro
 // The same from the text of /proc/<pid>/stat.
 std::optional<uint64_t> live_start_time_in_stat(std::string_view stat);
 
+// What follows the colon of the line "<field>:\t<values…>" of /proc/<pid>/status text; nullopt if
+// there is no such line.
+std::optional<std::string_view> status_line(std::string_view status, std::string_view field);
+
 // Value number index (0 first, -1 last) of the line "<field>:\t<values…>" of /proc/<pid>/status
-// text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed.
+// text, e.g. ("Uid", 1) for the effective uid or ("NSpid", -1); nullopt if missing or malformed
+// (any value of the line that is not a decimal uint32 makes it malformed).
 std::optional<uint32_t>
 status_field(std::string_view status, std::string_view field, int index = 0);
+
+// Whether the process whose /proc/<pid>/status text this is handles signal with a handler of its
+// own: its SigCgt mask has it and its SigIgn mask does not (a missing mask is empty). false if
+// either mask is malformed.
+bool catches_signal(std::string_view status, int signal);
 
 } // namespace flamebpf::procfs

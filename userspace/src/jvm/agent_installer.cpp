@@ -6,31 +6,18 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/capabilities.h"
 #include "common/contained_file.h"
+#include "common/scoped_fs_ids.h"
+#include "common/text.h"
 
 namespace flamebpf::jvm {
 namespace {
-
-// Opens a name directly inside dir_fd: no symlink is followed at all, not even inside the root.
-Result<UniqueFd> open_beneath(int dir_fd, const std::string& name, uint64_t flags, mode_t mode)
-{
-  open_how how{};
-  how.flags = flags;
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = kResolveBeneathNoLinks;
-  int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how));
-  if (fd < 0)
-    return fail(system_error(errno, "cannot open " + name));
-  return UniqueFd(fd);
-}
 
 // 16 hex digits no one can guess: a name others cannot occupy before flamebpf creates it.
 std::string random_hex()
@@ -55,18 +42,16 @@ uint32_t container_root_uid(const AttachTarget& target)
   auto map = read_process_file(target, "uid_map", 1 << 12);
   if (!map)
     return 0;
-  unsigned inside = 0;
-  unsigned outside = 0;
-  unsigned count = 0;
-  for (size_t at = 0; at < map->size();) {
-    size_t end = map->find('\n', at);
-    std::string line = map->substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (std::sscanf(line.c_str(), "%u %u %u", &inside, &outside, &count) == 3 && inside == 0 &&
-        count > 0)
-      return outside;
-    if (end == std::string::npos)
-      break;
-    at = end + 1;
+  // "<first id inside> <first id outside> <count>" per line.
+  for (std::string_view line : text::lines(*map)) {
+    auto fields = text::split_fields(line);
+    if (fields.size() < 3)
+      continue;
+    auto inside = text::parse_number<uint32_t>(fields[0]);
+    auto outside = text::parse_number<uint32_t>(fields[1]);
+    auto count = text::parse_number<uint32_t>(fields[2]);
+    if (inside == 0u && outside && count && *count > 0)
+      return *outside;
   }
   return 0;
 }
@@ -145,8 +130,9 @@ Result<std::pair<uint64_t, uint64_t>> create_library(int dir_fd,
   if (!as_jvm.active())
     return fail(error("cannot act as uid:gid " + ids + caps::setid_hint()));
   std::string temporary = "." + name + ".tmp-" + random_hex();
-  auto file =
-      open_beneath(dir_fd, temporary, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0600);
+  // No symlink is followed at all, not even inside the root.
+  auto file = open_resolved(dir_fd, temporary, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY,
+                            kResolveBeneathNoLinks, temporary, 0600);
   if (!file)
     return fail(file.error());
   struct stat status {};
@@ -196,9 +182,9 @@ std::optional<std::string> usual_name_state(int dir_fd,
   int open_errno = existing.error().errno_value;
   if (open_errno == ENOENT)
     return std::nullopt;
-  auto located = open_beneath(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+  auto located = find_entry(dir_fd, name, name);
   struct stat status {};
-  std::string holder = located && ::fstat(located->get(), &status) == 0
+  std::string holder = located && *located && ::fstat(located->value().get(), &status) == 0
                            ? "held by uid " + std::to_string(status.st_uid) + ", "
                            : "";
   if (open_errno == ELOOP)
@@ -322,10 +308,10 @@ void remove_agent(const AttachTarget& target, const InstalledAgent& installed)
   if (!dir_fd)
     return;
   ScopedFsIds as_jvm(target.uid, target.gid);
-  auto located = open_beneath(dir_fd->get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+  auto located = find_entry(dir_fd->get(), name, name);
   struct stat status {};
-  if (located && ::fstat(located->get(), &status) == 0 && status.st_dev == installed.device &&
-      status.st_ino == installed.inode)
+  if (located && *located && ::fstat(located->value().get(), &status) == 0 &&
+      status.st_dev == installed.device && status.st_ino == installed.inode)
     ::unlinkat(dir_fd->get(), name.c_str(), 0);
 }
 

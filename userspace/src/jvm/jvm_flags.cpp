@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <span>
 
+#include "common/text.h"
+
 namespace flamebpf::jvm {
 namespace {
 
@@ -29,31 +31,19 @@ void scan(std::string_view text,
   auto is_one_of = [](std::string_view word, std::span<const std::string_view> words) {
     return std::find(words.begin(), words.end(), word) != words.end();
   };
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find_first_of(separators, start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    std::string_view word = text.substr(start, end - start);
+  for (std::string_view word : text::split_fields(text, separators)) {
     if (is_one_of(word, flag.on))
       setting = true;
     else if (is_one_of(word, flag.off))
       setting = false;
-    start = end + 1;
   }
 }
 
 std::string_view environment_value(std::string_view environ, std::string_view name)
 {
-  size_t start = 0;
-  while (start < environ.size()) {
-    size_t end = environ.find('\0', start);
-    if (end == std::string_view::npos)
-      end = environ.size();
-    std::string_view entry = environ.substr(start, end - start);
+  for (std::string_view entry : text::lines(environ, '\0')) {
     if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
       return entry.substr(name.size() + 1);
-    start = end + 1;
   }
   return {};
 }

@@ -1,7 +1,5 @@
 #include "profile/folded_reader.h"
 
-#include <charconv>
-
 #include "common/file_content.h"
 
 namespace flamebpf::profile {
@@ -24,11 +22,10 @@ std::optional<FoldedLine> parse_folded_line(std::string_view line)
   size_t space = line.rfind(' ');
   if (space == std::string_view::npos || space == 0 || space + 1 == line.size())
     return std::nullopt;
-  uint64_t count = 0;
-  auto [end, ec] = std::from_chars(line.data() + space + 1, line.data() + line.size(), count);
-  if (ec != std::errc() || end != line.data() + line.size())
+  auto count = text::parse_number<uint64_t>(line.substr(space + 1));
+  if (!count)
     return std::nullopt;
-  return FoldedLine{line.substr(0, space), count};
+  return FoldedLine{line.substr(0, space), *count};
 }
 
 void parse_folded(std::string_view text, FoldedInput& input)

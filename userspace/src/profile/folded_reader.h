@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "common/text.h"
 #include "profile/symbolized_profile.h"
 
 namespace flamebpf::profile {
@@ -43,10 +44,7 @@ void parse_folded(std::string_view text, FoldedInput& input);
 template <class OnLine> uint64_t for_each_folded_line(std::string_view text, OnLine on_line)
 {
   uint64_t bad = 0;
-  while (!text.empty()) {
-    size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+  for (std::string_view line : text::lines(text)) {
     if (!line.empty() && line.back() == '\r')
       line.remove_suffix(1);
     if (line.empty())

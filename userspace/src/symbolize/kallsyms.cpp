@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::symbolize {
@@ -16,10 +16,10 @@ void KernelSymbols::add_line(std::string_view line)
   size_t first_space = line.find(' ');
   if (first_space == std::string_view::npos || first_space + 3 > line.size())
     return;
-  uint64_t address = 0;
-  auto [ptr, ec] = std::from_chars(line.data(), line.data() + first_space, address, 16);
-  if (ec != std::errc() || ptr != line.data() + first_space)
+  auto parsed = text::parse_number<uint64_t>(line.substr(0, first_space), 16);
+  if (!parsed)
     return;
+  uint64_t address = *parsed;
   char type = line[first_space + 1];
   if ((type != 't' && type != 'T' && type != 'w' && type != 'W') || line[first_space + 2] != ' ')
     return;
@@ -68,14 +68,8 @@ Result<> KernelSymbols::finish()
 Result<KernelSymbols> KernelSymbols::parse(std::string_view text)
 {
   KernelSymbols result;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    result.add_line(text.substr(start, end - start));
-    start = end + 1;
-  }
+  for (std::string_view line : text::lines(text))
+    result.add_line(line);
   if (auto finished = result.finish(); !finished)
     return fail(finished.error());
   return result;
@@ -98,10 +92,12 @@ Result<KernelSymbols> KernelSymbols::load(const std::string& path)
     if (n == 0)
       break;
     pending.append(buffer, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1)
-      result.add_line(std::string_view(pending).substr(start, end - start));
-    pending.erase(0, start);
+    // The complete lines; the rest waits for the next read.
+    size_t last_newline = pending.rfind('\n');
+    size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
+    for (std::string_view line : text::lines(std::string_view(pending).substr(0, complete)))
+      result.add_line(line);
+    pending.erase(0, complete);
   }
   result.add_line(pending);
   if (auto finished = result.finish(); !finished)

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
+#include "common/text.h"
 #include "method_name.h"
 #include "symbolize/name_cut.h"
 
@@ -19,11 +19,7 @@ std::optional<uint64_t> parse_hex(std::string_view text)
 {
   if (text.starts_with("0x") || text.starts_with("0X"))
     text.remove_prefix(2);
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
-  return value;
+  return text::parse_number<uint64_t>(text, 16);
 }
 
 } // namespace

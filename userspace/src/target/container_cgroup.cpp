@@ -1,7 +1,8 @@
 #include "target/container_cgroup.h"
 
 #include <array>
-#include <charconv>
+
+#include "common/text.h"
 
 namespace flamebpf::target {
 namespace {
@@ -22,21 +23,6 @@ constexpr std::array<ScopePrefix, 4> kScopePrefixes{{
     {"crio-", Runtime::kCrio},
     {"libpod-", Runtime::kPodman},
 }};
-
-std::vector<std::string_view> split_path(std::string_view path)
-{
-  std::vector<std::string_view> components;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string_view::npos)
-      end = path.size();
-    if (end > start)
-      components.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return components;
-}
 
 bool is_uuid(std::string_view text)
 {
@@ -140,7 +126,7 @@ std::optional<std::string> pod_of_component(std::string_view component)
 
 std::optional<ContainerCgroupMatch> container_of_cgroup(std::string_view path)
 {
-  auto components = split_path(path);
+  auto components = text::split_fields(path, "/");
   std::vector<std::string_view> above;
   std::string prefix;
   std::string pod;
@@ -153,54 +139,6 @@ std::optional<ContainerCgroupMatch> container_of_cgroup(std::string_view path)
       return ContainerCgroupMatch{std::move(match->id), match->runtime, prefix, pod};
     }
     above.push_back(component);
-  }
-  return std::nullopt;
-}
-
-std::vector<ProcCgroupLine> parse_proc_cgroup(std::string_view text)
-{
-  std::vector<ProcCgroupLine> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    auto line = text.substr(start, end - start);
-    start = end + 1;
-    auto first = line.find(':');
-    if (first == std::string_view::npos)
-      continue;
-    auto second = line.find(':', first + 1);
-    if (second == std::string_view::npos)
-      continue;
-    ProcCgroupLine entry;
-    auto id = line.substr(0, first);
-    auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), entry.hierarchy);
-    if (ec != std::errc() || ptr != id.data() + id.size())
-      continue;
-    entry.controllers = std::string(line.substr(first + 1, second - first - 1));
-    // The path is the rest of the line: cgroup names may contain ':'.
-    entry.path = std::string(line.substr(second + 1));
-    if (entry.path.empty() || entry.path.front() != '/')
-      continue;
-    lines.push_back(std::move(entry));
-  }
-  return lines;
-}
-
-std::optional<ContainerCgroupMatch> container_of_process(const std::vector<ProcCgroupLine>& lines)
-{
-  for (const auto& line : lines) {
-    if (line.hierarchy == 0 && line.controllers.empty()) {
-      if (auto match = container_of_cgroup(line.path))
-        return match;
-    }
-  }
-  for (const auto& line : lines) {
-    if (line.hierarchy != 0) {
-      if (auto match = container_of_cgroup(line.path))
-        return match;
-    }
   }
   return std::nullopt;
 }

@@ -45,18 +45,4 @@ std::optional<ContainerCgroupMatch> container_of_cgroup(std::string_view path);
 // "kubepods-<qos>-pod<uid with underscores>.slice" (systemd driver). Returned with dashes.
 std::optional<std::string> pod_of_component(std::string_view component);
 
-// One line of /proc/<pid>/cgroup: "hierarchy-id:controllers:path".
-struct ProcCgroupLine {
-  uint32_t hierarchy = 0;  // 0 for cgroup2
-  std::string controllers; // empty for cgroup2; "cpu,cpuacct" or "name=systemd" for v1
-  std::string path;        // path within the hierarchy
-};
-
-// Parses /proc/<pid>/cgroup text; malformed lines are skipped.
-std::vector<ProcCgroupLine> parse_proc_cgroup(std::string_view text);
-
-// The container of a process from its /proc/<pid>/cgroup lines: the cgroup2 line first, then
-// (on hybrid and v1 hosts, where a runtime may leave the cgroup2 path at "/") the v1 lines.
-std::optional<ContainerCgroupMatch> container_of_process(const std::vector<ProcCgroupLine>& lines);
-
 } // namespace flamebpf::target

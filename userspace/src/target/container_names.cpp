@@ -1,6 +1,5 @@
 #include "target/container_names.h"
 
-#include <charconv>
 #include <dirent.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -8,6 +7,7 @@
 #include "common/contained_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
+#include "common/text.h"
 #include "target/container_cgroup.h"
 
 namespace flamebpf::target {
@@ -19,14 +19,8 @@ constexpr size_t kMaxJson = 4 << 20;
 std::vector<std::string_view> split_nul(std::string_view text)
 {
   std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\0', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    parts.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+  for (std::string_view part : text::lines(text, '\0'))
+    parts.push_back(part);
   return parts;
 }
 
@@ -63,11 +57,8 @@ void for_each_process_named(const std::string& proc_root, std::string_view comm,
     return;
   while (dirent* entry = ::readdir(proc)) {
     std::string_view name = entry->d_name;
-    uint32_t pid = 0;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || end != name.data() + name.size())
-      continue;
-    if (procfs::read_comm(pid, proc_root) == comm)
+    auto pid = text::parse_number<uint32_t>(name);
+    if (pid && procfs::read_comm(*pid, proc_root) == comm)
       visit(std::string(name));
   }
   ::closedir(proc);
