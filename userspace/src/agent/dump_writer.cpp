@@ -112,7 +112,7 @@ DumpWriter::write_target(const std::string& target,
       tree.add_profile(previous->second, false, emit::kBefore);
       tree.add_profile(profile, false, emit::kAfter);
       emit::SvgOptions diff_svg = options_.svg;
-      diff_svg.title = "Differential Flame Graph";
+      diff_svg.title = emit::kDifferentialTitle;
       diff_svg.subtitle = target + " \xC2\xB7 " + base + " against the interval before";
       emit::DiffOptions diff;
       if (auto done =

@@ -1,7 +1,6 @@
 #include "pipeline/recorder.h"
 
 #include <fmt/format.h>
-#include <iostream>
 #include <optional>
 #include <set>
 #include <signal.h>
@@ -9,18 +8,15 @@
 
 #include "agent/dump_writer.h"
 #include "agent/stats.h"
-#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/procfs.h"
 #include "common/service_notify.h"
 #include "drain/drain.h"
 #include "drain/drop_report.h"
-#include "emit/folded.h"
-#include "emit/formats.h"
 #include "emit/svg.h"
 #include "jvm/agent_attacher.h"
 #include "jvm/agent_library.h"
-#include "pipeline/output_paths.h"
+#include "pipeline/outputs.h"
 #include "profile/accumulator.h"
 #include "profile/by_target.h"
 #include "sampler/sampler.h"
@@ -110,29 +106,14 @@ void install_signal_handlers()
 }
 
 // The dump options of agent mode.
-Result<agent::DumpOptions> dump_options(const cli::Config& config)
+agent::DumpOptions dump_options(const cli::Config& config)
 {
   agent::DumpOptions options;
   options.directory = config.output_dir;
-  options.formats.clear();
-  for (const auto& name : config.formats) {
-    auto format = emit::parse_format(name);
-    if (!format)
-      return fail(usage_error("unknown --format " + name + "; use folded, svg or pprof"));
-    if (std::find(options.formats.begin(), options.formats.end(), *format) == options.formats.end())
-      options.formats.push_back(*format);
-  }
-  if (!config.retain_age.empty())
-    options.retention.max_age = agent::parse_duration(config.retain_age);
-  if (config.retain_count > 0)
-    options.retention.max_count = config.retain_count;
-  if (!config.retain_size.empty())
-    options.retention.max_bytes = agent::parse_size(config.retain_size);
+  options.formats = config.formats;
+  options.retention = config.retention;
   options.diff_previous = config.diff_previous;
-  options.svg.title = config.title.empty() ? "Flame Graph" : config.title;
-  options.svg.width = config.width;
-  options.svg.inverted = config.inverted;
-  options.svg.min_frame_width = config.min_frame_width;
+  options.svg = config.graph;
   return options;
 }
 
@@ -155,28 +136,6 @@ std::vector<agent::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbol
   return ages;
 }
 
-// Writes profile to path in the format its extension names; "-" is stdout (folded).
-Result<> write_profile(const std::string& path,
-                       const profile::SymbolizedProfile& profile,
-                       const cli::Config& config,
-                       bool target_frame)
-{
-  emit::SvgOptions svg;
-  svg.title = config.title.empty() ? "Flame Graph" : config.title;
-  svg.width = config.width;
-  svg.inverted = config.inverted;
-  svg.min_frame_width = config.min_frame_width;
-  svg.target_frame = target_frame;
-  auto emitter = emit::make_emitter(emit::format_of_path(path), svg);
-  if (path == "-") {
-    if (!emitter->write(profile, std::cout))
-      return fail(error("cannot write to stdout"));
-    return {};
-  }
-  return write_output_file(path, profile_file_access(),
-                           [&](std::ostream& out) { return emitter->write(profile, out); });
-}
-
 uint64_t process_count(const profile::SymbolizedProfile& profile)
 {
   std::set<uint32_t> pids;
@@ -193,6 +152,11 @@ Result<std::vector<OutputFile>> write_outputs(const cli::Config& config,
                                               const std::set<std::string>& target_names,
                                               const profile::SymbolizedProfile& total)
 {
+  auto graph = [&](bool target_frame) {
+    emit::SvgOptions options = config.graph;
+    options.target_frame = target_frame;
+    return options;
+  };
   std::vector<OutputFile> files;
   auto parts = profile::split_by_target(total);
   // A requested target without samples still gets its (empty) file: "no CPU used" is an answer.
@@ -206,14 +170,14 @@ Result<std::vector<OutputFile>> write_outputs(const cli::Config& config,
     if (!targets.per_target_output() || output == "-") {
       // Several targets in one stream stay apart only with their names as root frames.
       bool target_frame = config.target_frame || targets.per_target_output();
-      if (auto written = write_profile(output, total, config, target_frame); !written)
+      if (auto written = write_profile(output, total, graph(target_frame)); !written)
         return fail(written.error());
       files.push_back({output, total.total_samples(), process_count(total)});
       continue;
     }
     for (const auto& [name, part] : parts) {
       std::string path = output_path_for_target(output, file_names.at(name));
-      if (auto written = write_profile(path, part, config, config.target_frame); !written)
+      if (auto written = write_profile(path, part, graph(config.target_frame)); !written)
         return fail(written.error());
       files.push_back({path, part.total_samples(), process_count(part)});
     }
@@ -231,10 +195,7 @@ Result<RecordSummary> record(const cli::Config& config)
   bool agent_mode = !config.output_dir.empty();
   std::optional<agent::DumpWriter> dumps;
   if (agent_mode) {
-    auto options = dump_options(config);
-    if (!options)
-      return fail(options.error());
-    auto writer = agent::DumpWriter::open(std::move(*options));
+    auto writer = agent::DumpWriter::open(dump_options(config));
     if (!writer)
       return fail(writer.error());
     dumps.emplace(std::move(*writer));
