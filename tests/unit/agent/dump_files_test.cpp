@@ -20,15 +20,6 @@ Clock::time_point at(int64_t seconds, int64_t millis = 0)
 // 2026-11-22T16:20:00Z
 constexpr int64_t kT = 1795364400;
 
-TEST(NextBoundary, WallClockMultiplesOfTheInterval)
-{
-  EXPECT_EQ(next_boundary(at(kT + 7), 60s), at(kT + 60));
-  EXPECT_EQ(next_boundary(at(kT), 60s), at(kT + 60)); // strictly after
-  EXPECT_EQ(next_boundary(at(kT + 59, 999), 60s), at(kT + 60));
-  EXPECT_EQ(next_boundary(at(kT + 1, 30), 2s), at(kT + 2));
-  EXPECT_EQ(next_boundary(at(kT, 20), 50ms), at(kT, 50));
-}
-
 TEST(WindowName, SecondsOrMilliseconds)
 {
   EXPECT_EQ(window_name({at(kT), at(kT + 60)}), "20261122T162000Z_20261122T162100Z");

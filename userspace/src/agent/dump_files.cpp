@@ -91,13 +91,6 @@ std::optional<Clock::time_point> parse_stamp(std::string_view text)
 
 } // namespace
 
-Clock::time_point next_boundary(Clock::time_point now, std::chrono::nanoseconds interval)
-{
-  auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch());
-  auto periods = since / interval + 1;
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(periods * interval));
-}
-
 std::string window_name(const Window& window)
 {
   bool millis = !whole_second(window.start) || !whole_second(window.end);

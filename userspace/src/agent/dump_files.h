@@ -19,9 +19,6 @@ struct Window {
   friend bool operator==(const Window&, const Window&) = default;
 };
 
-// The first wall-clock multiple of interval strictly after now.
-Clock::time_point next_boundary(Clock::time_point now, std::chrono::nanoseconds interval);
-
 // "20261122T162000Z_20261122T162100Z", with milliseconds ("20261122T162000.250Z_…") when
 // either end is not a whole second.
 std::string window_name(const Window& window);
