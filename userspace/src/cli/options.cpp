@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "agent/dump_files.h"
+#include "dumps/dump_files.h"
 #include "emit/formats.h"
 
 namespace flamebpf::cli {
@@ -11,18 +11,18 @@ namespace {
 // Validators that say what was wrong in one line, as CLI11 reports them.
 const CLI::Validator kDuration(
     [](std::string& text) {
-      return agent::parse_duration(text) ? std::string()
+      return dumps::parse_duration(text) ? std::string()
                                          : "not a duration like 90s, 30m, 12h or 7d";
     },
     "DURATION");
 const CLI::Validator kSize(
     [](std::string& text) {
-      return agent::parse_size(text) ? std::string() : "not a size like 500M or 2G";
+      return dumps::parse_size(text) ? std::string() : "not a size like 500M or 2G";
     },
     "SIZE");
 const CLI::Validator kTime(
     [](std::string& text) {
-      return agent::parse_time(text, std::chrono::system_clock::now())
+      return dumps::parse_time(text, std::chrono::system_clock::now())
                  ? std::string()
                  : "not a time like 2026-11-22T16:20:00Z, @1795000000 or -30m";
     },
@@ -120,7 +120,7 @@ void add_options(CLI::App& app, Config& config)
   app.add_option_function<std::string>(
          "--retain-age",
          [&config](const std::string& text) {
-           config.retention.max_age = agent::parse_duration(text);
+           config.retention.max_age = dumps::parse_duration(text);
          },
          "Remove dumps older than this (e.g. 7d)")
       ->check(kDuration);
@@ -131,7 +131,7 @@ void add_options(CLI::App& app, Config& config)
   app.add_option_function<std::string>(
          "--retain-size",
          [&config](const std::string& text) {
-           config.retention.max_bytes = agent::parse_size(text);
+           config.retention.max_bytes = dumps::parse_size(text);
          },
          "Keep at most this much of dumps per target (e.g. 2G)")
       ->check(kSize);
@@ -167,7 +167,7 @@ void add_options(CLI::App& app, Config& config)
       ->add_option_function<std::string>(
           "--from",
           [&config](const std::string& text) {
-            config.merge_from = agent::parse_time(text, agent::Clock::now());
+            config.merge_from = dumps::parse_time(text, dumps::Clock::now());
           },
           "Start of the range (default: the first dump)")
       ->check(kTime);
@@ -175,7 +175,7 @@ void add_options(CLI::App& app, Config& config)
       ->add_option_function<std::string>(
           "--to",
           [&config](const std::string& text) {
-            config.merge_to = agent::parse_time(text, agent::Clock::now());
+            config.merge_to = dumps::parse_time(text, dumps::Clock::now());
           },
           "End of the range (default: the last dump)")
       ->check(kTime);

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/dump_files.h"
-#include "agent/retention.h"
+#include "dumps/dump_files.h"
+#include "dumps/retention.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
 
@@ -50,13 +50,13 @@ struct Config {
   std::string output_dir; // empty: recording mode
   std::vector<emit::Format> formats{emit::Format::kFolded,
                                     emit::Format::kSvg}; // of each dump, each once
-  agent::RetentionPolicy retention;                      // --retain-age, -count, -size
+  dumps::RetentionPolicy retention;                      // --retain-age, -count, -size
   bool diff_previous = false; // a differential SVG against the previous interval
 
   // merge: sum the dumps of one target over a time range.
   std::string merge_dir;                              // DIR/<target>
-  std::optional<agent::Clock::time_point> merge_from; // none: from the first dump
-  std::optional<agent::Clock::time_point> merge_to;   // none: to the last dump
+  std::optional<dumps::Clock::time_point> merge_from; // none: from the first dump
+  std::optional<dumps::Clock::time_point> merge_to;   // none: to the last dump
   std::chrono::steady_clock::time_point started_at;   // set by main, for start-up timing
 };
 

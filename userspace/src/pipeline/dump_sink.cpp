@@ -8,14 +8,14 @@ namespace flamebpf::pipeline {
 namespace {
 
 // The age of the JIT perf maps of the processes in interval, with their targets.
-std::vector<agent::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbolizer,
+std::vector<dumps::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbolizer,
                                              const profile::SymbolizedProfile& interval)
 {
   std::unordered_map<uint32_t, std::string> targets;
   for (const auto& stack : interval.stacks)
     targets.try_emplace(stack.pid, stack.target);
-  std::vector<agent::PerfMapAge> ages;
-  auto now = agent::Clock::now();
+  std::vector<dumps::PerfMapAge> ages;
+  auto now = dumps::Clock::now();
   for (const auto& map : symbolizer.perf_maps()) {
     auto target = targets.find(map.pid);
     if (target == targets.end())
@@ -30,13 +30,13 @@ std::vector<agent::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbol
 
 Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
 {
-  agent::DumpOptions options;
+  dumps::DumpOptions options;
   options.directory = config.output_dir;
   options.formats = config.formats;
   options.retention = config.retention;
   options.diff_previous = config.diff_previous;
   options.svg = config.graph;
-  auto writer = agent::DumpWriter::open(std::move(options));
+  auto writer = dumps::DumpWriter::open(std::move(options));
   if (!writer)
     return fail(writer.error());
   auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -44,7 +44,7 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
   return std::unique_ptr<DumpSink>(new DumpSink(std::move(*writer), interval));
 }
 
-DumpSink::DumpSink(agent::DumpWriter writer, std::chrono::nanoseconds interval)
+DumpSink::DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval)
     : writer_(std::move(writer)), interval_(interval)
 {
 }
@@ -56,20 +56,20 @@ void DumpSink::targets_added(const std::vector<target::Target>& added)
 
 void DumpSink::started()
 {
-  usage_before_ = agent::own_usage();
+  usage_before_ = dumps::own_usage();
 }
 
 Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
                            const IntervalContext& context)
 {
   ++intervals_;
-  agent::DumpReport report = writer_.write(interval, context.window);
+  dumps::DumpReport report = writer_.write(interval, context.window);
   files_ += report.files;
-  agent::IntervalStats stats;
+  dumps::IntervalStats stats;
   stats.window = context.window;
   stats.profile = &interval;
   stats.perf_maps = perf_map_ages(context.symbolizer, interval);
-  stats.usage = agent::own_usage();
+  stats.usage = dumps::own_usage();
   auto kernel_maps = context.sampler.occupancy();
   stats.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets, kernel_maps.pid_targets,
                      context.symbolizer.processes(), context.symbolizer.elf_files()};
@@ -77,8 +77,8 @@ Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
   usage_before_ = stats.usage;
   stats.files_written = report.files;
   stats.dumps_pending = report.pending;
-  spdlog::info("{}", agent::summary_line(stats));
-  auto appended = writer_.append_stats(agent::stats_json(stats));
+  spdlog::info("{}", dumps::summary_line(stats));
+  auto appended = writer_.append_stats(dumps::stats_json(stats));
   // A full disk is said once per interval; sampling goes on and the writes are retried.
   if (!report.error.empty())
     spdlog::error("{}; {} intervals kept in memory, retried at the next one", report.error,
@@ -92,7 +92,7 @@ Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
 
 Result<> DumpSink::finish(RecordSummary& summary)
 {
-  agent::DumpReport last = writer_.flush();
+  dumps::DumpReport last = writer_.flush();
   files_ += last.files;
   if (!last.error.empty())
     spdlog::error("{}; the dumps of {} intervals are lost", last.error, last.pending);

@@ -1,5 +1,5 @@
-// Agent mode's output: every interval, the dumps of each target with samples (agent::DumpWriter)
-// and a line of statistics about the interval and flamebpf itself (agent/stats.h), appended to
+// Agent mode's output: every interval, the dumps of each target with samples (dumps::DumpWriter)
+// and a line of statistics about the interval and flamebpf itself (dumps/stats.h), appended to
 // DIR/flamebpf-stats.jsonl and logged. A failure to write is logged, never fatal: sampling goes
 // on and the writes are retried at the next interval.
 #pragma once
@@ -7,20 +7,20 @@
 #include <memory>
 #include <string>
 
-#include "agent/dump_writer.h"
-#include "agent/stats.h"
 #include "cli/options.h"
+#include "dumps/dump_writer.h"
+#include "dumps/stats.h"
 #include "pipeline/interval_sink.h"
 
 namespace flamebpf::pipeline {
 
 class DumpSink final : public IntervalSink {
 public:
-  // Opens config.output_dir (agent::DumpWriter::open); fails with what to fix if it cannot be.
+  // Opens config.output_dir (dumps::DumpWriter::open); fails with what to fix if it cannot be.
   [[nodiscard]] static Result<std::unique_ptr<DumpSink>> open(const cli::Config& config);
 
   std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
-  // Only counts them: the agent sees containers come and go for weeks.
+  // Only counts them: agent mode sees containers come and go for weeks.
   void targets_added(const std::vector<target::Target>& added) override;
   void started() override;
   // Writes the interval's dumps and statistics; never fails.
@@ -30,11 +30,11 @@ public:
   Result<> finish(RecordSummary& summary) override;
 
 private:
-  DumpSink(agent::DumpWriter writer, std::chrono::nanoseconds interval);
+  DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval);
 
-  agent::DumpWriter writer_;
+  dumps::DumpWriter writer_;
   std::chrono::nanoseconds interval_;
-  agent::OwnUsage usage_before_; // at the start of the interval
+  dumps::OwnUsage usage_before_; // at the start of the interval
   uint64_t intervals_ = 0;
   uint64_t files_ = 0;
   uint64_t targets_ = 0;

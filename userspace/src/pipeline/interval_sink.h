@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/dump_files.h"
 #include "common/result.h"
+#include "dumps/dump_files.h"
 #include "profile/symbolized_profile.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
@@ -41,7 +41,7 @@ struct RecordSummary {
 // An interval as a sink sees it: when it was, and the stages that recorded it, for what they can
 // tell about themselves.
 struct IntervalContext {
-  agent::Window window; // by the wall clock
+  dumps::Window window; // by the wall clock
   const symbolize::Symbolizer& symbolizer;
   const sampler::Sampler& sampler;
 };

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 #include <optional>
 
-#include "agent/dump_files.h"
 #include "common/file_content.h"
 #include "common/log.h"
+#include "dumps/dump_files.h"
 #include "emit/diff_folded.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
@@ -141,8 +141,8 @@ Result<> merge(const cli::Config& config)
   while (directory.size() > 1 && directory.back() == '/')
     directory.pop_back();
   std::vector<std::string> inputs;
-  std::optional<agent::Window> span;
-  for (const auto& dump : agent::list_dumps(directory)) {
+  std::optional<dumps::Window> span;
+  for (const auto& dump : dumps::list_dumps(directory)) {
     // Whole windows only: a dump that straddles an end of the range is left out.
     if ((from && dump.window.start < *from) || (to && dump.window.end > *to))
       continue;
@@ -151,7 +151,7 @@ Result<> merge(const cli::Config& config)
     if (folded == dump.files.end())
       continue;
     inputs.push_back(directory + "/" + *folded);
-    span = span ? agent::Window{span->start, dump.window.end} : dump.window;
+    span = span ? dumps::Window{span->start, dump.window.end} : dump.window;
   }
   if (inputs.empty())
     return fail(usage_error("no folded dump in " + directory +
@@ -167,7 +167,7 @@ Result<> merge(const cli::Config& config)
   emit::SvgOptions graph = config.graph;
   graph.subtitle =
       emit::describe_profile(input->profile) + fmt::format(" \xC2\xB7 {} dumps", inputs.size());
-  spdlog::info("merged {} dumps of {} ({})", inputs.size(), target, agent::window_name(*span));
+  spdlog::info("merged {} dumps of {} ({})", inputs.size(), target, dumps::window_name(*span));
   return write_profile(config.output, input->profile, graph);
 }
 

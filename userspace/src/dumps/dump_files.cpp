@@ -1,4 +1,4 @@
-#include "agent/dump_files.h"
+#include "dumps/dump_files.h"
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include "common/unique_fd.h"
 #include "profile/by_target.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 std::string stamp(Clock::time_point time, bool milliseconds)
@@ -243,4 +243,4 @@ std::optional<Clock::time_point> parse_time(std::string_view text, Clock::time_p
   return utc_time(*year, *month, *day, *hour, *minute, *second);
 }
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

@@ -1,11 +1,11 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
-#include "agent/dump_files.h"
-#include "agent/retention.h"
+#include "dumps/dump_files.h"
+#include "dumps/retention.h"
 #include "test_support.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 using namespace std::chrono_literals;
@@ -144,4 +144,4 @@ TEST(Retention, TheNewestIsAlwaysKept)
 }
 
 } // namespace
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

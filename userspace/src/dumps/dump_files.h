@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 
 using Clock = std::chrono::system_clock;
 
@@ -55,4 +55,4 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 // Parses a size: "500M", "2G", "64K", or plain bytes (powers of 1024). nullopt if malformed.
 std::optional<uint64_t> parse_size(std::string_view text);
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps
