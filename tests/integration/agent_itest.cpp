@@ -13,7 +13,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "agent/dump_files.h"
+#include "dumps/dump_files.h"
 #include "harness.h"
 
 namespace flamebpf::testing {
@@ -131,8 +131,8 @@ TEST_F(AgentTest, ThreeIntervalsGiveThreeDumpsPerTarget)
                            "--interval", "2", "-d", "5.4"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   for (const auto& [cgroup, comm] : {std::pair(&web, "burner_web"), std::pair(&db, "burner_db")}) {
-    std::string target = out_ + "/" + agent::target_directory(cgroup->relative_path());
-    auto dumps = agent::list_dumps(target);
+    std::string target = out_ + "/" + dumps::target_directory(cgroup->relative_path());
+    auto dumps = dumps::list_dumps(target);
     ASSERT_EQ(dumps.size(), 3u) << target << "\n" << run.output;
     // The middle window is one whole interval on the wall clock's multiples of 2 s.
     auto middle = dumps[1].window;
@@ -163,8 +163,8 @@ TEST_F(AgentTest, MergeSumsTheDumpsOfARange)
   auto run =
       run_flamebpf({"--cgroup", web.path(), "--output-dir", out_, "--interval", "1", "-d", "3.5"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
-  auto dumps = agent::list_dumps(target);
+  std::string target = out_ + "/" + dumps::target_directory(web.relative_path());
+  auto dumps = dumps::list_dumps(target);
   ASSERT_GE(dumps.size(), 4u);
   std::map<std::string, uint64_t> sum;
   for (const auto& dump : dumps) {
@@ -176,8 +176,8 @@ TEST_F(AgentTest, MergeSumsTheDumpsOfARange)
   EXPECT_EQ(read_folded(dir_.path() + "/all.folded"), sum);
 
   // A range that holds the second and third windows only.
-  auto from = agent::window_name(dumps[1].window).substr(0, 16);
-  auto to = agent::window_name(dumps[2].window).substr(17, 16);
+  auto from = dumps::window_name(dumps[1].window).substr(0, 16);
+  auto to = dumps::window_name(dumps[2].window).substr(17, 16);
   std::map<std::string, uint64_t> middle;
   for (size_t i = 1; i <= 2; ++i) {
     for (const auto& [stack, count] : read_folded(target + "/" + dumps[i].files[0]))
@@ -211,8 +211,8 @@ TEST_F(AgentTest, KillNineMidWriteLeavesOnlyWholeFiles)
     agent.wait();
     expect_only_whole_files(out_);
   }
-  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
-  EXPECT_GT(agent::list_dumps(target).size(), 10u);
+  std::string target = out_ + "/" + dumps::target_directory(web.relative_path());
+  EXPECT_GT(dumps::list_dumps(target).size(), 10u);
   // The next run removes what the killed ones left half-written.
   auto run =
       run_flamebpf({"--cgroup", web.path(), "--output-dir", out_, "--interval", "1", "-d", "0.5"});
@@ -322,8 +322,8 @@ TEST_F(AgentTest, FullDiskIsLoggedSurvivedAndRecovered)
   std::this_thread::sleep_for(2500ms);
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.wait(), 0) << read_text(log);
-  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
-  auto dumps = agent::list_dumps(target);
+  std::string target = out_ + "/" + dumps::target_directory(web.relative_path());
+  auto dumps = dumps::list_dumps(target);
   // Every interval is there, those of the full disk too: the windows follow each other.
   ASSERT_GE(dumps.size(), 6u) << read_text(log);
   for (size_t i = 1; i < dumps.size(); ++i)
@@ -351,9 +351,9 @@ TEST_F(AgentTest, SigtermWritesThePartialLastInterval)
   agent.signal(SIGTERM);
   ASSERT_EQ(agent.wait(), 0) << read_text(log);
   EXPECT_NE(read_text(log).find("SIGHUP"), std::string::npos);
-  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
+  std::string target = out_ + "/" + dumps::target_directory(web.relative_path());
   // One dump, or two when the run straddled a minute boundary; together about 2 s.
-  auto dumps = agent::list_dumps(target);
+  auto dumps = dumps::list_dumps(target);
   ASSERT_GE(dumps.size(), 1u) << read_text(log);
   ASSERT_LE(dumps.size(), 2u) << read_text(log);
   auto covered = dumps.back().window.end - dumps.front().window.start;
@@ -407,9 +407,9 @@ TEST_F(AgentTest, FilesAreReadableByTheGroupAndDirectoriesCreated0750)
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(mode_of(out), 0750u);
   EXPECT_EQ(mode_of(out + "/flamebpf-stats.jsonl"), 0640u);
-  std::string target = out + "/" + agent::target_directory(web.relative_path());
+  std::string target = out + "/" + dumps::target_directory(web.relative_path());
   EXPECT_EQ(mode_of(target), 0750u);
-  auto dumps = agent::list_dumps(target);
+  auto dumps = dumps::list_dumps(target);
   ASSERT_GE(dumps.size(), 1u) << run.output;
   for (const auto& dump : dumps) {
     for (const auto& file : dump.files)
@@ -432,8 +432,8 @@ TEST_F(AgentTest, ATargetDirectoryTurnedIntoALinkIsRefusedAndTheOthersKeepBeingW
   Child agent({FLAMEBPF_BINARY, "--cgroup", web.path(), "--cgroup", db.path(), "--output-dir", out_,
                "--interval", "1", "--format", "folded", "--retain-count", "2"},
               "", log);
-  std::string web_dir = out_ + "/" + agent::target_directory(web.relative_path());
-  std::string db_dir = out_ + "/" + agent::target_directory(db.relative_path());
+  std::string web_dir = out_ + "/" + dumps::target_directory(web.relative_path());
+  std::string db_dir = out_ + "/" + dumps::target_directory(db.relative_path());
   // The first dumps of both (the first window may be too short to hold samples).
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (std::chrono::steady_clock::now() < deadline &&
@@ -444,7 +444,7 @@ TEST_F(AgentTest, ATargetDirectoryTurnedIntoALinkIsRefusedAndTheOthersKeepBeingW
   // Between two intervals, web's directory becomes a link to the other directory.
   fs::rename(web_dir, dir_.path() + "/web.moved");
   fs::create_directory_symlink(elsewhere.path(), web_dir);
-  auto db_before = agent::list_dumps(db_dir).back().window;
+  auto db_before = dumps::list_dumps(db_dir).back().window;
   std::this_thread::sleep_for(4s);
   ASSERT_EQ(::kill(agent.pid(), 0), 0) << "flamebpf exited:\n" << read_text(log);
   agent.signal(SIGTERM);
@@ -457,7 +457,7 @@ TEST_F(AgentTest, ATargetDirectoryTurnedIntoALinkIsRefusedAndTheOthersKeepBeingW
   // Said once, naming the directory, and db was written all along.
   auto said = lines_with(read_text(log), web_dir + " is a symbolic link");
   EXPECT_EQ(said.size(), 1u) << read_text(log);
-  auto db_dumps = agent::list_dumps(db_dir);
+  auto db_dumps = dumps::list_dumps(db_dir);
   ASSERT_EQ(db_dumps.size(), 2u) << read_text(log); // --retain-count 2
   EXPECT_GT(db_dumps.back().window.end, db_before.end + 2s) << read_text(log);
   // The last whole interval (the newest dump is SIGTERM's partial one).
@@ -486,7 +486,7 @@ TEST_F(AgentTest, AFifoAtTheStatsFileNeverBlocksTheAgent)
     std::this_thread::sleep_for(50ms);
   agent.signal(SIGKILL);
   EXPECT_EQ(agent.wait(), 0) << "flamebpf blocked on the FIFO\n" << read_text(log);
-  EXPECT_GE(agent::list_dumps(out_ + "/" + agent::target_directory(web.relative_path())).size(), 3u)
+  EXPECT_GE(dumps::list_dumps(out_ + "/" + dumps::target_directory(web.relative_path())).size(), 3u)
       << read_text(log);
   // Said once, however many intervals passed.
   EXPECT_EQ(lines_with(read_text(log), stats + ": it is a FIFO").size(), 1u) << read_text(log);
@@ -514,9 +514,9 @@ TEST_F(AgentTest, TargetsWhoseNamesMeetAfterSanitizingGetADirectoryEach)
     for (const auto& [cgroup, comm, other] :
          {std::tuple(nested, "burner_nested;", "burner_sibling;"),
           std::tuple(sibling, "burner_sibling;", "burner_nested;")}) {
-      std::string target = out_ + "/" + agent::target_directory(cgroup.substr(mount.size() + 1));
+      std::string target = out_ + "/" + dumps::target_directory(cgroup.substr(mount.size() + 1));
       std::map<std::string, uint64_t> folded;
-      for (const auto& dump : agent::list_dumps(target)) {
+      for (const auto& dump : dumps::list_dumps(target)) {
         for (const auto& [stack, count] : read_folded(target + "/" + dump.files[0]))
           folded[stack] += count;
       }

@@ -8,8 +8,8 @@
 #include <thread>
 #include <unistd.h>
 
-#include "agent/dump_files.h"
 #include "container_harness.h"
+#include "dumps/dump_files.h"
 #include "harness.h"
 #include "pprof_tool.h"
 
@@ -240,7 +240,7 @@ TEST_F(ContainerTargetTest, AgentDumpsEachContainerEveryIntervalInEveryFormat)
   ASSERT_FALSE(go.empty()) << "go tool pprof is needed: install golang-go";
   for (const auto& [name, comm] : {std::pair("ct-a", "burner_a"), std::pair("ct-b", "burner_b")}) {
     std::string target = out + "/" + name;
-    auto dumps = agent::list_dumps(target);
+    auto dumps = dumps::list_dumps(target);
     ASSERT_EQ(dumps.size(), 3u) << target << "\n" << run.output;
     for (const auto& dump : dumps) {
       ASSERT_EQ(dump.files.size(), 3u);

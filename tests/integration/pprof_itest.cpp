@@ -263,6 +263,24 @@ TEST_F(PprofToolTest, TagsShowPidCommAndContainer)
   EXPECT_EQ(tags, expected) << output;
 }
 
+TEST_F(PprofToolTest, RenderToPbGzWritesPprofAsRecordAndMergeDo)
+{
+  // Two folded files, summed, as for a flame graph.
+  std::ofstream(path("a.folded")) << "java;main;Foo.bar_[j] 3\njava;main;read_[k] 1\n";
+  std::ofstream(path("b.folded")) << "perf-1234;[unknown];find_slot 2\njava;main;Foo.bar_[j] 4\n";
+  auto run = run_flamebpf({"render", path("a.folded"), path("b.folded"), "-o", path("r.pb.gz")});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto summed =
+      run_flamebpf({"render", path("a.folded"), path("b.folded"), "-o", path("r.folded")});
+  ASSERT_EQ(summed.exit_code, 0) << summed.output;
+
+  auto expected = folded_counts(read_folded(path("r.folded")));
+  auto rows = top({"-top", "-nodecount=50", "-nodefraction=0"}, path("r.pb.gz"));
+  EXPECT_EQ(rows, expected);
+  EXPECT_EQ(rows["Foo.bar"], (Counts{7, 7}));
+  EXPECT_EQ(rows["java"], (Counts{0, 8}));
+}
+
 TEST_F(PprofToolTest, RecordedProfileAgreesWithItsFoldedFile)
 {
   ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";

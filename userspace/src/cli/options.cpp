@@ -1,7 +1,9 @@
 #include "cli/options.h"
 
-#include "agent/dump_files.h"
+#include <algorithm>
+
 #include "common/build_info.h"
+#include "dumps/dump_files.h"
 #include "emit/formats.h"
 
 namespace flamebpf::cli {
@@ -10,18 +12,18 @@ namespace {
 // Validators that say what was wrong in one line, as CLI11 reports them.
 const CLI::Validator kDuration(
     [](std::string& text) {
-      return agent::parse_duration(text) ? std::string()
+      return dumps::parse_duration(text) ? std::string()
                                          : "not a duration like 90s, 30m, 12h or 7d";
     },
     "DURATION");
 const CLI::Validator kSize(
     [](std::string& text) {
-      return agent::parse_size(text) ? std::string() : "not a size like 500M or 2G";
+      return dumps::parse_size(text) ? std::string() : "not a size like 500M or 2G";
     },
     "SIZE");
 const CLI::Validator kTime(
     [](std::string& text) {
-      return agent::parse_time(text, std::chrono::system_clock::now())
+      return dumps::parse_time(text, std::chrono::system_clock::now())
                  ? std::string()
                  : "not a time like 2026-11-22T16:20:00Z, @1795000000 or -30m";
     },
@@ -34,12 +36,12 @@ const CLI::Validator kFormat(
 
 void add_graph_options(CLI::App& app, Config& config)
 {
-  app.add_option("--title", config.title, "Flame graph title");
-  app.add_option("--width", config.width, "Flame graph width in pixels")
+  app.add_option("--title", config.graph.title, "Flame graph title");
+  app.add_option("--width", config.graph.width, "Flame graph width in pixels")
       ->check(CLI::Range(200u, 100000u))
       ->capture_default_str();
-  app.add_flag("--inverted", config.inverted, "Icicle graph: the root at the top");
-  app.add_option("--min-width", config.min_frame_width,
+  app.add_flag("--inverted", config.graph.inverted, "Icicle graph: the root at the top");
+  app.add_option("--min-width", config.graph.min_frame_width,
                  "Leave out frames narrower than this many pixels")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
@@ -49,6 +51,8 @@ void add_graph_options(CLI::App& app, Config& config)
 
 void add_options(CLI::App& app, Config& config)
 {
+  // Empty until --title sets it: finish_parse gives it the default of the command then.
+  config.graph.title.clear();
   app.description("flamebpf: CPU profiler for hosts, processes and containers (eBPF)");
   app.set_version_flag("--version", build_info::version_line());
   app.add_option("-F,--frequency", config.frequency_hz, "Samples per second per CPU")
@@ -100,16 +104,38 @@ void add_options(CLI::App& app, Config& config)
                  "Agent mode: every --interval (default 60 s here), write "
                  "DIR/<target>/<UTC start>_<UTC end>.<format> for each target with samples")
       ->excludes(output);
-  app.add_option("--format", config.formats, "Formats of each dump: folded, svg, pprof")
+  app.add_option_function<std::vector<std::string>>(
+         "--format",
+         [&config](const std::vector<std::string>& names) {
+           config.formats.clear();
+           for (const auto& name : names) {
+             auto format = emit::parse_format(name); // checked by kFormat
+             if (format && std::find(config.formats.begin(), config.formats.end(), *format) ==
+                               config.formats.end())
+               config.formats.push_back(*format);
+           }
+         },
+         "Formats of each dump: folded, svg, pprof")
       ->delimiter(',')
       ->check(kFormat)
-      ->capture_default_str();
-  app.add_option("--retain-age", config.retain_age, "Remove dumps older than this (e.g. 7d)")
+      ->default_str("[folded,svg]");
+  app.add_option_function<std::string>(
+         "--retain-age",
+         [&config](const std::string& text) {
+           config.retention.max_age = dumps::parse_duration(text);
+         },
+         "Remove dumps older than this (e.g. 7d)")
       ->check(kDuration);
-  app.add_option("--retain-count", config.retain_count, "Keep at most this many dumps per target")
+  app.add_option_function<uint64_t>(
+         "--retain-count", [&config](uint64_t count) { config.retention.max_count = count; },
+         "Keep at most this many dumps per target")
       ->check(CLI::PositiveNumber);
-  app.add_option("--retain-size", config.retain_size,
-                 "Keep at most this much of dumps per target (e.g. 2G)")
+  app.add_option_function<std::string>(
+         "--retain-size",
+         [&config](const std::string& text) {
+           config.retention.max_bytes = dumps::parse_size(text);
+         },
+         "Keep at most this much of dumps per target (e.g. 2G)")
       ->check(kSize);
   app.add_flag("--diff-previous", config.diff_previous,
                "Also write, each interval, a differential SVG against the previous interval");
@@ -118,7 +144,9 @@ void add_options(CLI::App& app, Config& config)
       "render", "Draw folded stacks (flamebpf's, flamegraph.pl's, inferno's, stackcollapse's)");
   render->add_option("inputs", config.render_inputs, "Folded files, summed; - for stdin")
       ->required();
-  render->add_option("-o,--output", config.output, "Output: FILE.svg, or folded text (- stdout)")
+  render
+      ->add_option("-o,--output", config.output,
+                   "Output: FILE.svg, FILE.pb.gz or folded text (- stdout)")
       ->required();
   add_graph_options(*render, config);
 
@@ -137,9 +165,21 @@ void add_options(CLI::App& app, Config& config)
       "merge", "Sum the dumps of one target (agent mode) whose windows fall in a time range");
   merge->add_option("directory", config.merge_dir, "The target's directory: DIR/<target>")
       ->required();
-  merge->add_option("--from", config.merge_from, "Start of the range (default: the first dump)")
+  merge
+      ->add_option_function<std::string>(
+          "--from",
+          [&config](const std::string& text) {
+            config.merge_from = dumps::parse_time(text, dumps::Clock::now());
+          },
+          "Start of the range (default: the first dump)")
       ->check(kTime);
-  merge->add_option("--to", config.merge_to, "End of the range (default: the last dump)")
+  merge
+      ->add_option_function<std::string>(
+          "--to",
+          [&config](const std::string& text) {
+            config.merge_to = dumps::parse_time(text, dumps::Clock::now());
+          },
+          "End of the range (default: the last dump)")
       ->check(kTime);
   merge->add_option("-o,--output", config.output, "Output: FILE.svg, FILE.pb.gz or folded text")
       ->required();
@@ -154,6 +194,9 @@ void finish_parse(const CLI::App& app, Config& config)
     config.mode = Mode::kDiff;
   else if (app.got_subcommand("merge"))
     config.mode = Mode::kMerge;
+  if (config.graph.title.empty())
+    config.graph.title =
+        config.mode == Mode::kDiff ? emit::kDifferentialTitle : emit::kDefaultTitle;
   // Agent mode writes one set of dumps per interval: a minute unless asked otherwise.
   if (!config.output_dir.empty() && app.count("--interval") == 0)
     config.interval_seconds = 60;

@@ -1,11 +1,18 @@
-// Command-line options: argv -> Config, with no side effects.
+// Command-line options: argv -> Config, with no side effects. Every value is parsed here, once:
+// the stages receive durations, sizes, times and formats, never the text they were given as.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "dumps/dump_files.h"
+#include "dumps/retention.h"
+#include "emit/formats.h"
+#include "emit/svg.h"
 
 namespace flamebpf::cli {
 
@@ -29,11 +36,10 @@ struct Config {
   uint32_t count_storage = 16384;
   bool verbose = false;
 
-  // Flame graphs (recording with -o FILE.svg, render, diff).
-  std::string title;                      // empty: "Flame Graph" / "Differential Flame Graph"
-  uint32_t width = 1200;                  // pixels
-  bool inverted = false;                  // icicle graph
-  double min_frame_width = 0.1;           // pixels; narrower frames are not drawn
+  // Flame graphs (recording or dumps with SVG, render, diff, merge): --title, else the command's
+  // default (emit::kDefaultTitle, or emit::kDifferentialTitle for diff), --width, --inverted and
+  // --min-width. Callers add what is theirs: subtitle, target_frame.
+  emit::SvgOptions graph;
   std::vector<std::string> render_inputs; // render: folded files, summed
   std::string diff_before;                // diff: the baseline folded file
   std::string diff_after;                 // diff: the folded file compared with it
@@ -41,24 +47,24 @@ struct Config {
   bool negate = false;                    // diff: draw over before's shape
 
   // Agent mode (--output-dir): periodic dumps.
-  std::string output_dir;                            // empty: recording mode
-  std::vector<std::string> formats{"folded", "svg"}; // of each dump
-  std::string retain_age;                            // e.g. "7d"; empty: no limit
-  uint64_t retain_count = 0;                         // dumps per target; 0: no limit
-  std::string retain_size;                           // e.g. "2G"; empty: no limit
+  std::string output_dir; // empty: recording mode
+  std::vector<emit::Format> formats{emit::Format::kFolded,
+                                    emit::Format::kSvg}; // of each dump, each once
+  dumps::RetentionPolicy retention;                      // --retain-age, -count, -size
   bool diff_previous = false; // a differential SVG against the previous interval
 
   // merge: sum the dumps of one target over a time range.
-  std::string merge_dir;                            // DIR/<target>
-  std::string merge_from;                           // empty: from the first dump
-  std::string merge_to;                             // empty: to the last dump
-  std::chrono::steady_clock::time_point started_at; // set by main, for start-up timing
+  std::string merge_dir;                              // DIR/<target>
+  std::optional<dumps::Clock::time_point> merge_from; // none: from the first dump
+  std::optional<dumps::Clock::time_point> merge_to;   // none: to the last dump
+  std::chrono::steady_clock::time_point started_at;   // set by main, for start-up timing
 };
 
 // Declares every option and subcommand on app, writing into config.
 void add_options(CLI::App& app, Config& config);
 
-// Sets config.mode from the subcommand app parsed; call after app.parse().
+// Sets config.mode from the subcommand app parsed, and what depends on it (the default title and
+// interval); call after app.parse().
 void finish_parse(const CLI::App& app, Config& config);
 
 } // namespace flamebpf::cli

@@ -15,8 +15,12 @@
 
 namespace flamebpf::emit {
 
+// The titles drawn unless --title names another: of a flame graph, and of a differential one.
+inline constexpr const char* kDefaultTitle = "Flame Graph";
+inline constexpr const char* kDifferentialTitle = "Differential Flame Graph";
+
 struct SvgOptions {
-  std::string title = "Flame Graph";
+  std::string title = kDefaultTitle;
   std::string subtitle;         // empty: a line with the sample count
   uint32_t width = 1200;        // pixels
   bool inverted = false;        // icicle graph: the root at the top

@@ -1,44 +1,87 @@
-// Recording mode: sample until the duration ends or a signal arrives, draining and symbolizing
-// every interval and following the targets as they come and go, then write the profile (one
-// file per target when there are several). Wires the stages; holds no stage logic itself.
+// Recording: sample until the duration ends or a signal arrives, draining and symbolizing the
+// kernel's counts as the schedule says and following the targets as they come and go, and hand
+// each interval's profile to a sink (pipeline/interval_sink.h): the profile files of a recording,
+// or agent mode's periodic dumps. Wires the stages; holds no stage logic itself.
 #pragma once
 
 #include <atomic>
-#include <cstdint>
-#include <string>
-#include <vector>
+#include <memory>
+#include <optional>
 
 #include "cli/options.h"
 #include "common/result.h"
+#include "common/service_notify.h"
+#include "drain/drain.h"
+#include "jvm/agent_attacher.h"
+#include "pipeline/interval_sink.h"
+#include "pipeline/schedule.h"
+#include "profile/accumulator.h"
+#include "sampler/sampler.h"
+#include "symbolize/symbolizer.h"
+#include "target/cgroup_watcher.h"
+#include "target/target_set.h"
 
 namespace flamebpf::pipeline {
-
-// One file written.
-struct OutputFile {
-  std::string path;       // "-" for stdout
-  uint64_t samples = 0;   // samples in it
-  uint64_t processes = 0; // distinct processes in it
-};
-
-struct RecordSummary {
-  std::vector<OutputFile> outputs; // one per target when the profile is split
-  std::string output_dir;          // agent mode: where the dumps went
-  uint64_t intervals = 0;          // agent mode: intervals dumped
-  uint64_t dump_files = 0;         // agent mode: files written
-  uint64_t samples = 0;            // samples in the profile
-  uint64_t processes = 0;          // distinct processes in the profile
-  uint64_t targets = 0;            // targets profiled at some point
-  uint64_t drops = 0;              // samples whose stack (or count) was lost
-  double seconds = 0;              // time sampled
-};
 
 // Set by the SIGINT/SIGTERM handler; the recorder stops at the next poll.
 extern std::atomic<bool> g_stop_requested;
 // Set by the SIGHUP handler; the recorder resolves its targets again.
 extern std::atomic<bool> g_reresolve_requested;
 
-// Resolves targets and fails with a usage error if one is unknown; otherwise runs to the end and
-// writes the output.
+class Recorder {
+public:
+  // Records targets as config says into sink; config must outlive the recorder.
+  Recorder(const cli::Config& config,
+           target::TargetSet targets,
+           std::unique_ptr<IntervalSink> sink);
+  ~Recorder();
+  // The stages' callbacks point at the recorder: it stays where it was made.
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // Starts the stages, records to the end, hands the last interval to the sink and finishes it.
+  [[nodiscard]] Result<RecordSummary> run();
+
+private:
+  // Starts sampling, then loads what symbolizing needs: start-up costs no samples, since notices
+  // wait in the ring buffer until the symbolizer exists.
+  [[nodiscard]] Result<> start();
+  // A process's first sample.
+  void on_notice(const fb_process_notice& notice);
+  // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
+  // before it loaded the VM.
+  void hand_new_jvms_to_attacher();
+  // Follows the targets that came and went (all of them resolved again with reresolve).
+  void refresh_targets(bool reresolve);
+  void watch_targets();
+  // Drains the kernel's counts into the interval's profile.
+  [[nodiscard]] Result<> drain();
+  // Hands the interval's profile, which ends at end, to the sink.
+  [[nodiscard]] Result<> end_interval(Schedule::Wall::time_point end);
+  // JVMs being attached get the chance to name the last interval's frames; one stuck on its file
+  // system is left to the process's exit.
+  void stop_attacher();
+
+  const cli::Config& config_;
+  target::TargetSet targets_;
+  std::unique_ptr<IntervalSink> sink_;
+  jvm::AttacherOptions attacher_options_;
+  // On the heap, and released if it is stuck: see stop_attacher().
+  std::unique_ptr<jvm::AgentAttacher> attacher_owner_;
+  jvm::AgentAttacher& attacher_;
+  std::optional<symbolize::Symbolizer> symbolizer_;
+  std::optional<sampler::Sampler> sampler_;
+  std::optional<drain::Drainer> drainer_; // reads sampler_'s maps
+  target::CgroupWatcher watcher_;
+  profile::Accumulator accumulator_; // the current interval
+  Schedule::Wall::time_point interval_start_;
+  Schedule::Steady::time_point last_refresh_;
+  bool first_sample_seen_ = false;
+  ServiceNotifier service_;
+};
+
+// Resolves config's targets (a usage error if one is unknown), opens the sink config asks for
+// (agent mode's dumps with --output-dir, else profile files) and records.
 [[nodiscard]] Result<RecordSummary> record(const cli::Config& config);
 
 } // namespace flamebpf::pipeline

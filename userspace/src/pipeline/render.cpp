@@ -3,18 +3,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
-#include <iostream>
 #include <optional>
 
-#include "agent/dump_files.h"
-#include "common/atomic_file.h"
 #include "common/file_content.h"
 #include "common/log.h"
+#include "dumps/dump_files.h"
 #include "emit/diff_folded.h"
-#include "emit/folded.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
-#include "pipeline/output_paths.h"
+#include "pipeline/outputs.h"
 #include "profile/folded_reader.h"
 
 namespace flamebpf::pipeline {
@@ -64,27 +61,6 @@ Result<> add_inputs(emit::FlameTree& tree,
   return {};
 }
 
-Result<> write_output(const std::string& path,
-                      const std::function<Result<>(std::ostream&)>& write_content)
-{
-  if (path == "-") {
-    if (auto written = write_content(std::cout); !written)
-      return fail(error("cannot write to stdout: " + written.error().message));
-    return {};
-  }
-  return write_output_file(path, profile_file_access(), write_content);
-}
-
-emit::SvgOptions svg_options(const cli::Config& config, std::string default_title)
-{
-  emit::SvgOptions options;
-  options.title = config.title.empty() ? std::move(default_title) : config.title;
-  options.width = config.width;
-  options.inverted = config.inverted;
-  options.min_frame_width = config.min_frame_width;
-  return options;
-}
-
 std::string joined(const std::vector<std::string>& paths)
 {
   std::string text;
@@ -95,23 +71,16 @@ std::string joined(const std::vector<std::string>& paths)
 
 } // namespace
 
-bool is_svg_path(const std::string& path)
-{
-  return path.size() > 4 && (path.ends_with(".svg") || path.ends_with(".SVG"));
-}
-
 Result<> render(const cli::Config& config)
 {
-  if (!is_svg_path(config.output)) {
+  if (emit::format_of_path(config.output) != emit::Format::kSvg) {
     auto input = read_inputs(config.render_inputs);
     if (!input)
       return fail(input.error());
-    emit::FoldedEmitter folded;
-    return write_output(config.output,
-                        [&](std::ostream& out) { return folded.write(input->profile, out); });
+    return write_profile(config.output, input->profile, config.graph);
   }
   // Folded text goes straight into the tree: no copy of each frame on the way.
-  auto options = svg_options(config, "Flame Graph");
+  emit::SvgOptions options = config.graph;
   emit::FlameTree tree;
   if (auto added = add_inputs(tree, config.render_inputs, emit::kAfter, emit::drawn_share(options));
       !added)
@@ -124,7 +93,13 @@ Result<> render(const cli::Config& config)
 
 Result<> diff(const cli::Config& config)
 {
-  if (!is_svg_path(config.output)) {
+  emit::Format format = emit::format_of_path(config.output);
+  // pprof has no differential form of its own: pprof itself compares two profiles.
+  if (format == emit::Format::kPprof)
+    return fail(
+        usage_error("diff writes FILE.svg or folded text, not pprof (" + config.output +
+                    "); for pprof, try: go tool pprof -diff_base BEFORE.pb.gz AFTER.pb.gz"));
+  if (format == emit::Format::kFolded) {
     auto before = read_inputs({config.diff_before});
     if (!before)
       return fail(before.error());
@@ -145,7 +120,7 @@ Result<> diff(const cli::Config& config)
   uint64_t after_total = tree.total(emit::kAfter);
   if (config.normalize)
     tree.scale_before(emit::normalization_factor(before_total, after_total));
-  auto options = svg_options(config, "Differential Flame Graph");
+  emit::SvgOptions options = config.graph;
   options.subtitle = fmt::format(
       "{} ({} samples) \xE2\x86\x92 {} ({} samples){} \xC2\xB7 drawn over {} \xC2\xB7 red grew, "
       "blue shrank",
@@ -160,15 +135,14 @@ Result<> diff(const cli::Config& config)
 
 Result<> merge(const cli::Config& config)
 {
-  auto now = agent::Clock::now();
-  auto from = config.merge_from.empty() ? std::nullopt : agent::parse_time(config.merge_from, now);
-  auto to = config.merge_to.empty() ? std::nullopt : agent::parse_time(config.merge_to, now);
+  const auto& from = config.merge_from;
+  const auto& to = config.merge_to;
   std::string directory = config.merge_dir;
   while (directory.size() > 1 && directory.back() == '/')
     directory.pop_back();
   std::vector<std::string> inputs;
-  std::optional<agent::Window> span;
-  for (const auto& dump : agent::list_dumps(directory)) {
+  std::optional<dumps::Window> span;
+  for (const auto& dump : dumps::list_dumps(directory)) {
     // Whole windows only: a dump that straddles an end of the range is left out.
     if ((from && dump.window.start < *from) || (to && dump.window.end > *to))
       continue;
@@ -177,7 +151,7 @@ Result<> merge(const cli::Config& config)
     if (folded == dump.files.end())
       continue;
     inputs.push_back(directory + "/" + *folded);
-    span = span ? agent::Window{span->start, dump.window.end} : dump.window;
+    span = span ? dumps::Window{span->start, dump.window.end} : dump.window;
   }
   if (inputs.empty())
     return fail(usage_error("no folded dump in " + directory +
@@ -190,13 +164,11 @@ Result<> merge(const cli::Config& config)
     stack.target = target;
   input->profile.start = span->start;
   input->profile.end = span->end;
-  emit::SvgOptions svg = svg_options(config, "Flame Graph");
-  svg.subtitle =
+  emit::SvgOptions graph = config.graph;
+  graph.subtitle =
       emit::describe_profile(input->profile) + fmt::format(" \xC2\xB7 {} dumps", inputs.size());
-  auto emitter = emit::make_emitter(emit::format_of_path(config.output), svg);
-  spdlog::info("merged {} dumps of {} ({})", inputs.size(), target, agent::window_name(*span));
-  return write_output(config.output,
-                      [&](std::ostream& out) { return emitter->write(input->profile, out); });
+  spdlog::info("merged {} dumps of {} ({})", inputs.size(), target, dumps::window_name(*span));
+  return write_profile(config.output, input->profile, graph);
 }
 
 } // namespace flamebpf::pipeline

@@ -1,5 +1,5 @@
-// The `render` and `diff` commands: folded files in, a flame graph (or folded text) out. No BPF,
-// no root needed.
+// The `render`, `diff` and `merge` commands: folded files in, a flame graph (or folded text) out.
+// No BPF, no root needed.
 #pragma once
 
 #include "cli/options.h"
@@ -7,18 +7,15 @@
 
 namespace flamebpf::pipeline {
 
-// Sums the folded inputs and writes config.output: SVG for ".svg", else folded.
+// Sums the folded inputs and writes config.output in the format its name says (pipeline/outputs).
 [[nodiscard]] Result<> render(const cli::Config& config);
 
 // Writes the differential flame graph of config.diff_before and config.diff_after: SVG for
-// ".svg", else difffolded's "stack before after" form.
+// ".svg", else difffolded's "stack before after" form; a pprof name (".pb.gz") is a usage error.
 [[nodiscard]] Result<> diff(const cli::Config& config);
 
 // Sums the folded dumps in config.merge_dir whose windows lie within config.merge_from and
 // config.merge_to, and writes config.output in the format its extension names.
 [[nodiscard]] Result<> merge(const cli::Config& config);
-
-// Whether path names an SVG file (by its extension).
-bool is_svg_path(const std::string& path);
 
 } // namespace flamebpf::pipeline

@@ -1,4 +1,4 @@
-#include "agent/dump_files.h"
+#include "dumps/dump_files.h"
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include "common/unique_fd.h"
 #include "profile/by_target.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 std::string stamp(Clock::time_point time, bool milliseconds)
@@ -90,13 +90,6 @@ std::optional<Clock::time_point> parse_stamp(std::string_view text)
 }
 
 } // namespace
-
-Clock::time_point next_boundary(Clock::time_point now, std::chrono::nanoseconds interval)
-{
-  auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch());
-  auto periods = since / interval + 1;
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(periods * interval));
-}
 
 std::string window_name(const Window& window)
 {
@@ -250,4 +243,4 @@ std::optional<Clock::time_point> parse_time(std::string_view text, Clock::time_p
   return utc_time(*year, *month, *day, *hour, *minute, *second);
 }
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

@@ -9,13 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/dump_writer.h"
-#include "agent/stats.h"
 #include "common/utf8.h"
+#include "dumps/dump_writer.h"
+#include "dumps/stats.h"
 #include "test_support.h"
 #include "test_xml.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 using namespace std::chrono_literals;
@@ -351,4 +351,4 @@ TEST(Stats, JsonStringsAreValidUtf8)
 }
 
 } // namespace
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

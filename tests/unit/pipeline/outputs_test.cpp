@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "pipeline/output_paths.h"
+#include "pipeline/outputs.h"
 #include "profile/by_target.h"
 
 namespace flamebpf::pipeline {

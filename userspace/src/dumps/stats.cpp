@@ -1,4 +1,4 @@
-#include "agent/stats.h"
+#include "dumps/stats.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -13,7 +13,7 @@
 #include "common/utf8.h"
 #include "profile/drop_report.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 std::string iso_time(Clock::time_point time)
@@ -197,4 +197,4 @@ std::string summary_line(const IntervalStats& stats)
                      stats.usage.rss_bytes >> 20);
 }
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

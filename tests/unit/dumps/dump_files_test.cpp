@@ -1,11 +1,11 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
-#include "agent/dump_files.h"
-#include "agent/retention.h"
+#include "dumps/dump_files.h"
+#include "dumps/retention.h"
 #include "test_support.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 using namespace std::chrono_literals;
@@ -19,15 +19,6 @@ Clock::time_point at(int64_t seconds, int64_t millis = 0)
 
 // 2026-11-22T16:20:00Z
 constexpr int64_t kT = 1795364400;
-
-TEST(NextBoundary, WallClockMultiplesOfTheInterval)
-{
-  EXPECT_EQ(next_boundary(at(kT + 7), 60s), at(kT + 60));
-  EXPECT_EQ(next_boundary(at(kT), 60s), at(kT + 60)); // strictly after
-  EXPECT_EQ(next_boundary(at(kT + 59, 999), 60s), at(kT + 60));
-  EXPECT_EQ(next_boundary(at(kT + 1, 30), 2s), at(kT + 2));
-  EXPECT_EQ(next_boundary(at(kT, 20), 50ms), at(kT, 50));
-}
 
 TEST(WindowName, SecondsOrMilliseconds)
 {
@@ -153,4 +144,4 @@ TEST(Retention, TheNewestIsAlwaysKept)
 }
 
 } // namespace
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

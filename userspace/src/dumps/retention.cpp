@@ -1,6 +1,6 @@
-#include "agent/retention.h"
+#include "dumps/retention.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 
 std::vector<Dump>
 expired_dumps(const std::vector<Dump>& dumps, const RetentionPolicy& policy, Clock::time_point now)
@@ -27,4 +27,4 @@ expired_dumps(const std::vector<Dump>& dumps, const RetentionPolicy& policy, Clo
   return expired;
 }
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 
 using Clock = std::chrono::system_clock;
 
@@ -18,9 +18,6 @@ struct Window {
   Clock::time_point end;
   friend bool operator==(const Window&, const Window&) = default;
 };
-
-// The first wall-clock multiple of interval strictly after now.
-Clock::time_point next_boundary(Clock::time_point now, std::chrono::nanoseconds interval);
 
 // "20261122T162000Z_20261122T162100Z", with milliseconds ("20261122T162000.250Z_…") when
 // either end is not a whole second.
@@ -58,4 +55,4 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 // Parses a size: "500M", "2G", "64K", or plain bytes (powers of 1024). nullopt if malformed.
 std::optional<uint64_t> parse_size(std::string_view text);
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

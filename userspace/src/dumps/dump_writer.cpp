@@ -1,4 +1,4 @@
-#include "agent/dump_writer.h"
+#include "dumps/dump_writer.h"
 
 #include <cerrno>
 #include <dirent.h>
@@ -12,7 +12,7 @@
 #include "emit/svg.h"
 #include "profile/by_target.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 namespace {
 
 const FileAccess kDumpAccess{kDumpFileMode, std::nullopt, 0};
@@ -54,7 +54,7 @@ Result<DumpWriter> DumpWriter::open(DumpOptions options)
 
 void DumpWriter::clean_stale_temporaries()
 {
-  // One agent writes a directory: a temporary there is a killed run's, never a reader's. Only
+  // One flamebpf writes a directory: a temporary there is a killed run's, never a reader's. Only
   // flamebpf's own are removed: files and links with a temporary's name and flamebpf's owner,
   // in target directories that are flamebpf's own.
   for (const auto& target : names_in(directory_.get())) {
@@ -112,7 +112,7 @@ DumpWriter::write_target(const std::string& target,
       tree.add_profile(previous->second, false, emit::kBefore);
       tree.add_profile(profile, false, emit::kAfter);
       emit::SvgOptions diff_svg = options_.svg;
-      diff_svg.title = "Differential Flame Graph";
+      diff_svg.title = emit::kDifferentialTitle;
       diff_svg.subtitle = target + " \xC2\xB7 " + base + " against the interval before";
       emit::DiffOptions diff;
       if (auto done =
@@ -214,4 +214,4 @@ Result<> DumpWriter::append_stats(const std::string& line)
                    options_.directory + "/" + kStatsFileName);
 }
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

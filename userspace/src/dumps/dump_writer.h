@@ -17,14 +17,14 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "agent/dump_files.h"
-#include "agent/retention.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "dumps/dump_files.h"
+#include "dumps/retention.h"
 #include "emit/formats.h"
 #include "profile/symbolized_profile.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 
 struct DumpOptions {
   std::string directory;
@@ -100,4 +100,4 @@ private:
   std::set<std::string> refused_; // target directories refused, said once until written again
 };
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

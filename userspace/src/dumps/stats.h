@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/dump_files.h"
+#include "dumps/dump_files.h"
 #include "profile/symbolized_profile.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 
 // flamebpf's own use of the machine.
 struct OwnUsage {
@@ -63,4 +63,4 @@ std::string summary_line(const IntervalStats& stats);
 // characters are escaped.
 std::string json_string(std::string_view s);
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

@@ -1,11 +1,14 @@
-#include "pipeline/output_paths.h"
+#include "pipeline/outputs.h"
 
 #include <charconv>
 #include <cstdlib>
 #include <ctime>
+#include <iostream>
 #include <optional>
 #include <string_view>
 #include <unistd.h>
+
+#include "emit/formats.h"
 
 namespace flamebpf::pipeline {
 namespace {
@@ -59,6 +62,24 @@ FileAccess profile_file_access()
     access.owner_gid = *gid;
   }
   return access;
+}
+
+Result<> write_output(const std::string& path, const ContentWriter& write_content)
+{
+  if (path == "-") {
+    if (auto written = write_content(std::cout); !written)
+      return fail(error("cannot write to stdout: " + written.error().message));
+    return {};
+  }
+  return write_output_file(path, profile_file_access(), write_content);
+}
+
+Result<> write_profile(const std::string& path,
+                       const profile::SymbolizedProfile& profile,
+                       const emit::SvgOptions& graph)
+{
+  auto emitter = emit::make_emitter(emit::format_of_path(path), graph);
+  return write_output(path, [&](std::ostream& out) { return emitter->write(profile, out); });
 }
 
 } // namespace flamebpf::pipeline

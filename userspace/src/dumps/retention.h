@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "agent/dump_files.h"
+#include "dumps/dump_files.h"
 
-namespace flamebpf::agent {
+namespace flamebpf::dumps {
 
 struct RetentionPolicy {
   std::optional<std::chrono::seconds> max_age; // by the end of each dump's window
@@ -22,4 +22,4 @@ struct RetentionPolicy {
 std::vector<Dump>
 expired_dumps(const std::vector<Dump>& dumps, const RetentionPolicy& policy, Clock::time_point now);
 
-} // namespace flamebpf::agent
+} // namespace flamebpf::dumps

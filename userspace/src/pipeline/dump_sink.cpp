@@ -1,0 +1,106 @@
+#include "pipeline/dump_sink.h"
+
+#include <unordered_map>
+
+#include "common/log.h"
+
+namespace flamebpf::pipeline {
+namespace {
+
+// The age of the JIT perf maps of the processes in interval, with their targets.
+std::vector<dumps::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbolizer,
+                                             const profile::SymbolizedProfile& interval)
+{
+  std::unordered_map<uint32_t, std::string> targets;
+  for (const auto& stack : interval.stacks)
+    targets.try_emplace(stack.pid, stack.target);
+  std::vector<dumps::PerfMapAge> ages;
+  auto now = dumps::Clock::now();
+  for (const auto& map : symbolizer.perf_maps()) {
+    auto target = targets.find(map.pid);
+    if (target == targets.end())
+      continue;
+    std::chrono::duration<double> age = now - map.modified;
+    ages.push_back({map.pid, target->second, age.count()});
+  }
+  return ages;
+}
+
+} // namespace
+
+Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
+{
+  dumps::DumpOptions options;
+  options.directory = config.output_dir;
+  options.formats = config.formats;
+  options.retention = config.retention;
+  options.diff_previous = config.diff_previous;
+  options.svg = config.graph;
+  auto writer = dumps::DumpWriter::open(std::move(options));
+  if (!writer)
+    return fail(writer.error());
+  auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(config.interval_seconds));
+  return std::unique_ptr<DumpSink>(new DumpSink(std::move(*writer), interval));
+}
+
+DumpSink::DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval)
+    : writer_(std::move(writer)), interval_(interval)
+{
+}
+
+void DumpSink::targets_added(const std::vector<target::Target>& added)
+{
+  targets_ += added.size();
+}
+
+void DumpSink::started()
+{
+  usage_before_ = dumps::own_usage();
+}
+
+Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
+                           const IntervalContext& context)
+{
+  ++intervals_;
+  dumps::DumpReport report = writer_.write(interval, context.window);
+  files_ += report.files;
+  dumps::IntervalStats stats;
+  stats.window = context.window;
+  stats.profile = &interval;
+  stats.perf_maps = perf_map_ages(context.symbolizer, interval);
+  stats.usage = dumps::own_usage();
+  auto kernel_maps = context.sampler.occupancy();
+  stats.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets, kernel_maps.pid_targets,
+                     context.symbolizer.processes(), context.symbolizer.elf_files()};
+  stats.interval_cpu_seconds = stats.usage.cpu_seconds - usage_before_.cpu_seconds;
+  usage_before_ = stats.usage;
+  stats.files_written = report.files;
+  stats.dumps_pending = report.pending;
+  spdlog::info("{}", dumps::summary_line(stats));
+  auto appended = writer_.append_stats(dumps::stats_json(stats));
+  // A full disk is said once per interval; sampling goes on and the writes are retried.
+  if (!report.error.empty())
+    spdlog::error("{}; {} intervals kept in memory, retried at the next one", report.error,
+                  report.pending);
+  else if (!appended && appended.error().message != stats_failure_)
+    spdlog::error("{}", appended.error().message);
+  // A stats file that stays unwritable (a FIFO in its place) is said once, not every interval.
+  stats_failure_ = appended ? "" : appended.error().message;
+  return {};
+}
+
+Result<> DumpSink::finish(RecordSummary& summary)
+{
+  dumps::DumpReport last = writer_.flush();
+  files_ += last.files;
+  if (!last.error.empty())
+    spdlog::error("{}; the dumps of {} intervals are lost", last.error, last.pending);
+  summary.output_dir = writer_.options().directory;
+  summary.intervals = intervals_;
+  summary.dump_files = files_;
+  summary.targets = targets_;
+  return {};
+}
+
+} // namespace flamebpf::pipeline

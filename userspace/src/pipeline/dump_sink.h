@@ -1,0 +1,44 @@
+// Agent mode's output: every interval, the dumps of each target with samples (dumps::DumpWriter)
+// and a line of statistics about the interval and flamebpf itself (dumps/stats.h), appended to
+// DIR/flamebpf-stats.jsonl and logged. A failure to write is logged, never fatal: sampling goes
+// on and the writes are retried at the next interval.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/options.h"
+#include "dumps/dump_writer.h"
+#include "dumps/stats.h"
+#include "pipeline/interval_sink.h"
+
+namespace flamebpf::pipeline {
+
+class DumpSink final : public IntervalSink {
+public:
+  // Opens config.output_dir (dumps::DumpWriter::open); fails with what to fix if it cannot be.
+  [[nodiscard]] static Result<std::unique_ptr<DumpSink>> open(const cli::Config& config);
+
+  std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
+  // Only counts them: agent mode sees containers come and go for weeks.
+  void targets_added(const std::vector<target::Target>& added) override;
+  void started() override;
+  // Writes the interval's dumps and statistics; never fails.
+  Result<> consume(const profile::SymbolizedProfile& interval,
+                   const IntervalContext& context) override;
+  // Writes the dumps still pending.
+  Result<> finish(RecordSummary& summary) override;
+
+private:
+  DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval);
+
+  dumps::DumpWriter writer_;
+  std::chrono::nanoseconds interval_;
+  dumps::OwnUsage usage_before_; // at the start of the interval
+  uint64_t intervals_ = 0;
+  uint64_t files_ = 0;
+  uint64_t targets_ = 0;
+  std::string stats_failure_; // the last failure to append to the stats file, said once
+};
+
+} // namespace flamebpf::pipeline
