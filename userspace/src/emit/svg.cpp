@@ -1,11 +1,13 @@
 #include "emit/svg.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <ctime>
 #include <fmt/format.h>
 #include <iterator>
 #include <set>
+#include <unordered_map>
 
 namespace flamebpf::emit {
 
@@ -94,6 +96,45 @@ void append_escaped(std::string& out, std::string_view text)
   }
 }
 
+// xml_text, appended to out.
+void append_xml_text(std::string& out, std::string_view text, size_t max_bytes)
+{
+  size_t i = 0;
+  while (i < text.size()) {
+    if (i >= max_bytes) {
+      out += "\xE2\x80\xA6"; // …
+      break;
+    }
+    uint32_t code_point = 0;
+    size_t length = valid_sequence(text, i, code_point);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD"; // U+FFFD for what XML cannot carry
+      ++i;
+      continue;
+    }
+    append_escaped(out, text.substr(i, length));
+    i += length;
+  }
+}
+
+void append_number(std::string& out, uint64_t value)
+{
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
+}
+
+// Pixels to a tenth, without a trailing ".0": enough for the eye, and short.
+void append_pixels(std::string& out, double value)
+{
+  auto tenths = static_cast<uint64_t>(std::llround(std::max(value, 0.0) * 10));
+  append_number(out, tenths / 10);
+  if (tenths % 10 != 0) {
+    out += '.';
+    out += static_cast<char>('0' + tenths % 10);
+  }
+}
+
 size_t utf8_length(std::string_view text)
 {
   size_t characters = 0;
@@ -116,12 +157,6 @@ std::string_view utf8_prefix(std::string_view text, size_t characters)
   return text.substr(0, i);
 }
 
-std::string format_number(double value)
-{
-  // Pixel values to a tenth: enough for the eye, and a third shorter than full precision.
-  return fmt::format("{:.1f}", value);
-}
-
 std::string utc(std::chrono::system_clock::time_point time, const char* format)
 {
   std::time_t seconds = std::chrono::system_clock::to_time_t(time);
@@ -134,7 +169,8 @@ std::string utc(std::chrono::system_clock::time_point time, const char* format)
 
 struct Drawn {
   uint32_t node;
-  uint64_t x; // samples left of the frame at its depth
+  uint64_t x;          // samples left of the frame at its depth
+  uint32_t swatch = 0; // its colour's class, .c<swatch>
 };
 
 } // namespace
@@ -149,22 +185,7 @@ std::string xml_text(std::string_view text, size_t max_bytes)
 {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes) + 16);
-  size_t i = 0;
-  while (i < text.size()) {
-    if (i >= max_bytes) {
-      out += "\xE2\x80\xA6"; // …
-      break;
-    }
-    uint32_t code_point = 0;
-    size_t length = valid_sequence(text, i, code_point);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD"; // U+FFFD for what XML cannot carry
-      ++i;
-      continue;
-    }
-    append_escaped(out, text.substr(i, length));
-    i += length;
-  }
+  append_xml_text(out, text, max_bytes);
   return out;
 }
 
@@ -219,7 +240,7 @@ Result<> write_svg(const FlameTree& tree,
 
   // Frames to draw, parents before children, siblings by name so that layouts compare.
   std::vector<Drawn> drawn;
-  std::vector<Drawn> pending{{0, 0}};
+  std::vector<Drawn> pending{{0, 0, 0}};
   std::vector<uint32_t> children;
   uint32_t max_depth = 0;
   uint64_t max_delta = 0;
@@ -247,15 +268,34 @@ Result<> write_svg(const FlameTree& tree,
     uint64_t x = frame.x;
     size_t first = pending.size();
     for (uint32_t child : children) {
-      pending.push_back({child, x});
+      pending.push_back({child, x, 0});
       x += nodes[child].samples[shape];
     }
     std::reverse(pending.begin() + static_cast<ptrdiff_t>(first), pending.end());
   }
 
+  // Each frame's colour as a class: the palette is small, so a class name is shorter than a fill.
+  std::vector<Rgb> swatches;
+  std::unordered_map<uint32_t, uint32_t> swatch_of;
+  for (Drawn& frame : drawn) {
+    const FlameNode& node = nodes[frame.node];
+    Rgb colour;
+    if (diff)
+      colour = diff_colour(static_cast<int64_t>(node.samples[kAfter]) -
+                               static_cast<int64_t>(node.samples[kBefore]),
+                           max_delta);
+    else
+      colour = frame.node == 0 ? Rgb{200, 200, 200} : frame_colour(node.name, node.kind);
+    uint32_t key = uint32_t{colour.r} << 16 | uint32_t{colour.g} << 8 | colour.b;
+    auto [it, added] = swatch_of.try_emplace(key, static_cast<uint32_t>(swatches.size()));
+    if (added)
+      swatches.push_back(colour);
+    frame.swatch = it->second;
+  }
+
   double height = kPadTop + (max_depth + 1) * kFrameHeight + kPadBottom;
   std::string svg;
-  svg.reserve(drawn.size() * 200 + 32768);
+  svg.reserve(drawn.size() * 150 + 32768);
   auto emit = std::back_inserter(svg);
   fmt::format_to(emit,
                  "<?xml version=\"1.0\" standalone=\"no\"?>\n"
@@ -272,6 +312,8 @@ Result<> write_svg(const FlameTree& tree,
     return fail(error("the embedded flame graph script or style contains \"]]>\""));
   svg += "<style type=\"text/css\"><![CDATA[\n";
   svg += embedded_style();
+  for (size_t i = 0; i < swatches.size(); ++i)
+    fmt::format_to(emit, ".c{}{{fill:{}}}\n", i, css_colour(swatches[i]));
   svg += "]]></style>\n<script type=\"text/ecmascript\"><![CDATA[\n";
   svg += embedded_script();
   svg += "]]></script>\n";
@@ -289,6 +331,8 @@ Result<> write_svg(const FlameTree& tree,
                  width, height, width / 2, xml_text(options.title), xml_text(subtitle), kPadLeft,
                  width - 110, height - 8);
 
+  // A frame is its samples, name and rectangle: the script works out the rest (its place in
+  // samples, its depth, its tooltip), so that a frame costs few bytes.
   double scale = total > 0 ? drawable / static_cast<double>(total) : 0;
   for (const Drawn& frame : drawn) {
     const FlameNode& node = nodes[frame.node];
@@ -297,36 +341,37 @@ Result<> write_svg(const FlameTree& tree,
     double pw = frame.node == 0 && total == 0 ? drawable : static_cast<double>(samples) * scale;
     double py = options.inverted ? kPadTop + node.depth * kFrameHeight
                                  : height - kPadBottom - (node.depth + 1) * kFrameHeight;
-    std::string name = xml_text(node.name, kMaxNameBytes);
-    Rgb colour;
-    std::string tooltip;
+    svg += "<g class=\"f c";
+    append_number(svg, frame.swatch);
+    svg += "\" data-w=\"";
+    append_number(svg, samples);
     if (diff) {
-      uint64_t before = node.samples[kBefore];
-      uint64_t after = node.samples[kAfter];
-      int64_t delta = static_cast<int64_t>(after) - static_cast<int64_t>(before);
-      colour = diff_colour(delta, max_delta);
-      std::string change = before == 0
-                               ? "new"
-                               : fmt::format("{:+.1f}%", 100.0 * static_cast<double>(delta) /
-                                                             static_cast<double>(before));
-      tooltip =
-          fmt::format("{} (before {}, after {}, {:+}, {})", name, before, after, delta, change);
-    } else {
-      colour = frame.node == 0 ? Rgb{200, 200, 200} : frame_colour(node.name, node.kind);
-      double share =
-          total > 0 ? 100.0 * static_cast<double>(samples) / static_cast<double>(total) : 0;
-      tooltip = fmt::format("{} ({} samples, {:.2f}%)", name, samples, share);
+      svg += "\" data-b=\"";
+      append_number(svg, node.samples[kBefore]);
+      svg += "\" data-a=\"";
+      append_number(svg, node.samples[kAfter]);
     }
-    fmt::format_to(emit,
-                   "<g class=\"f\" data-x=\"{}\" data-w=\"{}\" data-d=\"{}\" data-n=\"{}\">"
-                   "<title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" "
-                   "ry=\"2\" fill=\"{}\"/>",
-                   frame.x, samples, node.depth, name, tooltip, format_number(px),
-                   format_number(py), format_number(pw), kRectHeight, css_colour(colour));
+    svg += "\" data-n=\"";
+    append_xml_text(svg, node.name, kMaxNameBytes);
+    svg += "\"><rect x=\"";
+    append_pixels(svg, px);
+    svg += "\" y=\"";
+    append_pixels(svg, py);
+    svg += "\" width=\"";
+    append_pixels(svg, pw);
+    svg += "\" height=\"";
+    append_pixels(svg, kRectHeight);
+    svg += "\"/>";
     std::string label = frame_label(node.name, pw);
-    if (!label.empty())
-      fmt::format_to(emit, "<text x=\"{}\" y=\"{}\">{}</text>", format_number(px + 3),
-                     format_number(py + 10.5), xml_text(label, kMaxNameBytes));
+    if (!label.empty()) {
+      svg += "<text x=\"";
+      append_pixels(svg, px + 3);
+      svg += "\" y=\"";
+      append_pixels(svg, py + 10.5);
+      svg += "\">";
+      append_xml_text(svg, label, kMaxNameBytes);
+      svg += "</text>";
+    }
     svg += "</g>\n";
   }
   svg += "</g>\n</svg>\n";
