@@ -1,7 +1,7 @@
 // Headless-Chromium test of one flamebpf flame graph SVG: opens it as file://, then hovers,
 // zooms, resets, searches (Ctrl-F, "/", ?s=), tries an invalid regex and checks hostile frame names
-// show literally and run nothing. Expectations are computed here from the frames' data attributes,
-// independently of the page's script. Prints one line per check and "N passed, N failed, N
+// show literally and run nothing. Expectations are computed here from the document (each frame's
+// samples, name and rectangle, parents first), independently of the page's script. Prints one line per check and "N passed, N failed, N
 // skipped"; exits 0 only if nothing failed.
 //
 // Usage: node svg_test.mjs SVG [ARTIFACT_DIR] [--search NAME]
@@ -75,8 +75,37 @@ function svgSize(source) {
   return { width: attr("width") || 1200, height: attr("height") || 800 };
 }
 
-// Parents from the data attributes alone: the frame one level up whose sample range holds the
-// frame's first sample.
+// Each frame's depth (from its rectangle's y, 16 pixels a level from the root's) and first sample:
+// frames come parents first, each frame's children left to right right after it.
+function layOut(frames, inverted, frameHeight) {
+  const rootY = frames.length ? frames[0].y : 0;
+  const nextAt = [];
+  for (const f of frames) {
+    f.d = Math.round((inverted ? f.y - rootY : rootY - f.y) / frameHeight);
+    f.x = f.d === 0 ? 0 : nextAt[f.d];
+    nextAt[f.d] = f.x + f.w;
+    nextAt[f.d + 1] = f.x;
+  }
+}
+
+// What a frame's tooltip says: " (N samples, P%)" after the name, or in a differential graph
+// " (before B, after A, +D, +P%)".
+function expectedTitle(f, total, diff) {
+  if (!diff) return `${f.n} (${f.w} samples, ${(total > 0 ? (100 * f.w) / total : 0).toFixed(2)}%)`;
+  const delta = f.a - f.b;
+  const percent = (100 * delta) / f.b;
+  const change = f.b === 0 ? "new" : `${percent < 0 ? "" : "+"}${percent.toFixed(1)}%`;
+  return `${f.n} (before ${f.b}, after ${f.a}, ${delta < 0 ? "" : "+"}${delta}, ${change})`;
+}
+
+// "#rrggbb" as getComputedStyle writes it.
+function cssRgb(hex) {
+  const [r, g, b] = [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16));
+  return `rgb(${r}, ${g}, ${b})`;
+}
+
+// Parents from the layout alone: the frame one level up whose sample range holds the frame's
+// first sample.
 function linkParents(frames) {
   const byDepth = new Map();
   frames.forEach((f, i) => {
@@ -151,7 +180,6 @@ function snapshot(page) {
         x: rect.getAttribute("x"),
         width: rect.getAttribute("width"),
         label: text ? text.textContent : null,
-        fill: rect.getAttribute("fill"),
         computedFill: getComputedStyle(rect).fill,
         classes: g.getAttribute("class"),
       };
@@ -178,14 +206,14 @@ async function main() {
     offline: true,
   });
   try {
-    await run(context, args, viewport);
+    await run(context, args, viewport, source);
   } finally {
     await context.close();
     rmSync(profileDir, { recursive: true, force: true });
   }
 }
 
-async function run(context, args, viewport) {
+async function run(context, args, viewport, source) {
   const errors = [];
   const requests = [];
   await context.route("**/*", (route) => {
@@ -236,18 +264,24 @@ async function run(context, args, viewport) {
       width: num(svg, "width"),
       total: num(svg, "data-total"),
       padLeft: num(svg, "data-pad-left"),
+      frameHeight: num(svg, "data-frame-height"),
+      inverted: svg.getAttribute("data-inverted") === "1",
+      diff: svg.getAttribute("data-mode") === "diff",
       frames: Array.from(document.querySelectorAll(selector), (g) => ({
-        x: num(g, "data-x"),
         w: num(g, "data-w"),
-        d: num(g, "data-d"),
+        b: num(g, "data-b"),
+        a: num(g, "data-a"),
+        y: num(g.querySelector("rect"), "y"),
         n: g.getAttribute("data-n"),
-        title: g.querySelector("title")?.textContent ?? "",
+        titled: g.querySelector("title") !== null,
       })),
     };
   }, kFrames);
   const { frames, total, padLeft } = doc;
   const plot = doc.width - 2 * padLeft;
+  layOut(frames, doc.inverted, doc.frameHeight);
   linkParents(frames);
+  frames.forEach((f) => (f.title = expectedTitle(f, total, doc.diff)));
 
   check("loads without console or page errors", errors.length === 0, errors.join(" | "));
   check("script initialised", loaded.ready && loaded.frames === frames.length,
@@ -258,6 +292,16 @@ async function run(context, args, viewport) {
   await page.screenshot({ path: join(args.out, "flamegraph.png") });
   const original = await snapshot(page);
   const pixels = (i) => Number(original[i].width);
+
+  // Colours: each frame filled as its palette class in the SVG's style says.
+  const palette = new Map([...source.matchAll(/\.(c[0-9]+)\{fill:(#[0-9a-f]{6})\}/g)].map((m) => [m[1], cssRgb(m[2])]));
+  const badFill = original.findIndex((f) => {
+    const swatch = (f.classes || "").split(/\s+/).find((c) => palette.has(c));
+    return swatch === undefined || normalFill(f.computedFill) !== normalFill(palette.get(swatch));
+  });
+  check(`every frame is filled with its palette class's colour (${palette.size} colours)`, badFill < 0,
+        badFill >= 0 ? `${frames[badFill].n}: class ${original[badFill].classes}, fill ${original[badFill].computedFill}` : "");
+  check("tooltips are made on hover, not shipped", frames.every((f) => !f.titled));
 
   const frameAt = (i) => page.locator(kFrames).nth(i);
   const text = (selector) => page.locator(selector).textContent();
@@ -292,7 +336,7 @@ async function run(context, args, viewport) {
     await zoomChecks(page, { frames, original, target, total, padLeft, plot, frameAt, text, shown, args });
   }
 
-  await searchChecks(page, { frames, total, target, frameAt, text, args, url });
+  await searchChecks(page, { frames, original, total, target, frameAt, text, args, url });
   await hostileChecks(page, { frames, original, plot, frameAt, text, args });
   await timing(page, { frames, total });
 
@@ -306,10 +350,13 @@ async function zoomChecks(page, { frames, original, target, total, padLeft, plot
 
   await frameAt(target).hover();
   const details = await text("#details");
-  const counts = z.title.startsWith(name) ? z.title.slice(name.length) : "";
+  const counts = z.title.slice(name.length);
   check("hovering a frame fills #details with its name and counts",
         details.startsWith("Function: " + name.slice(0, 20)) && details.endsWith(counts),
         `got ${JSON.stringify(details)} for title ${JSON.stringify(z.title)}`);
+  const title = await frameAt(target).evaluate((g) => g.querySelector("title")?.textContent ?? null);
+  check("hovering a frame gives it its tooltip: name and counts", title === z.title,
+        `got ${JSON.stringify(title)}, want ${JSON.stringify(z.title)}`);
   const stroke = await frameAt(target).evaluate((g) => getComputedStyle(g.querySelector("rect")).stroke);
   check("the hovered frame is outlined", stroke !== "none" && stroke !== "", `stroke ${stroke}`);
 
@@ -379,7 +426,7 @@ async function zoomChecks(page, { frames, original, target, total, padLeft, plot
   check("Escape resets the zoom", now[target].width === original[target].width && now.every((f) => f.shown));
 }
 
-async function searchChecks(page, { frames, total, target, frameAt, text, args, url }) {
+async function searchChecks(page, { frames, original, total, target, frameAt, text, args, url }) {
   // Search for the most frequent plain name, preferring one that nests (recursion).
   let term = args.search;
   if (!term) {
@@ -416,10 +463,10 @@ async function searchChecks(page, { frames, total, target, frameAt, text, args, 
   const hits = frames.map((f, i) => i).filter((i) => re.test(frames[i].n));
   const highlight = hits.length ? normalFill(now[hits[0]].computedFill) : "";
   const badHit = hits.find((i) => normalFill(now[i].computedFill) !== highlight);
-  const badMiss = frames.findIndex((f, i) => !re.test(f.n) && normalFill(now[i].computedFill) !== normalFill(now[i].fill));
+  const badMiss = frames.findIndex((f, i) => !re.test(f.n) && normalFill(now[i].computedFill) !== normalFill(original[i].computedFill));
   check(`its ${hits.length} matching frames are highlighted, no other`,
         hits.length > 0 && badHit === undefined && badMiss < 0 &&
-          hits.some((i) => normalFill(now[i].fill) !== highlight),
+          hits.some((i) => normalFill(original[i].computedFill) !== highlight),
         `highlight ${highlight}; ${badHit !== undefined ? `hit ${frames[badHit].n} is ${now[badHit].computedFill}` : ""}` +
           `${badMiss >= 0 ? ` non-match ${frames[badMiss].n} is ${now[badMiss].computedFill}` : ""}`);
   await page.screenshot({ path: join(args.out, "search.png") });
@@ -445,7 +492,8 @@ async function searchChecks(page, { frames, total, target, frameAt, text, args, 
   await page.locator("#search").click();
   const cleared = await snapshot(page);
   check("Reset Search clears the highlight and the share",
-        cleared.every((f) => normalFill(f.computedFill) === normalFill(f.fill)) && (await text("#matched")).trim() === "",
+        cleared.every((f, i) => normalFill(f.computedFill) === normalFill(original[i].computedFill)) &&
+          (await text("#matched")).trim() === "",
         JSON.stringify(await text("#matched")));
 
   await page.keyboard.press("Control+f");
@@ -477,7 +525,18 @@ async function hostileChecks(page, { frames, original, plot, frameAt, text }) {
   }
   const literal = (label, name) =>
     label === null || label === "" || label === name || (label.endsWith("..") && name.startsWith(label.slice(0, -2)));
-  const bad = hostile.find((i) => !frames[i].title.startsWith(frames[i].n) || !literal(original[i].label, frames[i].n));
+  // Every hostile frame's tooltip, made as a pointer over it would.
+  const titles = await page.evaluate(
+    ([selector, indexes]) => {
+      const all = document.querySelectorAll(selector);
+      return indexes.map((i) => {
+        all[i].dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+        return all[i].querySelector("title")?.textContent ?? null;
+      });
+    },
+    [kFrames, hostile],
+  );
+  const bad = hostile.find((i, k) => titles[k] !== frames[i].title || !literal(original[i].label, frames[i].n));
   check(`${hostile.length} hostile names show literally in titles and labels`, bad === undefined,
         bad !== undefined ? JSON.stringify(frames[bad]) : "");
 

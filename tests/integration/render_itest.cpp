@@ -88,7 +88,9 @@ TEST_F(RenderTest, RenderSumsFoldedFilesFromAnyProducer)
   EXPECT_NE(svg.find("width=\"900\""), std::string::npos);
   EXPECT_NE(svg.find("data-inverted=\"1\""), std::string::npos);
   EXPECT_NE(svg.find("data-total=\"10\""), std::string::npos);
-  EXPECT_NE(svg.find("data-w=\"7\" data-d=\"3\" data-n=\"Foo.bar\""), std::string::npos) << svg;
+  // 7 samples at depth 3 of the icicle: y = 60 + 3 * 16.
+  EXPECT_NE(svg.find("data-w=\"7\" data-n=\"Foo.bar\"><rect x=\"10\" y=\"108\""), std::string::npos)
+      << svg;
   EXPECT_NE(svg.find("data-n=\"std::map&lt;int, int&gt;::find\""), std::string::npos);
 
   // Folded output sums them instead.
@@ -121,7 +123,7 @@ TEST_F(RenderTest, DiffAsSvgAndAsTwoColumnFolded)
   EXPECT_EQ(xml_problems(path("d.svg")), "");
   EXPECT_NE(svg.find("data-mode=\"diff\""), std::string::npos);
   // Normalized: before is scaled to after's 80 samples, so a goes from 20 to 40.
-  EXPECT_NE(svg.find("a (before 20, after 40, +20, +100.0%)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("data-b=\"20\" data-a=\"40\" data-n=\"a\""), std::string::npos) << svg;
   auto negated = run_flamebpf(
       {"diff", path("before.folded"), path("after.folded"), "-o", path("n.svg"), "--negate"});
   ASSERT_EQ(negated.exit_code, 0) << negated.output;

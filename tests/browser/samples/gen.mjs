@@ -55,7 +55,9 @@ function frameLabel(name, widthPx) {
   return head.slice(0, fits - 2).join("") + "..";
 }
 
-const fixed1 = (v) => v.toFixed(1);
+// Pixels to a tenth, without a trailing ".0".
+const pixels = (v) => String(Math.round(v * 10) / 10);
+const hex = (r, g, b) => "#" + [r, g, b].map((c) => c.toString(16).padStart(2, "0")).join("");
 
 function hash(text) {
   let h = 2166136261;
@@ -65,13 +67,13 @@ function hash(text) {
 
 function hotColour(name) {
   const h = hash(name);
-  return `rgb(${205 + (h % 50)},${(h >>> 8) % 230},${(h >>> 16) % 55})`;
+  return hex(205 + (h % 50), (h >>> 8) % 230, (h >>> 16) % 55);
 }
 
 function diffColour(delta, maxDelta) {
-  if (delta === 0 || maxDelta === 0) return "rgb(250,250,250)";
+  if (delta === 0 || maxDelta === 0) return hex(250, 250, 250);
   const shade = Math.round(210 * (1 - Math.abs(delta) / maxDelta));
-  return delta > 0 ? `rgb(255,${shade},${shade})` : `rgb(${shade},${shade},255)`;
+  return delta > 0 ? hex(255, shade, shade) : hex(shade, shade, 255);
 }
 
 class Node {
@@ -126,6 +128,36 @@ function svgDocument(root, { title, subtitle, inverted = false, diff = false, wi
     pending.push(...placed.reverse());
   }
   const height = kPadTop + (maxDepth + 1) * kFrameHeight + kPadBottom;
+  // Each frame's colour as a palette class, c0, c1, … in order of first use.
+  const swatches = new Map();
+  const swatchOf = (colour) => {
+    if (!swatches.has(colour)) swatches.set(colour, swatches.size);
+    return swatches.get(colour);
+  };
+  const body = [];
+  const scale = total > 0 ? drawable / total : 0;
+  for (const [node, x] of drawn) {
+    const samples = node.samples[1];
+    const px = kPadLeft + x * scale;
+    const pw = node === root && total === 0 ? drawable : samples * scale;
+    const py = inverted
+      ? kPadTop + node.depth * kFrameHeight
+      : height - kPadBottom - (node.depth + 1) * kFrameHeight;
+    const [before, after] = node.samples;
+    const colour = diff
+      ? diffColour(after - before, maxDelta)
+      : node === root
+        ? hex(200, 200, 200)
+        : hotColour(node.name);
+    const counts = diff ? ` data-b="${before}" data-a="${after}"` : "";
+    let g =
+      `<g class="f c${swatchOf(colour)}" data-w="${samples}"${counts} data-n="${xmlText(node.name)}">` +
+      `<rect x="${pixels(px)}" y="${pixels(py)}" width="${pixels(pw)}" height="${kRectHeight}"/>`;
+    const label = frameLabel(node.name, pw);
+    if (label) g += `<text x="${pixels(px + 3)}" y="${pixels(py + 10.5)}">${xmlText(label)}</text>`;
+    body.push(g + "</g>\n");
+  }
+  const palette = [...swatches].map(([colour, i]) => `.c${i}{fill:${colour}}\n`).join("");
   const script = readFileSync(join(resDir, "flamegraph.js"), "utf8");
   const style = readFileSync(join(resDir, "flamegraph.css"), "utf8");
   if (script.includes("]]>") || style.includes("]]>")) throw new Error("res file contains ]]>");
@@ -136,7 +168,7 @@ function svgDocument(root, { title, subtitle, inverted = false, diff = false, wi
       `xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
       `data-total="${total}" data-mode="${diff ? "diff" : "normal"}" data-inverted="${inverted ? 1 : 0}" ` +
       `data-frame-height="${kFrameHeight}" data-pad-left="${kPadLeft}" data-pad-top="${kPadTop}">\n` +
-      `<style type="text/css"><![CDATA[\n${style}]]></style>\n` +
+      `<style type="text/css"><![CDATA[\n${style}${palette}]]></style>\n` +
       `<script type="text/ecmascript"><![CDATA[\n${script}]]></script>\n` +
       `<rect class="background" x="0" y="0" width="${width}" height="${height}"/>\n` +
       `<text id="title" x="${width / 2}" y="24">${xmlText(title)}</text>\n` +
@@ -147,36 +179,7 @@ function svgDocument(root, { title, subtitle, inverted = false, diff = false, wi
       `<text id="details" x="${kPadLeft}" y="${height - 8}"> </text>\n` +
       `<g id="frames">\n`,
   );
-  const scale = total > 0 ? drawable / total : 0;
-  for (const [node, x] of drawn) {
-    const samples = node.samples[1];
-    const px = kPadLeft + x * scale;
-    const pw = node === root && total === 0 ? drawable : samples * scale;
-    const py = inverted
-      ? kPadTop + node.depth * kFrameHeight
-      : height - kPadBottom - (node.depth + 1) * kFrameHeight;
-    const name = xmlText(node.name);
-    let tooltip;
-    let colour;
-    if (diff) {
-      const [before, after] = node.samples;
-      const delta = after - before;
-      const change = before === 0 ? "new" : `${delta >= 0 ? "+" : ""}${((100 * delta) / before).toFixed(1)}%`;
-      tooltip = `${name} (before ${before}, after ${after}, ${delta >= 0 ? "+" : ""}${delta}, ${change})`;
-      colour = diffColour(delta, maxDelta);
-    } else {
-      const share = total > 0 ? (100 * samples) / total : 0;
-      tooltip = `${name} (${samples} samples, ${share.toFixed(2)}%)`;
-      colour = node === root ? "rgb(200,200,200)" : hotColour(node.name);
-    }
-    let g =
-      `<g class="f" data-x="${x}" data-w="${samples}" data-d="${node.depth}" data-n="${name}">` +
-      `<title>${tooltip}</title><rect x="${fixed1(px)}" y="${fixed1(py)}" width="${fixed1(pw)}" ` +
-      `height="${kRectHeight}" rx="2" ry="2" fill="${colour}"/>`;
-    const label = frameLabel(node.name, pw);
-    if (label) g += `<text x="${fixed1(px + 3)}" y="${fixed1(py + 10.5)}">${xmlText(label)}</text>`;
-    out.push(g + "</g>\n");
-  }
+  out.push(...body);
   out.push("</g>\n</svg>\n");
   return { text: out.join(""), frames: drawn.length };
 }

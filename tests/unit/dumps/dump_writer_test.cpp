@@ -136,7 +136,7 @@ TEST(DumpWriter, RetentionAndDiffAgainstThePreviousInterval)
                                                       "20261122T162300Z_20261122T162400Z.folded"}));
   std::string diff = contents(dir.path() / "web" / "latest.diff.svg");
   EXPECT_EQ(flamebpf::testing::xml_problems(diff), "");
-  EXPECT_NE(diff.find("main (before 7, after 8, +1, +14.3%)"), std::string::npos);
+  EXPECT_NE(diff.find("data-b=\"7\" data-a=\"8\" data-n=\"main\""), std::string::npos);
 }
 
 TEST(DumpWriter, KeepsIntervalsWhileWritesFailAndRetries)

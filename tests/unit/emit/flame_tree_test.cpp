@@ -66,6 +66,24 @@ TEST(FlameTree, MalformedLinesAreCountedAndSkipped)
   EXPECT_EQ(tree.total(), 7u);
 }
 
+// Names of folded text stay in the text the tree keeps; names added later are copied, on every
+// path through add_folded (an empty tree, empty text, a tree with stacks already).
+TEST(FlameTree, AddAfterFoldedTextCopiesNames)
+{
+  const std::vector<std::vector<std::string>> inputs = {{""}, {"p;a 1\n"}, {"p;a 1\n", "p;b 2\n"}};
+  for (const auto& texts : inputs) {
+    FlameTree tree;
+    for (const auto& text : texts)
+      tree.add_folded(FileContent(text));
+    std::string name = "a name longer than a short string holds";
+    tree.add({{"p", FrameKind::kNative}, {name, FrameKind::kNative}}, 3);
+    name.assign(name.size(), 'x'); // the caller's text changes, or goes
+    auto paths = paths_of(tree);
+    ASSERT_TRUE(paths.contains("all;p;a name longer than a short string holds")) << texts[0];
+    EXPECT_EQ(paths.at("all;p;a name longer than a short string holds").first, 3u) << texts[0];
+  }
+}
+
 TEST(FlameTree, FoldedTextAndProfilesGiveTheSameTree)
 {
   profile::SymbolizedProfile profile;

@@ -33,8 +33,21 @@ std::string frame_of(const std::string& svg, const std::string& escaped_name)
   auto at = svg.find("data-n=\"" + escaped_name + "\"");
   if (at == std::string::npos)
     return "";
-  auto start = svg.rfind("<g class=\"f\"", at);
+  auto start = svg.rfind("<g class=\"f ", at);
   return svg.substr(start, svg.find("</g>", at) - start);
+}
+
+// The fill of a frame's palette class (its "c<N>"), from the SVG's style.
+std::string fill_of(const std::string& svg, const std::string& frame)
+{
+  std::smatch swatch;
+  if (!std::regex_search(frame, swatch, std::regex("^<g class=\"f (c[0-9]+)\"")))
+    return "";
+  std::smatch rule;
+  if (!std::regex_search(svg, rule,
+                         std::regex("\\." + swatch[1].str() + "\\{fill:(#[0-9a-f]{6})\\}")))
+    return "";
+  return rule[1];
 }
 
 TEST(Svg, WellFormedWithEveryPart)
@@ -51,8 +64,14 @@ TEST(Svg, WellFormedWithEveryPart)
   EXPECT_FALSE(std::regex_search(svg, address)) << "a network resource";
   auto run = frame_of(svg, "run");
   EXPECT_NE(run.find("data-w=\"5\""), std::string::npos) << run;
-  EXPECT_NE(run.find("data-d=\"3\""), std::string::npos) << run;
-  EXPECT_NE(run.find("<title>run (5 samples, 50.00%)</title>"), std::string::npos) << run;
+  // 3 samples from the left of 10 in 1180 pixels; depth 3 of 4, in a graph 166 pixels high, 16 a
+  // level and 26 below the frames: y = 166 - 26 - 4 * 16.
+  EXPECT_NE(run.find("<rect x=\"364\" y=\"76\" width=\"590\" height=\"15\"/>"), std::string::npos)
+      << run;
+  EXPECT_NE(run.find("<text x=\"367\" y=\"86.5\">run</text>"), std::string::npos) << run;
+  // JIT green from the palette; the tooltip is the script's, made from the counts.
+  EXPECT_EQ(fill_of(svg, run), css_colour(frame_colour("run", FrameKind::kJit))) << run;
+  EXPECT_EQ(run.find("<title>"), std::string::npos) << run;
 }
 
 TEST(Svg, HostileNamesStayText)
@@ -128,8 +147,8 @@ TEST(Svg, InvertedPutsTheRootAtTheTop)
   options.inverted = true;
   std::string svg = render("p;a 1\n", options);
   EXPECT_NE(svg.find("data-inverted=\"1\""), std::string::npos);
-  EXPECT_NE(frame_of(svg, "all").find("y=\"60.0\""), std::string::npos) << frame_of(svg, "all");
-  EXPECT_NE(frame_of(svg, "a").find("y=\"92.0\""), std::string::npos);
+  EXPECT_NE(frame_of(svg, "all").find("y=\"60\""), std::string::npos) << frame_of(svg, "all");
+  EXPECT_NE(frame_of(svg, "a").find("y=\"92\""), std::string::npos);
 }
 
 TEST(Svg, EmptyProfileIsADocumentToo)
@@ -179,17 +198,17 @@ TEST(DiffSvg, DrawnOverAfterWithBothCounts)
   EXPECT_EQ(flamebpf::testing::xml_problems(svg), "");
   EXPECT_NE(svg.find("data-mode=\"diff\""), std::string::npos);
   auto a = frame_of(svg, "a");
-  EXPECT_NE(a.find("<title>a (before 10, after 40, +30, +300.0%)</title>"), std::string::npos) << a;
-  EXPECT_NE(a.find("fill=\"rgb(255,"), std::string::npos) << a; // grew: red
-  EXPECT_EQ(frame_of(svg, "b"), "");                            // not in after's shape
-  EXPECT_NE(frame_of(svg, "c").find("after 40, +40, new"), std::string::npos);
+  EXPECT_NE(a.find("data-w=\"40\" data-b=\"10\" data-a=\"40\""), std::string::npos) << a;
+  EXPECT_TRUE(fill_of(svg, a).starts_with("#ff")) << a; // grew: red
+  EXPECT_EQ(frame_of(svg, "b"), "");                    // not in after's shape
+  EXPECT_NE(frame_of(svg, "c").find("data-b=\"0\" data-a=\"40\""), std::string::npos);
   DiffOptions negate;
   negate.shape = kBefore;
   std::string negated = render("p;a 40\np;c 40\n", {}, &negate, "p;a 10\np;b 30\n");
   auto b = frame_of(negated, "b");
-  EXPECT_NE(b.find("before 30, after 0, -30, -100.0%"), std::string::npos) << b;
+  EXPECT_NE(b.find("data-b=\"30\" data-a=\"0\""), std::string::npos) << b;
   EXPECT_NE(b.find("data-w=\"30\""), std::string::npos); // widths from before
-  EXPECT_NE(b.find(",255)\""), std::string::npos) << b;  // shrank: blue
+  EXPECT_TRUE(fill_of(negated, b).ends_with("ff")) << b; // shrank: blue
 }
 
 TEST(DiffFolded, TwoColumnsAndNormalization)

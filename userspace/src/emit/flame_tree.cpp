@@ -29,6 +29,23 @@ constexpr uint32_t kScanLimit = 16;
 constexpr size_t kFirstBlockSize = 16 << 10;
 constexpr size_t kLargestBlockSize = 16 << 20;
 
+// Calls take(frame) for each frame of frames ("a;b;c": a folded stack, or the end of one), in
+// order. A frame's kind comes from its suffix ("_[k]", "_[j]", "_[i]"), except the process's,
+// the first frame when frames starts the stack, which has none.
+template <class Take> void for_each_frame(std::string_view frames, bool starts_stack, Take&& take)
+{
+  for (bool first = starts_stack;; first = false) {
+    size_t semicolon = frames.find(';');
+    std::string_view name = frames.substr(0, semicolon);
+    profile::FrameKind kind =
+        first ? profile::FrameKind::kNative : profile::folded_frame_kind(name);
+    take(PathFrame{name, kind});
+    if (semicolon == std::string_view::npos)
+      return;
+    frames.remove_prefix(semicolon + 1);
+  }
+}
+
 } // namespace
 
 FlameTree::FlameTree()
@@ -60,11 +77,11 @@ std::string_view FlameTree::keep(std::string_view name)
   return {stored, name.size()};
 }
 
-uint32_t FlameTree::child(uint32_t parent, const PathFrame& frame)
+uint32_t FlameTree::child(uint32_t parent, const PathFrame& frame, Names names)
 {
   const FlameNode& up = nodes_[parent];
   if (up.first_child == kNoNode)
-    return new_child(parent, frame);
+    return new_child(parent, frame, names);
   // The latest child is the likeliest: stacks that share a prefix tend to come together.
   if (const FlameNode& last = nodes_[up.last_child];
       last.kind == frame.kind && last.name == frame.name)
@@ -74,7 +91,7 @@ uint32_t FlameTree::child(uint32_t parent, const PathFrame& frame)
       if (nodes_[index].kind == frame.kind && nodes_[index].name == frame.name)
         return index;
     }
-    return new_child(parent, frame);
+    return new_child(parent, frame, names);
   }
   auto& lookup = wide_[parent];
   if (lookup.empty()) {
@@ -83,14 +100,14 @@ uint32_t FlameTree::child(uint32_t parent, const PathFrame& frame)
   }
   if (auto it = lookup.find(WideKey{frame.name, frame.kind}); it != lookup.end())
     return it->second;
-  return new_child(parent, frame);
+  return new_child(parent, frame, names);
 }
 
-uint32_t FlameTree::new_child(uint32_t parent, const PathFrame& frame)
+uint32_t FlameTree::new_child(uint32_t parent, const PathFrame& frame, Names names)
 {
   auto index = static_cast<uint32_t>(nodes_.size());
   FlameNode node;
-  node.name = names_kept_ ? keep(frame.name) : frame.name;
+  node.name = names == Names::kCopied ? keep(frame.name) : frame.name;
   node.kind = frame.kind;
   node.depth = nodes_[parent].depth + 1;
   node.parent = parent;
@@ -121,6 +138,12 @@ void FlameTree::drop_latest(uint32_t node, uint32_t previous_sibling)
 
 void FlameTree::add(const std::vector<PathFrame>& path, uint64_t count, Side side)
 {
+  // The caller's names may not outlive this call.
+  add_path(path, count, side, Names::kCopied);
+}
+
+void FlameTree::add_path(const std::vector<PathFrame>& path, uint64_t count, Side side, Names names)
+{
   if (count == 0)
     return;
   size_t shared = 0;
@@ -133,10 +156,10 @@ void FlameTree::add(const std::vector<PathFrame>& path, uint64_t count, Side sid
     nodes_[last_nodes_[i]].samples[side] += count;
   uint32_t parent = shared == 0 ? 0 : last_nodes_[shared - 1];
   for (size_t i = shared; i < path.size(); ++i) {
-    parent = child(parent, path[i]);
+    parent = child(parent, path[i], names);
     nodes_[parent].samples[side] += count;
     last_nodes_.push_back(parent);
-    // The node's own name: the caller's may not outlive this call.
+    // The node's own name, which lives as long as the tree.
     last_path_.push_back({nodes_[parent].name, path[i].kind});
   }
 }
@@ -191,8 +214,7 @@ uint64_t FlameTree::add_folded(FileContent text, Side side, double prune_share)
   if (!std::is_sorted(lines.begin(), lines.end(), by_stack))
     std::sort(lines.begin(), lines.end(), by_stack);
 
-  // The nodes name their frames in the kept text.
-  names_kept_ = false;
+  // The nodes name their frames in place in the kept text.
   if (nodes_.size() == 1) {
     add_sorted(
         lines.size(), [&](size_t i) { return std::pair(lines[i].stack, lines[i].count); }, side,
@@ -200,35 +222,16 @@ uint64_t FlameTree::add_folded(FileContent text, Side side, double prune_share)
     return bad;
   }
   // Into a tree that holds stacks already, each frame is looked up.
-  names_kept_ = false;
   reserve(nodes_.size() + texts_.back()->view().size() / 32);
   std::vector<PathFrame>& path = scratch_;
   for (const Line& line : lines) {
     path.clear();
-    split_stack(line.stack, path);
-    add(path, line.count, side);
+    for_each_frame(line.stack, true, [&](const PathFrame& frame) { path.push_back(frame); });
+    add_path(path, line.count, side, Names::kInKeptText);
   }
-  names_kept_ = true;
   last_path_.clear();
   last_nodes_.clear();
   return bad;
-}
-
-void FlameTree::split_stack(std::string_view stack, std::vector<PathFrame>& path)
-{
-  bool first = true;
-  for (;;) {
-    size_t semicolon = stack.find(';');
-    std::string_view name = stack.substr(0, semicolon);
-    // The first frame is the process: its name carries no kind.
-    profile::FrameKind kind =
-        first ? profile::FrameKind::kNative : profile::folded_frame_kind(name);
-    path.push_back({name, kind});
-    first = false;
-    if (semicolon == std::string_view::npos)
-      return;
-    stack.remove_prefix(semicolon + 1);
-  }
 }
 
 void FlameTree::add_sorted(size_t count_of_lines,
@@ -278,19 +281,11 @@ void FlameTree::add_sorted(size_t count_of_lines,
     complete_below(shared);
     uint32_t parent = shared == 0 ? 0 : path_nodes.back();
     if (frame_start < stack.size()) {
-      std::string_view rest = stack.substr(frame_start);
-      for (;;) {
-        size_t semicolon = rest.find(';');
-        std::string_view name = rest.substr(0, semicolon);
-        profile::FrameKind kind =
-            path_nodes.empty() ? profile::FrameKind::kNative : profile::folded_frame_kind(name);
+      for_each_frame(stack.substr(frame_start), path_nodes.empty(), [&](const PathFrame& frame) {
         path_previous.push_back(nodes_[parent].last_child);
-        parent = new_child(parent, {name, kind});
+        parent = new_child(parent, frame, Names::kInKeptText);
         path_nodes.push_back(parent);
-        if (semicolon == std::string_view::npos)
-          break;
-        rest.remove_prefix(semicolon + 1);
-      }
+      });
     }
     nodes_[parent].samples[side] += count;
     previous = stack;

@@ -51,8 +51,9 @@ public:
   FlameTree& operator=(FlameTree&&) noexcept;
   ~FlameTree();
 
-  // Adds count samples of the stack path (root first) to side. Consecutive paths that share a
-  // prefix (sorted folded files, most profiles) reuse it without any lookup.
+  // Adds count samples of the stack path (root first) to side; the tree copies the names it
+  // keeps. Consecutive paths that share a prefix (sorted folded files, most profiles) reuse it
+  // without any lookup.
   void add(const std::vector<PathFrame>& path, uint64_t count, Side side = kAfter);
 
   // Every stack of profile, under its target name first when target_frame is set, then its
@@ -80,17 +81,21 @@ public:
   void scale_before(double factor);
 
 private:
-  uint32_t child(uint32_t parent, const PathFrame& frame);
+  // Where a new node's name lives: copied into the tree's name storage, or in place in a folded
+  // text the tree keeps.
+  enum class Names { kCopied, kInKeptText };
+
+  // add(), with new nodes' names stored as names says.
+  void add_path(const std::vector<PathFrame>& path, uint64_t count, Side side, Names names);
+  uint32_t child(uint32_t parent, const PathFrame& frame, Names names);
   // Removes node, the parent's latest child, with its subtree, the last nodes of the table.
   void drop_latest(uint32_t node, uint32_t previous_sibling);
-  // The frames of one folded stack, its first (the process) without a kind.
-  static void split_stack(std::string_view stack, std::vector<PathFrame>& path);
   // Adds sorted stacks (line(i) for i below count_of_lines) to an empty tree; see add_folded.
   void add_sorted(size_t count_of_lines,
                   const std::function<std::pair<std::string_view, uint64_t>(size_t)>& line,
                   Side side,
                   uint64_t prune_below);
-  uint32_t new_child(uint32_t parent, const PathFrame& frame);
+  uint32_t new_child(uint32_t parent, const PathFrame& frame, Names names);
   std::string_view keep(std::string_view name);
 
   std::vector<FlameNode> nodes_;
@@ -118,7 +123,6 @@ private:
   // Folded texts the tree keeps, so that names can point into them; never moved, since a short
   // string's characters move with it.
   std::vector<std::unique_ptr<FileContent>> texts_;
-  bool names_kept_ = true; // whether child() copies names into the tree's storage
 };
 
 } // namespace flamebpf::emit

@@ -7,7 +7,13 @@
 namespace flamebpf::emit {
 namespace {
 
-// Two numbers in [0, 1) that depend on the name only (FNV-1a), so hues are stable across files.
+// Each variation takes this many values: a palette small enough that an SVG names its colours by
+// class, with shades that still tell neighbouring frames apart.
+constexpr uint64_t kLevels = 4;
+// A change is shaded in this many steps.
+constexpr double kDiffSteps = 20;
+
+// Two numbers in (0, 1) that depend on the name only (FNV-1a), so hues are stable across files.
 std::pair<double, double> name_variation(std::string_view name)
 {
   uint64_t hash = 14695981039346656037ull;
@@ -15,8 +21,10 @@ std::pair<double, double> name_variation(std::string_view name)
     hash ^= c;
     hash *= 1099511628211ull;
   }
-  return {static_cast<double>(hash & 0xffff) / 65536.0,
-          static_cast<double>((hash >> 16) & 0xffff) / 65536.0};
+  auto level = [](uint64_t bits) {
+    return (static_cast<double>(bits % kLevels) + 0.5) / static_cast<double>(kLevels);
+  };
+  return {level(hash & 0xffff), level((hash >> 16) & 0xffff)};
 }
 
 uint8_t channel(double base, double spread, double v)
@@ -52,6 +60,7 @@ Rgb diff_colour(int64_t delta, uint64_t max_delta)
     return {250, 250, 250};
   double share = std::min(1.0, static_cast<double>(delta < 0 ? -delta : delta) /
                                    static_cast<double>(max_delta));
+  share = std::ceil(share * kDiffSteps) / kDiffSteps;
   // Even a small change shows a tint, so that it can be told from no change at all.
   auto faded = static_cast<uint8_t>(220 - 200 * share);
   return delta > 0 ? Rgb{255, faded, faded} : Rgb{faded, faded, 255};
@@ -59,7 +68,7 @@ Rgb diff_colour(int64_t delta, uint64_t max_delta)
 
 std::string css_colour(Rgb colour)
 {
-  return fmt::format("rgb({},{},{})", colour.r, colour.g, colour.b);
+  return fmt::format("#{:02x}{:02x}{:02x}", colour.r, colour.g, colour.b);
 }
 
 } // namespace flamebpf::emit

@@ -1,5 +1,6 @@
-// Frame colours: flamegraph.pl's java palette by frame kind, with a hue fixed by the function's
-// name, so the same function has the same colour in every file.
+// Frame colours: flamegraph.pl's java palette by frame kind, with a shade fixed by the function's
+// name, so the same function has the same colour in every file. Each kind has 16 shades and a
+// change 20 steps, so that a flame graph's colours are a small palette it can name by class.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ Rgb frame_colour(std::string_view name, profile::FrameKind kind);
 // the shade by |delta| / max_delta.
 Rgb diff_colour(int64_t delta, uint64_t max_delta);
 
-// "rgb(r,g,b)".
+// "#rrggbb".
 std::string css_colour(Rgb colour);
 
 } // namespace flamebpf::emit

@@ -1,11 +1,13 @@
 #include "emit/svg.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <ctime>
 #include <fmt/format.h>
 #include <iterator>
 #include <set>
+#include <unordered_map>
 
 namespace flamebpf::emit {
 
@@ -94,6 +96,45 @@ void append_escaped(std::string& out, std::string_view text)
   }
 }
 
+// xml_text, appended to out.
+void append_xml_text(std::string& out, std::string_view text, size_t max_bytes)
+{
+  size_t i = 0;
+  while (i < text.size()) {
+    if (i >= max_bytes) {
+      out += "\xE2\x80\xA6"; // …
+      break;
+    }
+    uint32_t code_point = 0;
+    size_t length = valid_sequence(text, i, code_point);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD"; // U+FFFD for what XML cannot carry
+      ++i;
+      continue;
+    }
+    append_escaped(out, text.substr(i, length));
+    i += length;
+  }
+}
+
+void append_number(std::string& out, uint64_t value)
+{
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
+}
+
+// Pixels to a tenth, without a trailing ".0": enough for the eye, and short.
+void append_pixels(std::string& out, double value)
+{
+  auto tenths = static_cast<uint64_t>(std::llround(std::max(value, 0.0) * 10));
+  append_number(out, tenths / 10);
+  if (tenths % 10 != 0) {
+    out += '.';
+    out += static_cast<char>('0' + tenths % 10);
+  }
+}
+
 size_t utf8_length(std::string_view text)
 {
   size_t characters = 0;
@@ -116,12 +157,6 @@ std::string_view utf8_prefix(std::string_view text, size_t characters)
   return text.substr(0, i);
 }
 
-std::string format_number(double value)
-{
-  // Pixel values to a tenth: enough for the eye, and a third shorter than full precision.
-  return fmt::format("{:.1f}", value);
-}
-
 std::string utc(std::chrono::system_clock::time_point time, const char* format)
 {
   std::time_t seconds = std::chrono::system_clock::to_time_t(time);
@@ -131,11 +166,6 @@ std::string utc(std::chrono::system_clock::time_point time, const char* format)
   std::strftime(text, sizeof text, format, &tm);
   return text;
 }
-
-struct Drawn {
-  uint32_t node;
-  uint64_t x; // samples left of the frame at its depth
-};
 
 } // namespace
 
@@ -149,22 +179,7 @@ std::string xml_text(std::string_view text, size_t max_bytes)
 {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes) + 16);
-  size_t i = 0;
-  while (i < text.size()) {
-    if (i >= max_bytes) {
-      out += "\xE2\x80\xA6"; // …
-      break;
-    }
-    uint32_t code_point = 0;
-    size_t length = valid_sequence(text, i, code_point);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD"; // U+FFFD for what XML cannot carry
-      ++i;
-      continue;
-    }
-    append_escaped(out, text.substr(i, length));
-    i += length;
-  }
+  append_xml_text(out, text, max_bytes);
   return out;
 }
 
@@ -202,43 +217,82 @@ std::string describe_profile(const profile::SymbolizedProfile& profile)
   return line;
 }
 
-Result<> write_svg(const FlameTree& tree,
-                   const SvgOptions& options,
-                   std::ostream& out,
-                   const DiffOptions* diff)
+namespace {
+
+struct Drawn {
+  uint32_t node;
+  uint64_t x;          // samples left of the frame at its depth
+  uint32_t swatch = 0; // its colour's class, .c<swatch>
+};
+
+// A flame graph worked out before anything is written: which frames are drawn, where, in which
+// colours.
+struct Layout {
+  Side shape = kAfter; // the side whose samples give the widths
+  uint64_t total = 0;  // samples of that side
+  double width = 0;    // pixels
+  double height = 0;
+  double drawable = 0;       // the frames' width: all but the padding
+  double scale = 0;          // pixels per sample
+  std::vector<Drawn> frames; // parents before children, siblings by name
+  std::vector<Rgb> swatches; // the colours of the frames, by class: .c<index>
+};
+
+// Gives each frame the class of its colour: the palette is small, so a class name is shorter
+// than a fill.
+void paint(Layout& layout, const FlameTree& tree, bool diff)
 {
   const auto& nodes = tree.nodes();
-  Side shape = diff ? diff->shape : kAfter;
-  uint64_t total = tree.total(shape);
-  double width = std::max<double>(options.width, 200);
-  double drawable = width - 2 * kPadLeft;
-  // The fewest samples a drawn frame may have.
-  uint64_t min_samples =
-      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(static_cast<double>(total) *
-                                                            options.min_frame_width / drawable)));
+  uint64_t max_delta = 0;
+  auto delta = [&](const FlameNode& node) {
+    return static_cast<int64_t>(node.samples[kAfter]) - static_cast<int64_t>(node.samples[kBefore]);
+  };
+  if (diff) {
+    for (const Drawn& frame : layout.frames)
+      max_delta = std::max<uint64_t>(max_delta,
+                                     static_cast<uint64_t>(std::llabs(delta(nodes[frame.node]))));
+  }
+  std::unordered_map<uint32_t, uint32_t> swatch_of;
+  for (Drawn& frame : layout.frames) {
+    const FlameNode& node = nodes[frame.node];
+    Rgb colour = diff              ? diff_colour(delta(node), max_delta)
+                 : frame.node == 0 ? Rgb{200, 200, 200}
+                                   : frame_colour(node.name, node.kind);
+    uint32_t key = uint32_t{colour.r} << 16 | uint32_t{colour.g} << 8 | colour.b;
+    auto [it, added] = swatch_of.try_emplace(key, static_cast<uint32_t>(layout.swatches.size()));
+    if (added)
+      layout.swatches.push_back(colour);
+    frame.swatch = it->second;
+  }
+}
 
-  // Frames to draw, parents before children, siblings by name so that layouts compare.
-  std::vector<Drawn> drawn;
-  std::vector<Drawn> pending{{0, 0}};
+// The frames of tree to draw (those at least the minimum width wide) and their colours.
+Layout lay_out(const FlameTree& tree, const SvgOptions& options, const DiffOptions* diff)
+{
+  const auto& nodes = tree.nodes();
+  Layout layout;
+  layout.shape = diff ? diff->shape : kAfter;
+  layout.total = tree.total(layout.shape);
+  layout.width = std::max<double>(options.width, 200);
+  layout.drawable = layout.width - 2 * kPadLeft;
+  layout.scale = layout.total > 0 ? layout.drawable / static_cast<double>(layout.total) : 0;
+  uint64_t min_samples = samples_for_share(layout.total, drawn_share(options));
+
+  std::vector<Drawn> pending{{0, 0, 0}};
   std::vector<uint32_t> children;
   uint32_t max_depth = 0;
-  uint64_t max_delta = 0;
   while (!pending.empty()) {
     Drawn frame = pending.back();
     pending.pop_back();
-    drawn.push_back(frame);
+    layout.frames.push_back(frame);
     const FlameNode& node = nodes[frame.node];
     max_depth = std::max(max_depth, node.depth);
-    if (diff) {
-      int64_t delta =
-          static_cast<int64_t>(node.samples[kAfter]) - static_cast<int64_t>(node.samples[kBefore]);
-      max_delta = std::max<uint64_t>(max_delta, static_cast<uint64_t>(std::llabs(delta)));
-    }
     children.clear();
     for (uint32_t child = node.first_child; child != kNoNode; child = nodes[child].next_sibling) {
-      if (nodes[child].samples[shape] >= min_samples)
+      if (nodes[child].samples[layout.shape] >= min_samples)
         children.push_back(child);
     }
+    // Siblings by name, so that layouts compare.
     std::sort(children.begin(), children.end(), [&](uint32_t a, uint32_t b) {
       if (nodes[a].name != nodes[b].name)
         return nodes[a].name < nodes[b].name;
@@ -247,15 +301,24 @@ Result<> write_svg(const FlameTree& tree,
     uint64_t x = frame.x;
     size_t first = pending.size();
     for (uint32_t child : children) {
-      pending.push_back({child, x});
-      x += nodes[child].samples[shape];
+      pending.push_back({child, x, 0});
+      x += nodes[child].samples[layout.shape];
     }
     std::reverse(pending.begin() + static_cast<ptrdiff_t>(first), pending.end());
   }
+  layout.height = kPadTop + (max_depth + 1) * kFrameHeight + kPadBottom;
+  paint(layout, tree, diff != nullptr);
+  return layout;
+}
 
-  double height = kPadTop + (max_depth + 1) * kFrameHeight + kPadBottom;
-  std::string svg;
-  svg.reserve(drawn.size() * 200 + 32768);
+// Everything before the frames: the document, its style, palette and script, the titles and the
+// controls.
+Result<> write_header(std::string& svg, const Layout& layout, const SvgOptions& options, bool diff)
+{
+  // The embedded code must not end its CDATA section early.
+  if (embedded_script().find("]]>") != std::string_view::npos ||
+      embedded_style().find("]]>") != std::string_view::npos)
+    return fail(error("the embedded flame graph script or style contains \"]]>\""));
   auto emit = std::back_inserter(svg);
   fmt::format_to(emit,
                  "<?xml version=\"1.0\" standalone=\"no\"?>\n"
@@ -264,19 +327,17 @@ Result<> write_svg(const FlameTree& tree,
                  "xmlns:xlink=\"http://www.w3.org/1999/xlink\" data-total=\"{2}\" "
                  "data-mode=\"{3}\" data-inverted=\"{4}\" data-frame-height=\"{5}\" "
                  "data-pad-left=\"{6}\" data-pad-top=\"{7}\">\n",
-                 width, height, total, diff ? "diff" : "normal", options.inverted ? 1 : 0,
-                 kFrameHeight, kPadLeft, kPadTop);
-  // The embedded code must not end its CDATA section early.
-  if (embedded_script().find("]]>") != std::string_view::npos ||
-      embedded_style().find("]]>") != std::string_view::npos)
-    return fail(error("the embedded flame graph script or style contains \"]]>\""));
+                 layout.width, layout.height, layout.total, diff ? "diff" : "normal",
+                 options.inverted ? 1 : 0, kFrameHeight, kPadLeft, kPadTop);
   svg += "<style type=\"text/css\"><![CDATA[\n";
   svg += embedded_style();
+  for (size_t i = 0; i < layout.swatches.size(); ++i)
+    fmt::format_to(emit, ".c{}{{fill:{}}}\n", i, css_colour(layout.swatches[i]));
   svg += "]]></style>\n<script type=\"text/ecmascript\"><![CDATA[\n";
   svg += embedded_script();
   svg += "]]></script>\n";
   std::string subtitle =
-      options.subtitle.empty() ? fmt::format("{} samples", total) : options.subtitle;
+      options.subtitle.empty() ? fmt::format("{} samples", layout.total) : options.subtitle;
   fmt::format_to(emit,
                  "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\"/>\n"
                  "<text id=\"title\" x=\"{2}\" y=\"24\">{3}</text>\n"
@@ -284,52 +345,80 @@ Result<> write_svg(const FlameTree& tree,
                  "<text id=\"unzoom\" class=\"hide\" x=\"{5}\" y=\"24\">Reset Zoom</text>\n"
                  "<text id=\"search\" x=\"{6}\" y=\"24\">Search</text>\n"
                  "<text id=\"matched\" x=\"{6}\" y=\"{7}\"> </text>\n"
-                 "<text id=\"details\" x=\"{5}\" y=\"{7}\"> </text>\n"
-                 "<g id=\"frames\">\n",
-                 width, height, width / 2, xml_text(options.title), xml_text(subtitle), kPadLeft,
-                 width - 110, height - 8);
+                 "<text id=\"details\" x=\"{5}\" y=\"{7}\"> </text>\n",
+                 layout.width, layout.height, layout.width / 2, xml_text(options.title),
+                 xml_text(subtitle), kPadLeft, layout.width - 110, layout.height - 8);
+  return {};
+}
 
-  double scale = total > 0 ? drawable / static_cast<double>(total) : 0;
-  for (const Drawn& frame : drawn) {
+// The frames, each its samples, name and rectangle: the script works out the rest (its place in
+// samples, its depth, its tooltip), so that a frame costs few bytes.
+void write_frames(std::string& svg,
+                  const FlameTree& tree,
+                  const Layout& layout,
+                  const SvgOptions& options,
+                  bool diff)
+{
+  const auto& nodes = tree.nodes();
+  svg += "<g id=\"frames\">\n";
+  for (const Drawn& frame : layout.frames) {
     const FlameNode& node = nodes[frame.node];
-    uint64_t samples = node.samples[shape];
-    double px = kPadLeft + static_cast<double>(frame.x) * scale;
-    double pw = frame.node == 0 && total == 0 ? drawable : static_cast<double>(samples) * scale;
+    uint64_t samples = node.samples[layout.shape];
+    double px = kPadLeft + static_cast<double>(frame.x) * layout.scale;
+    double pw = frame.node == 0 && layout.total == 0 ? layout.drawable
+                                                     : static_cast<double>(samples) * layout.scale;
     double py = options.inverted ? kPadTop + node.depth * kFrameHeight
-                                 : height - kPadBottom - (node.depth + 1) * kFrameHeight;
-    std::string name = xml_text(node.name, kMaxNameBytes);
-    Rgb colour;
-    std::string tooltip;
+                                 : layout.height - kPadBottom - (node.depth + 1) * kFrameHeight;
+    svg += "<g class=\"f c";
+    append_number(svg, frame.swatch);
+    svg += "\" data-w=\"";
+    append_number(svg, samples);
     if (diff) {
-      uint64_t before = node.samples[kBefore];
-      uint64_t after = node.samples[kAfter];
-      int64_t delta = static_cast<int64_t>(after) - static_cast<int64_t>(before);
-      colour = diff_colour(delta, max_delta);
-      std::string change = before == 0
-                               ? "new"
-                               : fmt::format("{:+.1f}%", 100.0 * static_cast<double>(delta) /
-                                                             static_cast<double>(before));
-      tooltip =
-          fmt::format("{} (before {}, after {}, {:+}, {})", name, before, after, delta, change);
-    } else {
-      colour = frame.node == 0 ? Rgb{200, 200, 200} : frame_colour(node.name, node.kind);
-      double share =
-          total > 0 ? 100.0 * static_cast<double>(samples) / static_cast<double>(total) : 0;
-      tooltip = fmt::format("{} ({} samples, {:.2f}%)", name, samples, share);
+      svg += "\" data-b=\"";
+      append_number(svg, node.samples[kBefore]);
+      svg += "\" data-a=\"";
+      append_number(svg, node.samples[kAfter]);
     }
-    fmt::format_to(emit,
-                   "<g class=\"f\" data-x=\"{}\" data-w=\"{}\" data-d=\"{}\" data-n=\"{}\">"
-                   "<title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" "
-                   "ry=\"2\" fill=\"{}\"/>",
-                   frame.x, samples, node.depth, name, tooltip, format_number(px),
-                   format_number(py), format_number(pw), kRectHeight, css_colour(colour));
+    svg += "\" data-n=\"";
+    append_xml_text(svg, node.name, kMaxNameBytes);
+    svg += "\"><rect x=\"";
+    append_pixels(svg, px);
+    svg += "\" y=\"";
+    append_pixels(svg, py);
+    svg += "\" width=\"";
+    append_pixels(svg, pw);
+    svg += "\" height=\"";
+    append_pixels(svg, kRectHeight);
+    svg += "\"/>";
     std::string label = frame_label(node.name, pw);
-    if (!label.empty())
-      fmt::format_to(emit, "<text x=\"{}\" y=\"{}\">{}</text>", format_number(px + 3),
-                     format_number(py + 10.5), xml_text(label, kMaxNameBytes));
+    if (!label.empty()) {
+      svg += "<text x=\"";
+      append_pixels(svg, px + 3);
+      svg += "\" y=\"";
+      append_pixels(svg, py + 10.5);
+      svg += "\">";
+      append_xml_text(svg, label, kMaxNameBytes);
+      svg += "</text>";
+    }
     svg += "</g>\n";
   }
-  svg += "</g>\n</svg>\n";
+  svg += "</g>\n";
+}
+
+} // namespace
+
+Result<> write_svg(const FlameTree& tree,
+                   const SvgOptions& options,
+                   std::ostream& out,
+                   const DiffOptions* diff)
+{
+  Layout layout = lay_out(tree, options, diff);
+  std::string svg;
+  svg.reserve(layout.frames.size() * 150 + 32768);
+  if (auto header = write_header(svg, layout, options, diff != nullptr); !header)
+    return header;
+  write_frames(svg, tree, layout, options, diff != nullptr);
+  svg += "</svg>\n";
   out.write(svg.data(), static_cast<std::streamsize>(svg.size()));
   out.flush();
   if (!out)

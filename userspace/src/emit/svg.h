@@ -36,6 +36,12 @@ struct DiffOptions {
 // Writes the flame graph of tree's kAfter side, or with diff set, the differential graph of its
 // two sides: widths from diff->shape, red where a frame grew from before to after, blue where it
 // shrank, the shade by the size of the change.
+//
+// Each drawn frame is a <g class="f c<N>"> holding its samples (data-w; in a differential graph
+// also data-b and data-a, before and after), its name (data-n), its rectangle and its label, with
+// parents before children and siblings left to right; c<N> is its colour's class in the
+// document's palette. The embedded script works out the rest (depths, first samples, tooltips),
+// so that a frame takes few bytes.
 [[nodiscard]] Result<> write_svg(const FlameTree& tree,
                                  const SvgOptions& options,
                                  std::ostream& out,

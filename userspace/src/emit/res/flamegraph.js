@@ -6,8 +6,14 @@
 // Frame names are hostile input: they only ever reach the document through textContent and
 // attribute values, never as markup.
 //
-// Speed with 50,000 frames: everything the script needs is read once from the data attributes
-// into typed arrays; a zoom is one pass over those arrays that only writes (attributes, classes,
+// A frame in the document is its samples (data-w), its name (data-n), its rectangle and its label;
+// in a differential graph also its samples before and after (data-b, data-a). Frames come parents
+// first, each frame's children left to right right after it, so the script works out each
+// frame's depth (from its rectangle's y) and its first sample (the samples of the siblings left
+// of it); its tooltip it makes on the first hover.
+//
+// Speed with 50,000 frames: everything the script needs is read once from the document into
+// typed arrays; a zoom is one pass over those arrays that only writes (attributes, classes,
 // text), and only where something changes, so the browser lays out once per zoom. Nothing reads
 // layout (getBBox, getComputedStyle).
 (function () {
@@ -28,17 +34,20 @@
   const script = document.currentScript;
   let svg = null;
   let total = 0;
+  let diff = false;
   let width = 0;
   let padLeft = 0;
   let plotWidth = 0;
 
-  // Frames, in document order: element, samples to the left (x), samples (w), depth, name.
+  // Frames, in document order: element, samples to the left (x), samples (w), depth, name, and
+  // whether it has its tooltip yet.
   let count = 0;
   const frames = [];
   let fx = new Float64Array(0);
   let fw = new Float64Array(0);
   let fd = new Int32Array(0);
   const names = [];
+  let titled = new Uint8Array(0);
   const indexOf = new Map();
   let root = -1;
 
@@ -109,6 +118,9 @@
     svg = script && script.closest ? script.closest("svg") : document.documentElement;
     if (!svg || svg.namespaceURI !== SVG_NS) return;
     total = Math.max(0, number(svg.getAttribute("data-total"), 0));
+    diff = svg.getAttribute("data-mode") === "diff";
+    const inverted = svg.getAttribute("data-inverted") === "1";
+    const frameHeight = number(svg.getAttribute("data-frame-height"), 16) || 16;
     const viewBox = (svg.getAttribute("viewBox") || "").trim().split(/[\s,]+/);
     width = number(svg.getAttribute("width"), number(viewBox[2], 0));
     padLeft = number(svg.getAttribute("data-pad-left"), 10);
@@ -128,19 +140,29 @@
     fx = new Float64Array(count);
     fw = new Float64Array(count);
     fd = new Int32Array(count);
+    titled = new Uint8Array(count);
     state = new Uint8Array(count);
     matches = new Uint8Array(count);
     drawnX = new Float64Array(count);
     drawnW = new Float64Array(count);
     const scale = total > 0 ? plotWidth / total : 0;
+    // next[d]: the first sample of the next frame at depth d, right of its latest sibling.
+    const next = [0];
+    let rootY = 0;
     for (let i = 0; i < count; i++) {
       const g = frames[i];
-      fx[i] = number(g.getAttribute("data-x"), 0);
+      const rect = childByName(g, "rect");
+      const y = rect ? number(rect.getAttribute("y"), 0) : 0;
+      if (i === 0) rootY = y;
+      const d = Math.max(0, Math.round((inverted ? y - rootY : rootY - y) / frameHeight));
       fw[i] = number(g.getAttribute("data-w"), 0);
-      fd[i] = number(g.getAttribute("data-d"), 0) | 0;
+      fd[i] = d;
+      fx[i] = d === 0 ? 0 : next[d] || 0;
+      next[d] = fx[i] + fw[i];
+      next[d + 1] = fx[i];
       names.push(g.getAttribute("data-n") || "");
       indexOf.set(g, i);
-      if (fd[i] === 0 && root < 0) root = i;
+      if (d === 0 && root < 0) root = i;
       drawnX[i] = round(padLeft + fx[i] * scale);
       drawnW[i] = round(fw[i] * scale);
     }
@@ -175,19 +197,41 @@
     return i === undefined ? -1 : i;
   }
 
-  // "Function: NAME (SAMPLES samples, P%)" from the frame's tooltip; an overlong name is cut so
-  // that the counts at the end still show.
+  // value as text, with its sign also when positive.
+  const signed = (value, text = String(value)) => (value < 0 ? text : "+" + text);
+
+  // What a frame's tooltip says after its name: " (SAMPLES samples, P%)", or in a differential
+  // graph " (before B, after A, +DELTA, +P%)" ("new" where there was nothing before).
+  function counts(i) {
+    const g = frames[i];
+    if (diff) {
+      const before = number(g.getAttribute("data-b"), 0);
+      const after = number(g.getAttribute("data-a"), 0);
+      const delta = after - before;
+      const percent = (100 * delta) / before;
+      const change = before === 0 ? "new" : signed(percent, percent.toFixed(1)) + "%";
+      return ` (before ${before}, after ${after}, ${signed(delta)}, ${change})`;
+    }
+    const share = total > 0 ? (100 * fw[i]) / total : 0;
+    return ` (${fw[i]} samples, ${share.toFixed(2)}%)`;
+  }
+
+  // The frame's tooltip (its <title>, made on the first hover), and "Function: NAME (counts)" in
+  // the details line, where an overlong name is cut so that the counts at the end still show.
   function onOver(event) {
     const i = frameOf(event.target);
     if (i < 0) return;
-    const title = childByName(frames[i], "title");
-    const tooltip = title ? title.textContent : names[i];
     const name = names[i];
-    const counts = name && tooltip.startsWith(name) ? tooltip.slice(name.length) : "";
-    const head = counts ? name : tooltip;
+    const tail = counts(i);
+    if (!titled[i]) {
+      const title = document.createElementNS(SVG_NS, "title");
+      title.textContent = name + tail;
+      frames[i].insertBefore(title, frames[i].firstChild);
+      titled[i] = 1;
+    }
     const prefix = "Function: ";
-    const room = Math.floor((width - 130) / CHAR_WIDTH) - prefix.length - counts.length;
-    setText(detailsText, prefix + cut(head, Math.max(room, 12)) + counts);
+    const room = Math.floor((width - 130) / CHAR_WIDTH) - prefix.length - tail.length;
+    setText(detailsText, prefix + cut(name, Math.max(room, 12)) + tail);
   }
 
   function onOut(event) {
