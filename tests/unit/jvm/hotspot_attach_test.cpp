@@ -1,12 +1,16 @@
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <limits>
 #include <map>
+#include <optional>
 #include <poll.h>
 #include <random>
+#include <string_view>
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -176,19 +180,284 @@ TEST(AttachReply, TruncatedAndGarbageRepliesAreCleanErrors)
   }
 }
 
-TEST(AttachReply, RandomBytesNeverCrashTheParsers)
+// The bytes of text with everything but printable ASCII escaped, to show an input in a failure.
+std::string escaped(std::string_view text)
+{
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string shown;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+      shown += c;
+    } else {
+      shown += "\\x";
+      shown += kHex[byte >> 4];
+      shown += kHex[byte & 0xf];
+    }
+  }
+  return shown;
+}
+
+// Replies and status files come from processes in containers: only printable ASCII may reach the
+// log through an error message.
+void expect_printable(const std::string& message)
+{
+  EXPECT_TRUE(std::ranges::all_of(message,
+                                  [](char c) {
+                                    auto byte = static_cast<unsigned char>(c);
+                                    return byte >= 0x20 && byte < 0x7f;
+                                  }))
+      << "control or non-ASCII byte in '" << escaped(message) << "'";
+}
+
+// text as the decimal int a reply's status line must be (an optional '-', then digits, within
+// int's range), or nullopt: the documented grammar, checked independently of the parser.
+std::optional<int> decimal_int(std::string_view text)
+{
+  std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  std::string copy(text);
+  errno = 0;
+  long long value = std::strtoll(copy.c_str(), nullptr, 10);
+  if (errno == ERANGE || value < std::numeric_limits<int>::min() ||
+      value > std::numeric_limits<int>::max())
+    return std::nullopt;
+  return static_cast<int>(value);
+}
+
+// Pieces that random replies are made of: near misses of status lines and of load results, and
+// single random bytes.
+std::string reply_piece(std::mt19937& random)
+{
+  static const std::vector<std::string> kPieces{"0",
+                                                "-1",
+                                                "7",
+                                                "101",
+                                                "-",
+                                                "+",
+                                                "00",
+                                                " ",
+                                                "\t",
+                                                "\r",
+                                                "x",
+                                                "\n",
+                                                "-0",
+                                                "2147483647",
+                                                "2147483648",
+                                                "-2147483648",
+                                                "-2147483649",
+                                                "99999999999999999999",
+                                                "\x7f",
+                                                "return code: ",
+                                                "return code:",
+                                                "return code: 0",
+                                                "return code: 0\r",
+                                                " was not loaded."};
+  if (random() % 3 == 0)
+    return std::string(1, static_cast<char>(random() % 256));
+  return kPieces[random() % kPieces.size()];
+}
+
+// Whatever the bytes, a reply parses wholly or fails with a one-line printable error: on success
+// the status is the first line's decimal int and the body is every byte after it, and the checks
+// on a parsed reply succeed exactly when its status (and for load, its return code) is 0.
+TEST(AttachReply, AnyBytesParseWhollyOrFailCleanly)
 {
   std::mt19937 random(42);
-  for (int round = 0; round < 5000; ++round) {
-    std::string bytes(random() % 64, '\0');
-    for (char& c : bytes)
-      c = static_cast<char>(random() % 4 == 0 ? "0-1\n:\t "[random() % 7] : random() % 256);
-    auto reply = parse_reply(bytes);
-    if (reply) {
-      (void)check_reply(*reply, "x");
-      (void)check_load_reply(*reply);
+  for (int round = 0; round < 20000 && !HasFailure(); ++round) {
+    std::string raw;
+    if (round % 4 == 0) {
+      raw.resize(random() % 64);
+      for (char& c : raw)
+        c = static_cast<char>(random() % 256);
+    } else {
+      for (size_t pieces = random() % 3; pieces > 0; --pieces)
+        raw += reply_piece(random);
+      if (random() % 8 != 0)
+        raw += '\n';
+      for (size_t pieces = random() % 6; pieces > 0; --pieces)
+        raw += reply_piece(random);
     }
-    (void)parse_process_status(bytes);
+    SCOPED_TRACE("reply '" + escaped(raw) + "'");
+
+    auto reply = parse_reply(raw);
+    size_t newline = raw.find('\n');
+    std::optional<int> status =
+        newline == std::string::npos ? std::nullopt : decimal_int(raw.substr(0, newline));
+    if (!status) {
+      ASSERT_FALSE(reply.has_value()) << "status " << reply->status;
+      expect_printable(reply.error().message);
+      const char* why = raw.empty()                    ? "without a reply"
+                        : newline == std::string::npos ? "truncated"
+                                                       : "malformed";
+      EXPECT_TRUE(contains(reply.error().message, why)) << reply.error().message;
+      continue;
+    }
+    ASSERT_TRUE(reply.has_value()) << reply.error().message;
+    EXPECT_EQ(reply->status, *status);
+    EXPECT_EQ(reply->body, raw.substr(newline + 1));
+
+    auto body = check_reply(*reply, "jcmd");
+    if (*status == 0) {
+      EXPECT_EQ(body.value_or("<error>"), reply->body);
+    } else {
+      ASSERT_FALSE(body.has_value());
+      expect_printable(body.error().message);
+      EXPECT_TRUE(
+          contains(body.error().message, *status == kStatusBadVersion
+                                             ? "protocol version mismatch"
+                                             : "failed (status " + std::to_string(*status) + ")"))
+          << body.error().message;
+    }
+
+    // The first line of the body is the agent's return code, alone or after "return code: ".
+    std::string_view line = std::string_view(reply->body).substr(0, reply->body.find('\n'));
+    std::optional<int> code;
+    if (line.starts_with("return code: ")) {
+      std::string_view number = line.substr(std::string_view("return code: ").size());
+      while (!number.empty() && (number.back() == '\r' || number.back() == ' '))
+        number.remove_suffix(1);
+      code = decimal_int(number);
+    } else {
+      code = decimal_int(line);
+    }
+    auto loaded = check_load_reply(*reply);
+    EXPECT_EQ(loaded.has_value(), *status == 0 && code == 0);
+    if (!loaded.has_value()) {
+      expect_printable(loaded.error().message);
+      if (code.value_or(0) != 0) {
+        EXPECT_TRUE(contains(loaded.error().message, "return code " + std::to_string(*code)))
+            << loaded.error().message;
+      }
+    }
+  }
+}
+
+// One field of a status line: a valid value, or (when corrupt) a near miss of one.
+std::string status_value(std::mt19937& random, bool corrupt, bool hex)
+{
+  static const std::vector<std::string> kNearMisses{
+      "-1", "x", "4294967296", "0x10", "1.5", "+1", "\x7f", "18446744073709551616"};
+  if (!corrupt)
+    return hex ? std::to_string(random() % 10) + "00000000000000" + "abcdef"[random() % 6]
+               : std::to_string(random() % 100000);
+  return hex ? std::vector<std::string>{"zz", "10000000000000000", "-1", "g"}[random() % 4]
+             : kNearMisses[random() % kNearMisses.size()];
+}
+
+// Runs of spaces and tabs, as the kernel and hostile imitations of its files separate fields.
+std::string separator(std::mt19937& random)
+{
+  return std::vector<std::string>{"\t", " ", "\t\t", " \t"}[random() % 4];
+}
+
+// What parse_process_status must make of a generated status text: the last line of each kind
+// counts, and any malformed line of a kind it reads fails the whole text.
+struct ExpectedStatus {
+  std::optional<std::string> malformed; // the kind of the first malformed line
+  std::optional<uint32_t> ns_pid;
+  std::optional<uint32_t> euid;
+  std::optional<uint32_t> egid;
+  uint64_t caught = 0;
+  uint64_t ignored = 0;
+};
+
+// Texts shaped like /proc/<pid>/status, some of whose lines are corrupt, and random bytes: each
+// parses to exactly the values of its last NSpid, Uid, Gid, SigCgt and SigIgn lines, or fails
+// with a printable error when such a line is malformed or Uid or Gid is missing.
+TEST(AttachStatus, AnyTextParsesWhollyOrFailsCleanly)
+{
+  std::mt19937 random(7);
+  const std::vector<std::string> kKinds{"Name", "NSpid", "Uid", "Gid", "SigCgt", "SigIgn", "junk"};
+  for (int round = 0; round < 20000 && !HasFailure(); ++round) {
+    std::string text;
+    ExpectedStatus expected;
+    if (round % 8 == 0) {
+      text.resize(random() % 128);
+      for (char& c : text)
+        c = static_cast<char>(random() % 256);
+    } else {
+      for (size_t lines = random() % 10; lines > 0; --lines) {
+        const std::string& kind = kKinds[random() % kKinds.size()];
+        bool corrupt = random() % 6 == 0;
+        std::string line = kind + ":" + separator(random);
+        if (kind == "Name") {
+          line += "java";
+        } else if (kind == "junk") {
+          // Lines of kinds the parser does not read: anything without a newline.
+          line = "Sig" + std::string(1, static_cast<char>('a' + random() % 26)) + ":";
+          for (size_t n = random() % 20; n > 0; --n)
+            line += static_cast<char>(random() % 256);
+          std::ranges::replace(line, '\n', ' ');
+        } else if (kind == "NSpid") {
+          // The last field is the innermost namespace's pid.
+          size_t depth = random() % 3 + (corrupt ? 0 : 1);
+          uint32_t last = 0;
+          for (size_t level = 0; level < depth; ++level) {
+            bool bad = corrupt && level + 1 == depth;
+            std::string value = status_value(random, bad, false);
+            line += (level > 0 ? separator(random) : "") + value;
+            if (!bad)
+              last = static_cast<uint32_t>(std::stoul(value));
+          }
+          if (corrupt)
+            expected.malformed = expected.malformed.value_or(kind);
+          else
+            expected.ns_pid = last;
+        } else if (kind == "Uid" || kind == "Gid") {
+          // Real, effective, saved and filesystem ids; the second one counts.
+          size_t count = corrupt && random() % 2 == 0 ? random() % 2 : 4;
+          uint32_t effective = 0;
+          for (size_t field = 0; field < count; ++field) {
+            std::string value = status_value(random, corrupt && field == 1, false);
+            line += (field > 0 ? separator(random) : "") + value;
+            if (field == 1 && !corrupt)
+              effective = static_cast<uint32_t>(std::stoul(value));
+          }
+          if (corrupt)
+            expected.malformed = expected.malformed.value_or(kind);
+          else
+            (kind == "Uid" ? expected.euid : expected.egid) = effective;
+        } else {
+          std::string value = status_value(random, corrupt, true);
+          line += value;
+          if (corrupt)
+            expected.malformed = expected.malformed.value_or(kind);
+          else
+            (kind == "SigCgt" ? expected.caught : expected.ignored) =
+                std::stoull(value, nullptr, 16);
+        }
+        text += line + (random() % 10 == 0 ? separator(random) : "") + "\n";
+      }
+    }
+    SCOPED_TRACE("status '" + escaped(text) + "'");
+
+    auto status = parse_process_status(text);
+    if (round % 8 == 0) {
+      // Random bytes almost never hold well-formed Uid and Gid lines; whatever they hold, an
+      // error must be printable.
+      if (!status)
+        expect_printable(status.error().message);
+      continue;
+    }
+    if (expected.malformed) {
+      ASSERT_FALSE(status.has_value());
+      expect_printable(status.error().message);
+      EXPECT_TRUE(contains(status.error().message, "malformed " + *expected.malformed + " line"))
+          << status.error().message;
+    } else if (!expected.euid || !expected.egid) {
+      ASSERT_FALSE(status.has_value());
+      EXPECT_EQ(status.error().message, "no Uid: or Gid: line");
+    } else {
+      ASSERT_TRUE(status.has_value()) << status.error().message;
+      EXPECT_EQ(status->ns_pid, expected.ns_pid);
+      EXPECT_EQ(status->euid, *expected.euid);
+      EXPECT_EQ(status->egid, *expected.egid);
+      uint64_t quit = uint64_t{1} << (SIGQUIT - 1);
+      EXPECT_EQ(status->catches_sigquit,
+                (expected.caught & quit) != 0 && (expected.ignored & quit) == 0);
+    }
   }
 }
 
