@@ -106,6 +106,18 @@ std::vector<std::string> added(const std::set<std::string>& before,
   return difference;
 }
 
+// A host file as it is now: whether it exists, and its content.
+struct HostFile {
+  bool exists = false;
+  std::string content;
+  bool operator==(const HostFile&) const = default;
+};
+
+HostFile host_file(const std::string& path)
+{
+  return HostFile{fs::exists(path), read_text(path)};
+}
+
 // The parent of pid (field 4 of /proc/<pid>/stat), or -1.
 pid_t parent_pid(pid_t pid)
 {
@@ -226,6 +238,9 @@ TEST(DockerDaemonTest, DestructionLeavesNothingBehind)
   auto docker_before = top_level_cgroups("docker");
   auto kubepods_before = top_level_cgroups("kubepods");
   auto sockets_before = shim_sockets();
+  // dockerd's identity key: a host that ran Docker before has one, which must stay as it is.
+  constexpr const char* kHostKey = "/etc/docker/key.json";
+  HostFile key_before = host_file(kHostKey);
   std::string parent = "/kubepods/besteffort/pod" + random_uuid();
   std::string work_dir;
   pid_t dockerd = -1;
@@ -264,7 +279,8 @@ TEST(DockerDaemonTest, DestructionLeavesNothingBehind)
   docker_before.merge(kubepods_before);
   for (const auto& [dir, existed] : docker_before)
     EXPECT_TRUE(existed || !fs::exists(dir)) << dir << " is left behind";
-  EXPECT_FALSE(fs::exists("/etc/docker/key.json"));
+  EXPECT_TRUE(host_file(kHostKey) == key_before)
+      << kHostKey << (key_before.exists ? " was changed or removed" : " was created");
   EXPECT_EQ(added(sockets_before, shim_sockets()), std::vector<std::string>{});
 }
 
