@@ -18,6 +18,7 @@
 
 #include "container_harness.h"
 #include "harness.h"
+#include "wait.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -547,9 +548,8 @@ TEST(PodmanRuntimeTest, RemoveEndsTheContainer)
   EXPECT_FALSE(fs::exists(container.cgroup2_path));
   EXPECT_EQ(podman.podman({"ps", "-aq"}), "");
   // conmon may still run its exit command for a moment.
-  for (int attempt = 0; attempt < 250 && process_alive(conmon); ++attempt)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(process_alive(conmon));
+  EXPECT_TRUE(wait_until([&] { return !process_alive(conmon); }, std::chrono::seconds(5),
+                         "conmon " + std::to_string(conmon) + " to exit"));
 }
 
 TEST(PodmanRuntimeTest, DestructionLeavesNothingBehind)
