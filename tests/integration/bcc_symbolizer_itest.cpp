@@ -60,7 +60,7 @@ TEST(BccSymbolizerCrossCheck, SameNamesAsBccOnALiveProcess)
   TempDir dir;
   auto burner = copy_burner(dir.path(), "burner_bcc");
   Child workload({burner, "30"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  wait_until_busy(workload.pid(), "burner_bcc");
 
   auto result = compare_symbolizers(workload.pid(), 61);
   std::string examples;

@@ -16,7 +16,6 @@
 #include <optional>
 #include <poll.h>
 #include <set>
-#include <spawn.h>
 #include <sstream>
 #include <stdexcept>
 #include <sys/mount.h>
@@ -27,6 +26,8 @@
 
 #include "common/procfs.h"
 #include "harness.h"
+#include "process.h"
+#include "wait.h"
 
 #ifndef BURNER_JAVA_SOURCE
 #error "define BURNER_JAVA_SOURCE as the path of tests/progs/Burner.java (tests/CMakeLists.txt)"
@@ -103,47 +104,6 @@ std::string system_message(const std::string& what)
   return what + ": " + std::strerror(errno);
 }
 
-// A file descriptor closed on destruction.
-class Fd {
-public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset()
-  {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = -1;
-  }
-
-private:
-  int fd_;
-};
-
-struct Pipe {
-  Fd read_end;
-  Fd write_end;
-};
-
-// Close-on-exec on both ends: a child gets only the end it is given as a standard stream.
-Pipe make_pipe()
-{
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw std::runtime_error(system_message("pipe2"));
-  return Pipe{Fd(fds[0]), Fd(fds[1])};
-}
-
-Fd open_output_file(const std::string& path)
-{
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error(system_message("cannot open " + path));
-  return Fd(fd);
-}
-
 void write_file(const std::string& path, const std::string& text)
 {
   std::ofstream out(path, std::ios::trunc);
@@ -190,133 +150,13 @@ std::string find_executable(const std::string& preferred,
   throw std::runtime_error(name + " not found (is " + package + " installed?)");
 }
 
-int decode_status(int status)
+// The options of a child with the given environment, reading input (-1: /dev/null).
+SpawnOptions with_environment(std::vector<std::string> environment, int input = -1)
 {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Starts argv with the given standard streams (-1: /dev/null), in a new session if asked.
-pid_t spawn(const std::vector<std::string>& argv,
-            const std::vector<std::string>& environment,
-            int input,
-            int output,
-            int error_output,
-            bool new_session)
-{
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawnattr_init(&attributes);
-  // Ignored signals stay ignored across exec; children start with the defaults whatever the test
-  // framework set.
-  sigset_t defaults;
-  sigset_t empty;
-  sigemptyset(&defaults);
-  sigemptyset(&empty);
-  for (int signal_number : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD})
-    sigaddset(&defaults, signal_number);
-  ::posix_spawnattr_setsigdefault(&attributes, &defaults);
-  ::posix_spawnattr_setsigmask(&attributes, &empty);
-  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
-  if (new_session)
-    flags |= POSIX_SPAWN_SETSID;
-  ::posix_spawnattr_setflags(&attributes, flags);
-  const std::array<int, 3> sources{input, output, error_output};
-  for (int target = 0; target < 3; ++target) {
-    if (sources[target] >= 0)
-      ::posix_spawn_file_actions_adddup2(&actions, sources[target], target);
-    else
-      ::posix_spawn_file_actions_addopen(&actions, target, "/dev/null",
-                                         target == 0 ? O_RDONLY : O_WRONLY, 0);
-  }
-  std::vector<char*> args;
-  for (const auto& arg : argv)
-    args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  std::vector<char*> envs;
-  for (const auto& variable : environment)
-    envs.push_back(const_cast<char*>(variable.c_str()));
-  envs.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, args[0], &actions, &attributes, args.data(), envs.data());
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::posix_spawnattr_destroy(&attributes);
-  if (rc != 0)
-    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
-  return pid;
-}
-
-// Waits up to timeout for a child of ours; its exit code (128 + signal if killed), -1 if it is not
-// our child, or nullopt if it still runs.
-std::optional<int> wait_child(pid_t pid, Clock::duration timeout)
-{
-  auto deadline = Clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid)
-      return decode_status(status);
-    if (done < 0 && errno != EINTR)
-      return -1;
-    if (Clock::now() >= deadline)
-      return std::nullopt;
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
-struct ProcessOutput {
-  int status = -1; // exit code, 128 + signal, or -1 if it timed out
-  std::string out;
-  std::string err;
-};
-
-// Runs argv to completion, collecting stdout and stderr apart; kills it after timeout.
-ProcessOutput run_process(const std::vector<std::string>& argv,
-                          const std::vector<std::string>& environment,
-                          int input,
-                          Clock::duration timeout)
-{
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
-  pid_t pid = spawn(argv, environment, input, out.write_end.get(), err.write_end.get(), false);
-  out.write_end.reset(); // so that reads end when the child exits
-  err.write_end.reset();
-
-  ProcessOutput result;
-  std::array<pollfd, 2> fds{{{out.read_end.get(), POLLIN, 0}, {err.read_end.get(), POLLIN, 0}}};
-  std::array<std::string*, 2> sinks{&result.out, &result.err};
-  auto deadline = Clock::now() + timeout;
-  bool timed_out = false;
-  for (int open_streams = 2; open_streams > 0;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    int ready =
-        ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno != EINTR)
-      break;
-    for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0)
-        continue;
-      char buffer[4096];
-      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<size_t>(n));
-      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        fds[i].fd = -1; // poll skips negative descriptors
-        --open_streams;
-      }
-    }
-  }
-  if (timed_out)
-    ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.status = timed_out ? -1 : decode_status(status);
-  return result;
+  SpawnOptions options;
+  options.environment = std::move(environment);
+  options.input = input;
+  return options;
 }
 
 // --- processes ---
@@ -371,19 +211,16 @@ bool alive_and_mentions(pid_t pid, const std::string& path)
 // Waits up to timeout until none of pids runs, reaping those that are children of ours.
 bool wait_gone(const std::vector<pid_t>& pids, Clock::duration timeout)
 {
-  auto deadline = Clock::now() + timeout;
-  for (;;) {
-    bool any = false;
-    for (pid_t pid : pids) {
-      ::waitpid(pid, nullptr, WNOHANG);
-      any = any || process_alive(pid);
-    }
-    if (!any)
-      return true;
-    if (Clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
+  return poll_until(
+      [&] {
+        bool any = false;
+        for (pid_t pid : pids) {
+          ::waitpid(pid, nullptr, WNOHANG);
+          any = any || process_alive(pid);
+        }
+        return !any;
+      },
+      timeout);
 }
 
 // roots and every process descending from them.
@@ -567,7 +404,7 @@ std::string sha256_hex(const std::string& text)
     throw std::runtime_error(system_message("cannot write to a pipe"));
   input.write_end.reset();
   auto result = run_process({find_executable("/usr/bin/sha256sum", "sha256sum", "coreutils")},
-                            child_environment({}), input.read_end.get(), 10s);
+                            with_environment(child_environment({}), input.read_end.get()), 10s);
   auto words = split_words(result.out);
   if (result.status != 0 || words.empty())
     throw std::runtime_error("sha256sum failed: " + trim(result.err));
@@ -817,7 +654,7 @@ std::set<std::string> shared_libraries(const std::vector<std::string>& programs,
 {
   std::vector<std::string> argv{find_executable("/usr/bin/ldd", "ldd")};
   argv.insert(argv.end(), programs.begin(), programs.end());
-  auto result = run_process(argv, child_environment({}), -1, 60s);
+  auto result = run_process(argv, with_environment(child_environment({})), 60s);
   // Static programs make ldd fail, but it still lists the others.
   if (result.status != 0 &&
       (result.out + result.err).find("not a dynamic executable") == std::string::npos)
@@ -935,7 +772,7 @@ const std::map<std::string, std::string>& burner_java_classes()
                         "openjdk-17-jdk-headless");
     TempDir dir;
     auto result = run_process({javac, "--release", "17", "-d", dir.path(), BURNER_JAVA_SOURCE},
-                              child_environment({}), -1, 120s);
+                              with_environment(child_environment({})), 120s);
     if (result.status != 0)
       throw std::runtime_error("javac " + std::string(BURNER_JAVA_SOURCE) +
                                " failed: " + trim(result.out + result.err));
@@ -962,7 +799,7 @@ void build_java_rootfs(const fs::path& rootfs, JavaVersion version)
   auto result = run_process({jlink, "--add-modules",
                              "java.base,java.management,jdk.management,jdk.attach,jdk.jcmd",
                              "--no-header-files", "--no-man-pages", "--output", java_home.string()},
-                            child_environment({}), -1, 300s);
+                            with_environment(child_environment({})), 300s);
   if (result.status != 0)
     throw std::runtime_error(jlink + " failed: " + trim(result.out + result.err));
   std::string cat = fs::exists("/bin/cat") ? "/bin/cat" : "/usr/bin/cat";
@@ -995,9 +832,12 @@ void import_rootfs(const std::string& work_dir,
   std::string tar_log = work_dir + "/tar.log";
   pid_t tar = -1;
   {
-    Fd log = open_output_file(tar_log);
+    UniqueFd log = open_output_file(tar_log);
+    SpawnOptions options = with_environment(child_environment({}));
+    options.output = archive.write_end.get();
+    options.error_output = log.get();
     tar = spawn({find_executable("/usr/bin/tar", "tar", "tar"), "-C", rootfs.string(), "-c", "."},
-                child_environment({}), -1, archive.write_end.get(), log.get(), false);
+                options);
   }
   archive.write_end.reset(); // the importer sees the end of the archive when tar exits
   try {
@@ -1158,9 +998,68 @@ bool jdk25_available()
          (fs::exists(home + "/jmods") || fs::exists(home + "/lib/modules"));
 }
 
-DockerDaemon::DockerDaemon()
+ContainerRuntime::ContainerRuntime(std::string work_dir, Traits traits)
+    : work_dir_(std::move(work_dir)), traits_(std::move(traits))
 {
-  work_dir_ = create_work_dir(kDockerKind);
+}
+
+void ContainerRuntime::record(const std::string& kind, const std::string& value)
+{
+  append_record(work_dir_, kind, value);
+}
+
+ContainerRuntime::Container ContainerRuntime::run(const std::string& name,
+                                                  const std::vector<std::string>& options,
+                                                  const std::string& image,
+                                                  const std::vector<std::string>& command)
+{
+  // Recorded before the run, so that a crash right after it still finds the cgroups.
+  std::string parent = cgroup_parent(options, traits_.default_cgroup_parent);
+  record("parent", parent);
+  if (!traits_.shared_cgroup.empty())
+    record("shared", (parent == "/" ? "" : parent) + "/" + traits_.shared_cgroup);
+
+  // --pull=never: a mistyped image must fail here, not be looked up in a registry.
+  std::vector<std::string> args{"run", "-d", "--pull=never", "--name", name, "--network=none"};
+  args.insert(args.end(), traits_.run_options.begin(), traits_.run_options.end());
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back(image);
+  args.insert(args.end(), command.begin(), command.end());
+  std::string output = client(args);
+  Container container{name, output.substr(output.find_last_of('\n') + 1), 0, ""};
+  auto paths =
+      wait_until_running(container, [&](const auto& client_args) { return client(client_args); });
+  container_pids_.emplace_back(name, container.pid);
+  for (const auto& path : paths) {
+    record("container", path);
+    record("parent", fs::path(path).parent_path().string());
+  }
+  require_cgroup2(container);
+  return container;
+}
+
+void ContainerRuntime::remove(const std::string& name)
+{
+  pid_t pid = 0;
+  for (const auto& [known, known_pid] : container_pids_) {
+    if (known == name)
+      pid = known_pid;
+  }
+  std::vector<std::string> args{"rm"};
+  args.insert(args.end(), traits_.remove_options.begin(), traits_.remove_options.end());
+  args.push_back(name);
+  client(args);
+  wait_until_removed(name, pid, [&](const auto& client_args) { return client(client_args); });
+  std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
+}
+
+DockerDaemon::DockerDaemon()
+    : ContainerRuntime(create_work_dir(kDockerKind),
+                       {.default_cgroup_parent = "/docker",
+                        .run_options = {},
+                        .remove_options = {"-f", "-v"},
+                        .shared_cgroup = ""})
+{
   try {
     data_root_ = work_dir_ + "/data";
     exec_root_ = work_dir_ + "/exec";
@@ -1190,10 +1089,14 @@ DockerDaemon::DockerDaemon()
       argv.emplace_back(flag);
     std::string log_path = work_dir_ + "/dockerd.log";
     {
-      Fd log = open_output_file(log_path);
+      UniqueFd log = open_output_file(log_path);
+      SpawnOptions options = with_environment(child_environment({}));
+      options.output = log.get();
+      options.error_output = log.get();
       // Its own session: a terminal's signals to the test do not reach it, and it outlives a
       // killed test (the next run cleans up).
-      dockerd_pid_ = spawn(argv, child_environment({}), -1, log.get(), log.get(), true);
+      options.new_session = true;
+      dockerd_pid_ = spawn(argv, options);
     }
 
     auto deadline = Clock::now() + kReadyTimeout;
@@ -1203,7 +1106,7 @@ DockerDaemon::DockerDaemon()
                                  tail(read_text(log_path), 3000));
       std::vector<std::string> version{client_,   "-H",       "unix://" + socket_,
                                        "version", "--format", "{{.Server.Version}}"};
-      auto result = run_process(version, client_environment_, -1, 5s);
+      auto result = run_process(version, with_environment(client_environment_), 5s);
       if (result.status == 0)
         break;
       if (Clock::now() >= deadline)
@@ -1260,9 +1163,7 @@ void DockerDaemon::shut_down() noexcept
       wait_child(dockerd_pid_, 5s);
     }
     // dockerd stops its containerd on the way out.
-    auto deadline = Clock::now() + kExitTimeout;
-    while (alive_and_mentions(containerd_pid_, work_dir_) && Clock::now() < deadline)
-      std::this_thread::sleep_for(20ms);
+    poll_until([&] { return !alive_and_mentions(containerd_pid_, work_dir_); }, kExitTimeout);
   } catch (const std::exception& e) {
     warn(std::string("stopping dockerd failed: ") + e.what());
   } catch (...) {
@@ -1272,17 +1173,13 @@ void DockerDaemon::shut_down() noexcept
     purge_work_dir(work_dir_, kDockerKind);
 }
 
-void DockerDaemon::record(const std::string& kind, const std::string& value)
-{
-  append_record(work_dir_, kind, value);
-}
-
 std::string DockerDaemon::run_client(const std::vector<std::string>& args, int input)
 {
   std::vector<std::string> argv{client_, "-H", "unix://" + socket_};
   argv.insert(argv.end(), args.begin(), args.end());
-  return client_output("docker", args,
-                       run_process(argv, client_environment_, input, kClientTimeout));
+  return client_output(
+      "docker", args,
+      run_process(argv, with_environment(client_environment_, input), kClientTimeout));
 }
 
 std::string DockerDaemon::docker(const std::vector<std::string>& args)
@@ -1330,44 +1227,6 @@ std::string DockerDaemon::java_image(JavaVersion version)
   return tag;
 }
 
-DockerDaemon::Container DockerDaemon::run(const std::string& name,
-                                          const std::vector<std::string>& options,
-                                          const std::string& image,
-                                          const std::vector<std::string>& command)
-{
-  // Recorded before the run, so that a crash right after it still finds the cgroups.
-  record("parent", cgroup_parent(options, "/docker"));
-
-  // --pull=never: a mistyped image must fail here, not be looked up on Docker Hub.
-  std::vector<std::string> args{"run", "-d", "--pull=never", "--name", name, "--network=none"};
-  args.insert(args.end(), options.begin(), options.end());
-  args.push_back(image);
-  args.insert(args.end(), command.begin(), command.end());
-  std::string output = docker(args);
-  Container container{name, output.substr(output.find_last_of('\n') + 1), 0, ""};
-  auto paths =
-      wait_until_running(container, [&](const auto& client_args) { return docker(client_args); });
-  container_pids_.emplace_back(name, container.pid);
-  for (const auto& path : paths) {
-    record("container", path);
-    record("parent", fs::path(path).parent_path().string());
-  }
-  require_cgroup2(container);
-  return container;
-}
-
-void DockerDaemon::remove(const std::string& name)
-{
-  pid_t pid = 0;
-  for (const auto& [known, known_pid] : container_pids_) {
-    if (known == name)
-      pid = known_pid;
-  }
-  docker({"rm", "-f", "-v", name});
-  wait_until_removed(name, pid, [&](const auto& client_args) { return docker(client_args); });
-  std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
-}
-
 void DockerDaemon::wait_for_output(const std::string& name,
                                    std::string_view text,
                                    std::chrono::milliseconds timeout)
@@ -1382,7 +1241,7 @@ void DockerDaemon::wait_for_output(const std::string& name,
     if (!running || Clock::now() >= deadline) {
       // docker logs sends the container's stderr to its own stderr, which docker() drops.
       auto logs = run_process({client_, "-H", "unix://" + socket_, "logs", name},
-                              client_environment_, -1, kClientTimeout);
+                              with_environment(client_environment_), kClientTimeout);
       throw std::runtime_error("container " + name +
                                (running ? " did not print " : " stopped before printing ") + "\"" +
                                std::string(text) + "\": " + tail(logs.out + logs.err, 3000));
@@ -1392,8 +1251,14 @@ void DockerDaemon::wait_for_output(const std::string& name,
 }
 
 PodmanRuntime::PodmanRuntime()
+    : ContainerRuntime(create_work_dir(kPodmanKind),
+                       {.default_cgroup_parent = kPodmanCgroupParent,
+                        .run_options = {kPodmanUlimits.begin(), kPodmanUlimits.end()},
+                        .remove_options = {"--force", "--volumes", "--time", "0"},
+                        // conmon runs in <parent>/conmon, which podman never removes and other
+                        // podmans share.
+                        .shared_cgroup = "conmon"})
 {
-  work_dir_ = create_work_dir(kPodmanKind);
   try {
     podman_ = find_executable("/usr/bin/podman", "podman", "podman");
     std::string runc = find_executable("/usr/sbin/runc", "runc", "runc");
@@ -1466,9 +1331,7 @@ void PodmanRuntime::shut_down() noexcept
         warn(std::string("removing containers and images failed: ") + e.what());
       }
       // Each conmon ends after its container and runs podman container cleanup.
-      auto deadline = Clock::now() + kExitTimeout;
-      while (!processes_mentioning(work_dir_).empty() && Clock::now() < deadline)
-        std::this_thread::sleep_for(20ms);
+      poll_until([&] { return processes_mentioning(work_dir_).empty(); }, kExitTimeout);
     }
   } catch (const std::exception& e) {
     warn(std::string("stopping podman containers failed: ") + e.what());
@@ -1478,17 +1341,13 @@ void PodmanRuntime::shut_down() noexcept
   purge_work_dir(work_dir_, kPodmanKind);
 }
 
-void PodmanRuntime::record(const std::string& kind, const std::string& value)
-{
-  append_record(work_dir_, kind, value);
-}
-
 std::string PodmanRuntime::podman(const std::vector<std::string>& args)
 {
   std::vector<std::string> argv{podman_};
   argv.insert(argv.end(), global_options_.begin(), global_options_.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  return client_output("podman", args, run_process(argv, environment_, -1, kClientTimeout));
+  return client_output("podman", args,
+                       run_process(argv, with_environment(environment_), kClientTimeout));
 }
 
 std::string PodmanRuntime::burner_image()
@@ -1514,52 +1373,11 @@ std::string PodmanRuntime::burner_image()
       "import", "--quiet", "--change", std::string("ENV ") + kImagePath, "-", kPodmanBurnerImage};
   argv.insert(argv.end(), args.begin(), args.end());
   import_rootfs(work_dir_, build_burner_rootfs, [&](int archive) {
-    client_output("podman", args, run_process(argv, environment_, archive, kClientTimeout));
+    client_output("podman", args,
+                  run_process(argv, with_environment(environment_, archive), kClientTimeout));
   });
   burner_image_ = kPodmanBurnerImage;
   return burner_image_;
-}
-
-PodmanRuntime::Container PodmanRuntime::run(const std::string& name,
-                                            const std::vector<std::string>& options,
-                                            const std::string& image,
-                                            const std::vector<std::string>& command)
-{
-  // Recorded before the run, so that a crash right after it still finds the cgroups. conmon runs
-  // in <parent>/conmon, which podman never removes and other podmans share.
-  std::string parent = cgroup_parent(options, kPodmanCgroupParent);
-  record("parent", parent);
-  record("shared", (parent == "/" ? "" : parent) + "/conmon");
-
-  // --pull=never: a mistyped image must fail here, not be looked up in a registry.
-  std::vector<std::string> args{"run", "-d", "--pull=never", "--name", name, "--network=none"};
-  args.insert(args.end(), kPodmanUlimits.begin(), kPodmanUlimits.end());
-  args.insert(args.end(), options.begin(), options.end());
-  args.push_back(image);
-  args.insert(args.end(), command.begin(), command.end());
-  std::string output = podman(args);
-  Container container{name, output.substr(output.find_last_of('\n') + 1), 0, ""};
-  auto paths =
-      wait_until_running(container, [&](const auto& client_args) { return podman(client_args); });
-  container_pids_.emplace_back(name, container.pid);
-  for (const auto& path : paths) {
-    record("container", path);
-    record("parent", fs::path(path).parent_path().string());
-  }
-  require_cgroup2(container);
-  return container;
-}
-
-void PodmanRuntime::remove(const std::string& name)
-{
-  pid_t pid = 0;
-  for (const auto& [known, known_pid] : container_pids_) {
-    if (known == name)
-      pid = known_pid;
-  }
-  podman({"rm", "--force", "--volumes", "--time", "0", name});
-  wait_until_removed(name, pid, [&](const auto& client_args) { return podman(client_args); });
-  std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
 }
 
 } // namespace flamebpf::testing

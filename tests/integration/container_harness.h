@@ -45,7 +45,7 @@ std::string host_jdk_home(JavaVersion version);
 // True if the host has the JDK 25 that java_image(JavaVersion::kJdk25) needs; tests skip without.
 bool jdk25_available();
 
-// A running container, as DockerDaemon::run() and PodmanRuntime::run() return it.
+// A running container, as ContainerRuntime::run() returns it.
 struct Container {
   std::string name;         // the --name it was run with
   std::string id;           // the 64-hex container id
@@ -53,6 +53,57 @@ struct Container {
   std::string cgroup2_path; // absolute cgroup2 directory of that process, e.g.
                             // /sys/fs/cgroup/unified/docker/<id> or
                             // /sys/fs/cgroup/unified/libpod_parent/libpod-<id>
+};
+
+// What DockerDaemon and PodmanRuntime share: a work directory of their own, with a record of what
+// needs cleaning up, and containers run and removed through a client that speaks Docker's
+// command line (run, inspect, logs, rm).
+class ContainerRuntime {
+public:
+  using Container = ::flamebpf::testing::Container;
+
+  ContainerRuntime(const ContainerRuntime&) = delete;
+  ContainerRuntime& operator=(const ContainerRuntime&) = delete;
+
+  // The work directory holding the runtime's state, configuration and logs.
+  const std::string& work_dir() const { return work_dir_; }
+
+  // Runs `<client> run -d --pull=never --name name --network=none <the runtime's own run
+  // options> options... image command...` and waits until the container's main process runs.
+  // Throws std::runtime_error if it does not start or exits at once (with its logs).
+  Container run(const std::string& name,
+                const std::vector<std::string>& options,
+                const std::string& image,
+                const std::vector<std::string>& command);
+
+  // Removes the container (`rm` with the runtime's remove options) and waits until it and its
+  // main process are gone.
+  void remove(const std::string& name);
+
+protected:
+  // What tells the runtimes apart in run() and remove().
+  struct Traits {
+    std::string default_cgroup_parent;       // where containers go without --cgroup-parent
+    std::vector<std::string> run_options;    // added to every run
+    std::vector<std::string> remove_options; // after rm, before the name
+    // A cgroup below the parent that other runtimes share (podman's conmon), or "".
+    std::string shared_cgroup;
+  };
+
+  ContainerRuntime(std::string work_dir, Traits traits);
+  virtual ~ContainerRuntime() = default;
+
+  // Runs the runtime's client with args and returns its trimmed stdout; throws
+  // std::runtime_error, with stderr, if it fails.
+  virtual std::string client(const std::vector<std::string>& args) = 0;
+  // Appends a line to the work directory's record of what needs cleaning up.
+  void record(const std::string& kind, const std::string& value);
+
+  std::string work_dir_;
+
+private:
+  Traits traits_;
+  std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
 };
 
 // A private dockerd for one test process. It has its own data root, exec root, socket, pidfile and
@@ -65,10 +116,8 @@ struct Container {
 // (its owner file, its record of cgroups and host directories, and every process whose command
 // line names it), so a crash at any point can be cleaned up by the next run. Several daemons may
 // run at once, in one test process or in several; each leaves the others' directories alone.
-class DockerDaemon {
+class DockerDaemon : public ContainerRuntime {
 public:
-  using Container = ::flamebpf::testing::Container;
-
   // Cleans up after killed test runs, then starts dockerd and waits until it answers. Throws
   // std::runtime_error, with the tail of dockerd's log, if it does not come up within about 20
   // seconds.
@@ -84,8 +133,6 @@ public:
 
   // The --data-root directory.
   const std::string& data_root() const { return data_root_; }
-  // The work directory holding the data root, exec root, socket, pidfile and dockerd's log.
-  const std::string& work_dir() const { return work_dir_; }
   // The pid of dockerd, a child of this process.
   pid_t dockerd_pid() const { return dockerd_pid_; }
   // The pid of the containerd dockerd started, or -1 if it could not be found.
@@ -111,17 +158,6 @@ public:
   // JDK is missing or javac or jlink fail.
   std::string java_image(JavaVersion version);
 
-  // Runs `docker run -d --pull=never --name name --network=none options... image command...`
-  // and waits until the container's main process runs. Throws std::runtime_error if it does not
-  // start or exits at once (with its logs).
-  Container run(const std::string& name,
-                const std::vector<std::string>& options,
-                const std::string& image,
-                const std::vector<std::string>& command);
-
-  // Removes the container (docker rm -f) and waits until it and its main process are gone.
-  void remove(const std::string& name);
-
   // Waits until the container's stdout (docker logs) contains text, such as Burner's "burner
   // ready". Throws std::runtime_error, with the container's output, if the container stops or
   // the text does not appear within timeout.
@@ -130,6 +166,7 @@ public:
                        std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 private:
+  std::string client(const std::vector<std::string>& args) override { return docker(args); }
   // Runs the docker client with args, its stdin reading input (-1: /dev/null); as docker().
   std::string run_client(const std::vector<std::string>& args, int input);
   // Fills a fresh root directory with build, then `docker import`s it as tag with the given
@@ -137,12 +174,9 @@ private:
   void import_image(const std::string& tag,
                     const std::vector<std::string>& changes,
                     const std::function<void(const std::string& rootfs)>& build);
-  // Appends a line to the work directory's record of what needs cleaning up.
-  void record(const std::string& kind, const std::string& value);
   // The destructor's work; noexcept so the constructor can use it on failure too.
   void shut_down() noexcept;
 
-  std::string work_dir_;
   std::string data_root_;
   std::string exec_root_;
   std::string socket_;
@@ -152,7 +186,6 @@ private:
   pid_t containerd_pid_ = -1;
   std::string burner_image_;
   std::map<JavaVersion, std::string> java_images_;
-  std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
 };
 
 // A private podman (Debian's podman 4.3) for one test process: its own storage root, run root,
@@ -164,16 +197,16 @@ private:
 // state in the work directory. Containers run with runc (crun refuses hybrid cgroup hosts),
 // without network, and with explicit rlimits (podman's defaults need CAP_SYS_RESOURCE). A
 // container's cgroup is /libpod_parent/libpod-<id> in every hierarchy, and its conmon runs as
-// `conmon ... -c <id> ... -n <name> ...` in /libpod_parent/conmon.
+// `conmon ... -c <id> ... -n <name> ...` in /libpod_parent/conmon. For a private /tmp, run with
+// `--tmpfs /tmp:rw,mode=1777,notmpcopyup`: without notmpcopyup podman copies the image's /tmp
+// into it.
 //
 // Cleanup works as DockerDaemon's does: the constructor first removes what killed test runs left
 // behind (their conmons, containers, podman and runc processes, mounts, cgroup directories and
 // work directories), the destructor removes what this one made, and both work from the work
 // directory alone.
-class PodmanRuntime {
+class PodmanRuntime : public ContainerRuntime {
 public:
-  using Container = ::flamebpf::testing::Container;
-
   // Cleans up after killed test runs, then prepares the work directory and configuration. Throws
   // std::runtime_error if podman or runc is missing.
   PodmanRuntime();
@@ -186,8 +219,6 @@ public:
   PodmanRuntime(const PodmanRuntime&) = delete;
   PodmanRuntime& operator=(const PodmanRuntime&) = delete;
 
-  // The work directory holding the storage root, run root, temporary directory and configuration.
-  const std::string& work_dir() const { return work_dir_; }
   // The --root directory (podman's image and container storage).
   const std::string& storage_root() const { return storage_root_; }
 
@@ -200,32 +231,16 @@ public:
   // kBurnerNames, the shared libraries it needs, /bin/sh and /bin/sleep.
   std::string burner_image();
 
-  // Runs `podman run -d --pull=never --name name --network=none --ulimit nofile=1024:1024
-  // --ulimit nproc=4096:4096 options... image command...` and waits until the container's main
-  // process runs. (Add `--tmpfs /tmp:rw,mode=1777,notmpcopyup` for a private /tmp: without
-  // notmpcopyup podman copies the image's /tmp into it.) Throws std::runtime_error if it does not
-  // start or exits at once (with its logs).
-  Container run(const std::string& name,
-                const std::vector<std::string>& options,
-                const std::string& image,
-                const std::vector<std::string>& command);
-
-  // Removes the container (podman rm -f -t 0) and waits until it and its main process are gone.
-  void remove(const std::string& name);
-
 private:
-  // Appends a line to the work directory's record of what needs cleaning up.
-  void record(const std::string& kind, const std::string& value);
+  std::string client(const std::vector<std::string>& args) override { return podman(args); }
   // The destructor's work; noexcept so the constructor can use it on failure too.
   void shut_down() noexcept;
 
-  std::string work_dir_;
   std::string storage_root_;
   std::string podman_;
   std::vector<std::string> global_options_;
   std::vector<std::string> environment_;
   std::string burner_image_;
-  std::vector<std::pair<std::string, pid_t>> container_pids_; // name -> main process
 };
 
 // Mount points of every cgroup hierarchy, v1 controllers and cgroup2, from /proc/self/mountinfo.

@@ -109,7 +109,8 @@ protected:
     std::vector<std::string> args;
     for (const auto& name : containers)
       args.insert(args.end(), {"--cgroup", name});
-    args.insert(args.end(), {"-d", std::to_string(seconds), "-o", dir_.path() + "/out.folded"});
+    args.insert(args.end(),
+                {"-d", std::to_string(seconds), "-o", dir_.path().string() + "/out.folded"});
     return run_measured(args, dir_.path());
   }
 
@@ -117,7 +118,7 @@ protected:
   std::map<std::string, uint64_t> stacks_of(const std::string& container)
   {
     std::string file = profiled_.size() == 1 ? "/out.folded" : "/out." + container + ".folded";
-    std::string folded = read_text(dir_.path() + file);
+    std::string folded = read_text(dir_.path().string() + file);
     EXPECT_EQ(folded_problems(folded), "") << container;
     return parse_folded(folded);
   }

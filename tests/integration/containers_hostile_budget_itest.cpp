@@ -54,7 +54,7 @@ TEST_F(HostileContainerTest, InlineChainOfThousandsOfMethodsIsCutVisibly)
   // One line names 120 functions that call each other, as recursion does, with a chain of 9,300
   // methods.
   spin("hb-inline", {"inline", "R.r()", "9300"});
-  std::string out = dir_.path() + "/out";
+  std::string out = dir_.path().string() + "/out";
   fs::create_directories(out);
   std::string folded_path = out + "/inline.folded";
   auto run = run_measured({"--cgroup", "hb-inline", "--no-attach", "-d", "3", "-o", folded_path},
@@ -113,7 +113,7 @@ TEST_F(HostileContainerTest, MapOwnedByAnotherUserIsNotRead)
   std::string rooted_map = "/proc/" + std::to_string(rooted.pid) + "/root/tmp/perf-1.map";
   ASSERT_EQ(::chown(rooted_map.c_str(), 0, 0), 0) << std::strerror(errno);
 
-  std::string out = dir_.path() + "/out";
+  std::string out = dir_.path().string() + "/out";
   fs::create_directories(out);
   auto run = run_measured({"--all-containers", "--containers-only", "--no-attach", "-d", "3", "-o",
                            out + "/owner.folded"},

@@ -75,6 +75,7 @@ public:
         [[maybe_unused]] auto written = ::write(master_, "\x03", 1);
         while (::read(master_, echoed, sizeof echoed) > 0) {
         }
+        // Kept: the typing rate is the scenario.
         std::this_thread::sleep_for(20ms);
       }
     });
@@ -102,7 +103,7 @@ protected:
                                       const std::vector<std::string>& args,
                                       std::vector<std::string> options = {})
   {
-    std::string copy = dir_.path() + "/" + name + ".elf_spinner";
+    std::string copy = dir_.path().string() + "/" + name + ".elf_spinner";
     fs::copy_file(program, copy, fs::copy_options::overwrite_existing);
     options.insert(options.begin(), {"-v", copy + ":" + kProgram + ":ro"});
     std::vector<std::string> command{kProgram};
@@ -215,7 +216,7 @@ TEST_F(HostileElfTest, DebugFileLookupOpensOnlyRegularFilesInsideTheContainer)
   }
 
   AccessWatch watch({host.dir()});
-  std::string out = dir_.path() + "/out";
+  std::string out = dir_.path().string() + "/out";
   fs::create_directories(out);
   args.insert(args.end(), {"-d", "3", "-o", out + "/elf.folded"});
   pty.type_interrupts();
@@ -270,23 +271,25 @@ TEST_F(HostileElfTest, DeletedMappingsNameIsNeverFollowed)
       run_spinner("he-deleted", ELF_SPINNER_BINARY,
                   {"--deleted", std::to_string(kChildren), kProgram, "/churn", host.victim()});
   std::vector<pid_t> children;
-  for (int attempt = 0; attempt < 200 && children.size() < kChildren; ++attempt) {
-    children.clear();
-    std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
-    for (pid_t pid; procs >> pid;) {
-      if (pid != container.pid &&
-          read_text("/proc/" + std::to_string(pid) + "/maps").find(" (deleted)") !=
-              std::string::npos)
-        children.push_back(pid);
-    }
-    std::this_thread::sleep_for(25ms);
-  }
+  wait_until(
+      [&] {
+        children.clear();
+        std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
+        for (pid_t pid; procs >> pid;) {
+          if (pid != container.pid &&
+              read_text("/proc/" + std::to_string(pid) + "/maps").find(" (deleted)") !=
+                  std::string::npos)
+            children.push_back(pid);
+        }
+        return children.size() >= static_cast<size_t>(kChildren);
+      },
+      5s, "the spinner's children to map their deleted files", 25ms);
   ASSERT_EQ(children.size(), static_cast<size_t>(kChildren));
   std::string link = "/proc/" + std::to_string(children[0]) + "/root/churn/lib0.bin (deleted)";
   ASSERT_TRUE(fs::is_symlink(link)) << link;
 
   AccessWatch watch({host.dir()});
-  std::string folded = dir_.path() + "/deleted.folded";
+  std::string folded = dir_.path().string() + "/deleted.folded";
   auto run = run_measured({"--cgroup", "he-deleted", "-d", "3", "-o", folded}, dir_.path(), 60,
                           RunAs::kDaemon);
   auto accesses = watch.events();
@@ -316,7 +319,7 @@ TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)
   EXPECT_GE(occurrences(read_text("/proc/" + std::to_string(container.pid) + "/maps"), "/elfs/lib"),
             static_cast<size_t>(kFiles));
   // Agent mode, a dump every 2 s: the last one shows the process still profiled.
-  std::string dumps = dir_.path() + "/dumps";
+  std::string dumps = dir_.path().string() + "/dumps";
   auto run = run_measured(
       {"--pid", std::to_string(container.pid), "--output-dir", dumps, "--interval", "2", "-d", "6"},
       dir_.path(), 60, RunAs::kDaemon);
@@ -349,7 +352,7 @@ TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)
 TEST_F(HostileElfTest, XzBombInMiniDebugInfoKeepsMemoryBounded)
 {
   run_spinner("he-xzbomb", spinner_variant("elf_spinner.xzbomb"), {});
-  std::string folded = dir_.path() + "/xzbomb.folded";
+  std::string folded = dir_.path().string() + "/xzbomb.folded";
   auto run = run_measured({"--cgroup", "he-xzbomb", "-d", "3", "-o", folded}, dir_.path(), 60,
                           RunAs::kDaemon);
   print_figures("xz bomb as MiniDebugInfo", run);
@@ -366,7 +369,7 @@ TEST_F(HostileElfTest, XzBombInMiniDebugInfoKeepsMemoryBounded)
 TEST_F(HostileElfTest, ExponentialMangledNameIsCutVisibly)
 {
   run_spinner("he-mangled", ELF_SPINNER_BINARY, {"exponential"});
-  std::string folded = dir_.path() + "/mangled.folded";
+  std::string folded = dir_.path().string() + "/mangled.folded";
   auto run = run_measured({"--cgroup", "he-mangled", "-d", "3", "-o", folded}, dir_.path(), 60,
                           RunAs::kDaemon);
   print_figures("exponential mangled name", run);

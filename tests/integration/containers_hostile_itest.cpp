@@ -48,7 +48,7 @@ TEST_F(HostileContainerTest, PerfMapLinksAndSpecialFilesReadNothingOutsideTheCon
     spin(name, args);
 
   AccessWatch watch({hostdir});
-  std::string out = dir_.path() + "/out";
+  std::string out = dir_.path().string() + "/out";
   fs::create_directories(out);
   auto run = run_measured(
       {"--all-containers", "--containers-only", "-d", "3", "-o", out + "/links.folded"},
@@ -112,7 +112,8 @@ TEST_F(HostileContainerTest, GarbageAndOverflowingAddressesAreSkippedAndCounted)
   auto at = warnings[0].find("skipped ") + 8;
   EXPECT_GE(std::strtoull(warnings[0].c_str() + at, nullptr, 10), 9u) << warnings[0];
   EXPECT_EQ(run.log.find("Overflow."), std::string::npos) << run.log;
-  EXPECT_EQ(read_text(dir_.path() + "/out/hm-garbage.folded").find("Overflow."), std::string::npos);
+  EXPECT_EQ(read_text(dir_.path().string() + "/out/hm-garbage.folded").find("Overflow."),
+            std::string::npos);
 }
 
 // --- JVM attach ---
@@ -153,8 +154,8 @@ TEST_F(HostileContainerTest, AgentFollowsATmpLinkOnlyInsideTheContainer)
       spin("hd-tmp", fake_jvm({"--mkdir", "/var", "--mkdir", "/var/tmp", "--mkdir", host.dir(),
                                "--link", "/tmp=" + host.dir(), "--socket", "garbage", "none"}));
   AccessWatch watch({host.dir()});
-  auto run = run_measured({"--cgroup", "hd-tmp", "-d", "3", "-o", dir_.path() + "/out.folded"},
-                          dir_.path());
+  auto run = run_measured(
+      {"--cgroup", "hd-tmp", "-d", "3", "-o", dir_.path().string() + "/out.folded"}, dir_.path());
   auto accesses = watch.events();
   expect_prompt(run, 3);
   EXPECT_TRUE(accesses.empty()) << ::testing::PrintToString(accesses);
@@ -181,9 +182,9 @@ TEST_F(HostileContainerTest, PlantedAgentAndSocketLinksAreRefused)
   auto socket_link = spin(
       "hd-socket", fake_jvm({"--link", "/tmp/.java_pid%p=" + host.dir() + "/host.sock", "none"}));
   AccessWatch watch({host.dir()});
-  auto run = run_measured(
-      {"--all-containers", "--containers-only", "-d", "3", "-o", dir_.path() + "/out.folded"},
-      dir_.path());
+  auto run = run_measured({"--all-containers", "--containers-only", "-d", "3", "-o",
+                           dir_.path().string() + "/out.folded"},
+                          dir_.path());
   auto accesses = watch.events();
   print_figures("planted agent and socket links", run);
   // The agent goes under a fresh name beside the link, and the silent socket costs a timeout.
@@ -211,14 +212,14 @@ TEST_F(HostileContainerTest, RealJvmWithAFifoForItsPerfMapKeepsRunningAndGetsAMa
   docker_.wait_for_output("hj-fifo", "burner ready");
   std::string map = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";
   ASSERT_EQ(::mkfifo(map.c_str(), 0666), 0) << std::strerror(errno);
-  auto run = run_measured({"--cgroup", "hj-fifo", "-d", "3", "-o", dir_.path() + "/out.folded"},
-                          dir_.path());
+  auto run = run_measured(
+      {"--cgroup", "hj-fifo", "-d", "3", "-o", dir_.path().string() + "/out.folded"}, dir_.path());
   print_figures("real JVM, FIFO perf map", run);
   expect_prompt(run, 3, kAttachTimeoutSeconds);
   auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
   ASSERT_EQ(about_jvm.size(), 1u) << run.log;
   EXPECT_NE(about_jvm[0].find("loaded flamebpf's agent"), std::string::npos) << run.log;
-  auto stacks = read_folded(dir_.path() + "/out.folded");
+  auto stacks = read_folded(dir_.path().string() + "/out.folded");
   EXPECT_GT(count_with_prefix(stacks, "java;"), 50u) << run.log;
   // The JVM neither hangs nor dies: it still answers jcmd-less liveness (its process runs and is
   // not stopped in the agent's open).
@@ -354,7 +355,13 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
   ASSERT_NE(read_text("/proc/" + std::to_string(cg.pid) + "/cgroup").find("evil;x"),
             std::string::npos);
   std::string hostile_target = hostile.substr(cgroup2_mount().size() + 1);
-  std::this_thread::sleep_for(300ms);
+  // The spinner has run on a CPU in its new cgroup.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::string usage = read_text(hostile + "/cpu.stat");
+        return usage.starts_with("usage_usec ") && !usage.starts_with("usage_usec 0\n");
+      },
+      10s, "the spinner to run in " + hostile));
 
   // Folded on stdout, every stack led by its target's name.
   auto streamed = run_measured(
@@ -379,7 +386,7 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
   EXPECT_GT(cgroup_samples, 30u) << streamed.out;
 
   // Agent mode: every format, one directory per target, nothing outside the output directory.
-  std::string parent = dir_.path() + "/agent";
+  std::string parent = dir_.path().string() + "/agent";
   fs::create_directories(parent);
   std::string out = parent + "/dumps";
   auto dumped = run_measured({"--cgroup", "hn-names", "--cgroup", hostile_target, "--output-dir",
@@ -431,7 +438,7 @@ TEST_F(HostileContainerTest, ForgedProcessFrameAndCgroupNamesCannotBreakTheOutpu
       } else if (path.ends_with(".pb.gz")) {
         // pprof's strings are proto3 strings: protobuf's own parser refuses any that is not
         // UTF-8, where go tool pprof lets it through.
-        std::string raw = dir_.path() + "/profile.pb";
+        std::string raw = dir_.path().string() + "/profile.pb";
         ASSERT_EQ(run_tool({"/bin/sh", "-c", "gzip -dc '" + path + "' >" + raw}, dir_.path()).first,
                   0);
         perftools::profiles::Profile parsed;

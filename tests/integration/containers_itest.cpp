@@ -18,6 +18,7 @@
 
 #include "container_harness.h"
 #include "harness.h"
+#include "wait.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -104,6 +105,18 @@ std::vector<std::string> added(const std::set<std::string>& before,
   std::vector<std::string> difference;
   std::ranges::set_difference(after, before, std::back_inserter(difference));
   return difference;
+}
+
+// A host file as it is now: whether it exists, and its content.
+struct HostFile {
+  bool exists = false;
+  std::string content;
+  bool operator==(const HostFile&) const = default;
+};
+
+HostFile host_file(const std::string& path)
+{
+  return HostFile{fs::exists(path), read_text(path)};
 }
 
 // The parent of pid (field 4 of /proc/<pid>/stat), or -1.
@@ -226,6 +239,9 @@ TEST(DockerDaemonTest, DestructionLeavesNothingBehind)
   auto docker_before = top_level_cgroups("docker");
   auto kubepods_before = top_level_cgroups("kubepods");
   auto sockets_before = shim_sockets();
+  // dockerd's identity key: a host that ran Docker before has one, which must stay as it is.
+  constexpr const char* kHostKey = "/etc/docker/key.json";
+  HostFile key_before = host_file(kHostKey);
   std::string parent = "/kubepods/besteffort/pod" + random_uuid();
   std::string work_dir;
   pid_t dockerd = -1;
@@ -264,7 +280,8 @@ TEST(DockerDaemonTest, DestructionLeavesNothingBehind)
   docker_before.merge(kubepods_before);
   for (const auto& [dir, existed] : docker_before)
     EXPECT_TRUE(existed || !fs::exists(dir)) << dir << " is left behind";
-  EXPECT_FALSE(fs::exists("/etc/docker/key.json"));
+  EXPECT_TRUE(host_file(kHostKey) == key_before)
+      << kHostKey << (key_before.exists ? " was changed or removed" : " was created");
   EXPECT_EQ(added(sockets_before, shim_sockets()), std::vector<std::string>{});
 }
 
@@ -531,9 +548,8 @@ TEST(PodmanRuntimeTest, RemoveEndsTheContainer)
   EXPECT_FALSE(fs::exists(container.cgroup2_path));
   EXPECT_EQ(podman.podman({"ps", "-aq"}), "");
   // conmon may still run its exit command for a moment.
-  for (int attempt = 0; attempt < 250 && process_alive(conmon); ++attempt)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(process_alive(conmon));
+  EXPECT_TRUE(wait_until([&] { return !process_alive(conmon); }, std::chrono::seconds(5),
+                         "conmon " + std::to_string(conmon) + " to exit"));
 }
 
 TEST(PodmanRuntimeTest, DestructionLeavesNothingBehind)

@@ -116,7 +116,7 @@ protected:
 
   JavaProfile profile(const std::string& target, const std::vector<std::string>& extra = {})
   {
-    std::string out = dir_.path() + "/java.folded";
+    std::string out = dir_.path().string() + "/java.folded";
     std::vector<std::string> args{"--cgroup", target, "-o", out};
     args.insert(args.end(), extra.begin(), extra.end());
     auto run = run_flamebpf(args);
@@ -343,8 +343,8 @@ TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
 // handlers) until the test removes its pause file, so flamebpf is sure to meet it starting.
 TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
 {
-  std::string out = dir_.path() + "/all.folded";
-  std::string log = dir_.path() + "/all.log";
+  std::string out = dir_.path().string() + "/all.folded";
+  std::string log = dir_.path().string() + "/all.log";
   Child profiler(
       {FLAMEBPF_BINARY, "--all-containers", "--containers-only", "-F", "999", "-v", "-o", out}, "",
       log);
@@ -357,18 +357,21 @@ TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
   std::vector<std::string> command{"/bin/sh", "-c", "sleep 2 && exec " + java};
   auto jvm = docker_.run("jvm-late", {}, docker_.java_image(JavaVersion::kJdk17), command);
   std::string pause_file = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/vm.paused";
-  for (int i = 0; i < 200 && !fs::exists(pause_file); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_TRUE(fs::exists(pause_file)) << read_text(log);
-  // Long enough for drains and for several attempts of flamebpf's to find it starting.
+  ASSERT_TRUE(wait_until([&] { return fs::exists(pause_file); }, std::chrono::seconds(10),
+                         "the JVM to pause at its start"))
+      << read_text(log);
+  // flamebpf has found it starting and holds off before the JVM may go on.
+  ASSERT_TRUE(wait_for_text(log, ") is still starting", 30)) << read_text(log);
+  // Kept: several more of flamebpf's attempts, and drains, while the JVM is held.
   std::this_thread::sleep_for(std::chrono::seconds(3));
   ASSERT_EQ(::unlink(pause_file.c_str()), 0);
   docker_.wait_for_output("jvm-late", "burner ready");
+  // Kept: Burner's named frames accrue samples for 4 s.
   std::this_thread::sleep_for(std::chrono::seconds(4));
   profiler.signal(SIGTERM);
   ASSERT_EQ(profiler.wait(), 0) << read_text(log);
 
-  auto result = summarize(dir_.path() + "/all.jvm-late.folded", read_text(log));
+  auto result = summarize(dir_.path().string() + "/all.jvm-late.folded", read_text(log));
   std::string about = "JVM " + std::to_string(jvm.pid) + " (";
   EXPECT_NE(result.log.find(about), std::string::npos) << result.log;
   EXPECT_GE(attach_seconds(result.log), 0) << result.log;
@@ -392,7 +395,7 @@ TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
 TEST_F(JvmContainerTest, SymlinkedPerfMapIsReplacedAndReadsNothingOfTheHost)
 {
   // A host file that would name every JIT address if flamebpf followed the container's link.
-  std::string secret = dir_.path() + "/host-secret.map";
+  std::string secret = dir_.path().string() + "/host-secret.map";
   std::ofstream(secret) << "0 7fffffffffff HostSecret.leaked()\n";
   auto jvm = run_jvm("jvm-hostile");
   std::string planted = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";

@@ -26,11 +26,11 @@ protected:
 
   Container run_burner(const std::string& name, const std::string& program)
   {
-    return podman_.run(name, {}, image_, {"/usr/bin/" + program, "60"});
+    auto container = podman_.run(name, {}, image_, {"/usr/bin/" + program, "60"});
+    // Sampling finds the workload in its loop.
+    wait_until_busy(container.pid, program);
+    return container;
   }
-
-  // Lets freshly started workloads reach their hot loops before sampling starts.
-  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
   PodmanRuntime podman_;
   std::string image_;
@@ -41,9 +41,8 @@ TEST_F(PodmanTargetTest, ByPodmanNameAndShortIdOnlyThatContainer)
 {
   auto a = run_burner("pm-a", "burner_a");
   run_burner("pm-b", "burner_b");
-  settle();
   for (const std::string& argument : {std::string("pm-a"), a.id.substr(0, 12)}) {
-    std::string out = dir_.path() + "/out.folded";
+    std::string out = dir_.path().string() + "/out.folded";
     auto run = run_flamebpf({"--cgroup", argument, "-d", "3", "-o", out});
     ASSERT_EQ(run.exit_code, 0) << argument << "\n" << run.output;
     auto folded = read_folded(out);
@@ -57,19 +56,20 @@ TEST_F(PodmanTargetTest, AllContainersWritesOneFilePerPodmanName)
 {
   auto a = run_burner("pm-a", "burner_a");
   auto b = run_burner("pm-b", "burner_b");
-  settle();
-  std::string out = dir_.path() + "/all.folded";
+  std::string out = dir_.path().string() + "/all.folded";
   auto run = run_flamebpf({"--all-containers", "-d", "3", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   // Named after the podman names, not the IDs.
   for (const auto& container : {a, b}) {
-    EXPECT_TRUE(fs::exists(dir_.path() + "/all." + container.name + ".folded")) << run.output;
-    EXPECT_FALSE(fs::exists(dir_.path() + "/all." + container.id.substr(0, 12) + ".folded"))
+    EXPECT_TRUE(fs::exists(dir_.path().string() + "/all." + container.name + ".folded"))
+        << run.output;
+    EXPECT_FALSE(
+        fs::exists(dir_.path().string() + "/all." + container.id.substr(0, 12) + ".folded"))
         << run.output;
   }
-  auto a_profile = read_folded(dir_.path() + "/all.pm-a.folded");
-  auto b_profile = read_folded(dir_.path() + "/all.pm-b.folded");
+  auto a_profile = read_folded(dir_.path().string() + "/all.pm-a.folded");
+  auto b_profile = read_folded(dir_.path().string() + "/all.pm-b.folded");
   EXPECT_GT(burner_chain_samples(a_profile, "burner_a", run.output), 50u);
   EXPECT_GT(burner_chain_samples(b_profile, "burner_b", run.output), 50u);
   EXPECT_EQ(count_with_prefix(a_profile, "burner_b;"), 0u) << run.output;

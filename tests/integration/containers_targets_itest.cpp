@@ -19,18 +19,19 @@ namespace {
 // The host pid of the process named comm, waiting up to 10 s for it to appear.
 pid_t find_process(const std::string& comm)
 {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-      std::string name = entry.path().filename();
-      if (name.find_first_not_of("0123456789") != std::string::npos)
-        continue;
-      std::string text = read_text(entry.path().string() + "/comm");
-      if (text == comm + "\n")
-        return static_cast<pid_t>(std::stoi(name));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
+  pid_t found = -1;
+  poll_until(
+      [&] {
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+          std::string name = entry.path().filename();
+          if (name.find_first_not_of("0123456789") == std::string::npos &&
+              read_text(entry.path().string() + "/comm") == comm + "\n")
+            found = static_cast<pid_t>(std::stoi(name));
+        }
+        return found > 0;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
+  return found;
 }
 
 class ContainerTargetTest : public ::testing::Test {
@@ -45,11 +46,11 @@ protected:
                                      const std::string& program,
                                      const std::vector<std::string>& options = {})
   {
-    return docker_.run(name, options, image_, {"/usr/bin/" + program, "60"});
+    auto container = docker_.run(name, options, image_, {"/usr/bin/" + program, "60"});
+    // Sampling finds the workload in its loop.
+    wait_until_busy(container.pid, program);
+    return container;
   }
-
-  // Lets freshly started workloads reach their hot loops before sampling starts.
-  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
   DockerDaemon docker_;
   std::string image_;
@@ -60,9 +61,8 @@ TEST_F(ContainerTargetTest, ByNameAndByShortIdOnlyThatContainer)
 {
   auto a = run_burner("ct-a", "burner_a");
   run_burner("ct-b", "burner_b");
-  settle();
   for (const std::string& argument : {std::string("ct-a"), a.id.substr(0, 12)}) {
-    std::string out = dir_.path() + "/out.folded";
+    std::string out = dir_.path().string() + "/out.folded";
     auto run = run_flamebpf({"--cgroup", argument, "-d", "3", "-o", out});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     auto folded = read_folded(out);
@@ -88,13 +88,14 @@ TEST_F(ContainerTargetTest, AllContainersOneFilePerContainerAndLaterOnes)
   run_burner("ct-b", "burner_b");
   auto host_burner = copy_burner(dir_.path(), "burner_host");
   Child host({host_burner, "30"});
-  settle();
-  std::string out = dir_.path() + "/all.folded";
-  std::string log = dir_.path() + "/log";
+  wait_until_busy(host.pid(), "burner_host");
+  std::string out = dir_.path().string() + "/all.folded";
+  std::string log = dir_.path().string() + "/log";
   Child profiler({FLAMEBPF_BINARY, "--all-containers", "-o", out}, "", log);
   ASSERT_TRUE(wait_for_text(log, "profiling 2 containers and the host", 30)) << read_text(log);
   // A container started after flamebpf is found too. The run ends a fixed time after it started
   // (SIGTERM writes the profiles), however long starting took on a loaded machine.
+  // Kept: samples accrue for fixed times before and after ct-c starts.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   run_burner("ct-c", "burner_c");
   std::this_thread::sleep_for(std::chrono::milliseconds(3000));
@@ -102,10 +103,10 @@ TEST_F(ContainerTargetTest, AllContainersOneFilePerContainerAndLaterOnes)
   ASSERT_EQ(profiler.wait(), 0) << read_text(log);
   std::string context = read_text(log);
 
-  auto a = read_folded(dir_.path() + "/all.ct-a.folded");
-  auto b = read_folded(dir_.path() + "/all.ct-b.folded");
-  auto c = read_folded(dir_.path() + "/all.ct-c.folded");
-  auto host_profile = read_folded(dir_.path() + "/all.host.folded");
+  auto a = read_folded(dir_.path().string() + "/all.ct-a.folded");
+  auto b = read_folded(dir_.path().string() + "/all.ct-b.folded");
+  auto c = read_folded(dir_.path().string() + "/all.ct-c.folded");
+  auto host_profile = read_folded(dir_.path().string() + "/all.host.folded");
   EXPECT_GT(burner_chain_samples(a, "burner_a", context), 50u);
   EXPECT_GT(burner_chain_samples(b, "burner_b", context), 50u);
   EXPECT_GT(burner_chain_samples(c, "burner_c", context), 30u);
@@ -128,30 +129,29 @@ TEST_F(ContainerTargetTest, ContainersOnlyWritesNoHostFile)
   run_burner("ct-a", "burner_a");
   auto host_burner = copy_burner(dir_.path(), "burner_host");
   Child host({host_burner, "30"});
-  settle();
-  std::string out = dir_.path() + "/all.folded";
+  wait_until_busy(host.pid(), "burner_host");
+  std::string out = dir_.path().string() + "/all.folded";
   auto run = run_flamebpf({"--all-containers", "--containers-only", "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/all.host.folded")) << run.output;
-  EXPECT_GT(
-      burner_chain_samples(read_folded(dir_.path() + "/all.ct-a.folded"), "burner_a", run.output),
-      50u);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path().string() + "/all.host.folded")) << run.output;
+  EXPECT_GT(burner_chain_samples(read_folded(dir_.path().string() + "/all.ct-a.folded"), "burner_a",
+                                 run.output),
+            50u);
 }
 
 TEST_F(ContainerTargetTest, TargetFrameSeparatesContainersInOneStream)
 {
   run_burner("ct-a", "burner_a");
   run_burner("ct-b", "burner_b");
-  settle();
-  std::string out = dir_.path() + "/merged.folded";
+  std::string out = dir_.path().string() + "/merged.folded";
   auto run = run_flamebpf(
       {"--cgroup", "ct-a", "--cgroup", "ct-b", "--target-frame", "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // Two targets: one file each, each stack rooted at its target.
-  auto a = read_folded(dir_.path() + "/merged.ct-a.folded");
+  auto a = read_folded(dir_.path().string() + "/merged.ct-a.folded");
   EXPECT_GT(count_with_prefix(a, "ct-a;burner_a;"), 50u) << run.output;
   EXPECT_EQ(total_count(a), count_with_prefix(a, "ct-a;burner_a;"));
-  auto b = read_folded(dir_.path() + "/merged.ct-b.folded");
+  auto b = read_folded(dir_.path().string() + "/merged.ct-b.folded");
   EXPECT_GT(count_with_prefix(b, "ct-b;burner_b;"), 50u) << run.output;
 }
 
@@ -164,9 +164,8 @@ TEST_F(ContainerTargetTest, KubernetesShapedParentResolvesById)
   ASSERT_NE(pod.cgroup2_path.find("/kubepods/burstable/pod" + uid + "/" + pod.id),
             std::string::npos)
       << pod.cgroup2_path;
-  settle();
   for (const std::string& argument : {pod.id, uid}) {
-    std::string out = dir_.path() + "/k8s.folded";
+    std::string out = dir_.path().string() + "/k8s.folded";
     auto run = run_flamebpf({"--cgroup", argument, "-d", "2", "-o", out});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     auto folded = read_folded(out);
@@ -186,8 +185,8 @@ TEST_F(ContainerTargetTest, ProcessInASubCgroupCountsForTheContainer)
   std::ofstream(sub + "/cgroup.procs") << worker;
   ASSERT_NE(read_text("/proc/" + std::to_string(worker) + "/cgroup").find("/workers"),
             std::string::npos);
-  settle();
-  std::string out = dir_.path() + "/sub.folded";
+  wait_until_busy(worker, "burner_sub");
+  std::string out = dir_.path().string() + "/sub.folded";
   auto run = run_flamebpf({"--cgroup", "ct-sub", "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GT(burner_chain_samples(read_folded(out), "burner_sub", run.output), 50u);
@@ -196,13 +195,13 @@ TEST_F(ContainerTargetTest, ProcessInASubCgroupCountsForTheContainer)
 TEST_F(ContainerTargetTest, ContainerRestartedUnderTheSameNameIsFollowed)
 {
   auto first = run_burner("ct-r", "burner_r1");
-  settle();
-  std::string out = dir_.path() + "/r.folded";
-  std::string log = dir_.path() + "/log";
+  std::string out = dir_.path().string() + "/r.folded";
+  std::string log = dir_.path().string() + "/log";
   Child profiler(
       {FLAMEBPF_BINARY, "-v", "--cgroup", "ct-r", "--interval", "1", "-d", "4.5", "-o", out}, "",
       log);
   ASSERT_TRUE(wait_for_text(log, "sampling ", 30)) << read_text(log);
+  // Kept: the first container's samples accrue for 1.5 s.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   docker_.remove("ct-r");
   auto second = run_burner("ct-r", "burner_r2");
@@ -226,13 +225,13 @@ TEST_F(ContainerTargetTest, AgentDumpsEachContainerEveryIntervalInEveryFormat)
 {
   run_burner("ct-a", "burner_a");
   run_burner("ct-b", "burner_b");
-  settle();
   // Three windows: start just after a wall-clock multiple of 2 s, stop well before the third.
   auto now = std::chrono::system_clock::now().time_since_epoch();
   auto next = std::chrono::seconds(
       std::chrono::duration_cast<std::chrono::seconds>(now).count() / 2 * 2 + 2);
+  // Kept: a wait for the wall clock itself, whose multiples of 2 s are the windows' edges.
   std::this_thread::sleep_for(next - now + std::chrono::milliseconds(50));
-  std::string out = dir_.path() + "/dumps";
+  std::string out = dir_.path().string() + "/dumps";
   auto run = run_flamebpf({"--all-containers", "--containers-only", "--output-dir", out,
                            "--interval", "2", "-d", "5.4", "--format", "folded,svg,pprof"});
   ASSERT_EQ(run.exit_code, 0) << run.output;

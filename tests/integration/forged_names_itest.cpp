@@ -59,7 +59,7 @@ protected:
     fs::permissions(dir_.path(), fs::perms::owner_all | fs::perms::group_read |
                                      fs::perms::group_exec | fs::perms::others_read |
                                      fs::perms::others_exec);
-    impostor_ = dir_.path() + "/impostor";
+    impostor_ = dir_.path().string() + "/impostor";
     fs::copy_file(IMPOSTOR_BINARY, impostor_);
     fs::permissions(impostor_, fs::perms::owner_all | fs::perms::group_exec |
                                    fs::perms::others_exec | fs::perms::others_read);
@@ -91,16 +91,19 @@ TEST_F(ForgedNamesTest, AUsersProgramNamedLikeARuntimeNamesNoContainer)
   Child second({copy_burner(dir_.path(), "burner_two"), "15"}, sandbox.path() + "/" + podman_like);
   // The user's "dockerd", whose data root calls the first payments-db, and "conmon", which calls
   // the second ledger.
-  std::string data_root = dir_.path() + "/data";
+  std::string data_root = dir_.path().string() + "/data";
   fs::create_directories(data_root + "/containers/" + docker_like);
   std::ofstream(data_root + "/containers/" + docker_like + "/config.v2.json") << fmt::format(
       R"({{"ID":"{}","Name":"/payments-db","State":{{"Running":true}}}})", docker_like);
   auto dockerd = impostor({"dockerd", "--data-root", data_root});
   auto conmon = impostor({"conmon", "-c", podman_like, "-n", "ledger"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  wait_until_busy(first.pid(), "burner_one");
+  wait_until_busy(second.pid(), "burner_two");
+  wait_until_started(dockerd->pid(), "dockerd");
+  wait_until_started(conmon->pid(), "conmon");
   ASSERT_EQ(read_text("/proc/" + std::to_string(dockerd->pid()) + "/comm"), "dockerd\n");
 
-  std::string out = dir_.path() + "/out";
+  std::string out = dir_.path().string() + "/out";
   fs::create_directories(out);
   auto run =
       run_flamebpf({"--all-containers", "--containers-only", "-d", "2", "-o", out + "/all.folded"});
@@ -135,9 +138,10 @@ TEST_F(ForgedNamesTest, AContainerCgroupInAUsersSubtreeIsNoContainer)
     ASSERT_EQ(::chown(path.c_str(), kNobody, kNobody), 0) << path;
   Child inside({copy_burner(dir_.path(), "burner_real"), "15"}, real);
   Child poser({copy_burner(dir_.path(), "burner_poser"), "15"}, forged);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  wait_until_busy(inside.pid(), "burner_real");
+  wait_until_busy(poser.pid(), "burner_poser");
 
-  std::string out = dir_.path() + "/out";
+  std::string out = dir_.path().string() + "/out";
   fs::create_directories(out);
   auto by_id = run_flamebpf({"--cgroup", short_id(id), "-d", "2", "-o", out + "/one.folded"});
   ASSERT_EQ(by_id.exit_code, 0) << by_id.output;
@@ -166,7 +170,7 @@ TEST_F(ForgedNamesTest, ADeviceARuntimesCommandLineNamesIsNeverOpened)
 {
   // A device node that does nothing when opened, watched for opens: a hardware watchdog in its
   // place would arm on the first open and reboot the host.
-  std::string device = dir_.path() + "/watchdog";
+  std::string device = dir_.path().string() + "/watchdog";
   ASSERT_EQ(::mknod(device.c_str(), S_IFCHR | 0666, ::makedev(1, 3)), 0);
   int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   ASSERT_GE(watch, 0);
@@ -175,8 +179,10 @@ TEST_F(ForgedNamesTest, ADeviceARuntimesCommandLineNamesIsNeverOpened)
   // device as their configuration file.
   Child roots({impostor_, "dockerd", "--config-file", device});
   auto users = impostor({"dockerd", "--config-file", device});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto run = run_flamebpf({"--all-containers", "-d", "1", "-o", dir_.path() + "/all.folded"});
+  wait_until_started(roots.pid(), "dockerd");
+  wait_until_started(users->pid(), "dockerd");
+  auto run =
+      run_flamebpf({"--all-containers", "-d", "1", "-o", dir_.path().string() + "/all.folded"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   char events[4096];
   ssize_t opened = ::read(watch, events, sizeof events);

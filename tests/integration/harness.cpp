@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "common/procfs.h"
+#include "common/unique_fd.h"
+#include "process.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -33,20 +35,18 @@ void remove_cgroup_tree(const std::string& path)
     if (entry.is_directory())
       remove_cgroup_tree(entry.path());
   }
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string procs = read_text(path + "/cgroup.procs");
-    std::istringstream in(procs);
-    pid_t pid = 0;
-    bool any = false;
-    while (in >> pid) {
-      ::kill(pid, SIGKILL);
-      any = true;
-    }
-    if (!any && ::rmdir(path.c_str()) == 0)
-      return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::rmdir(path.c_str());
+  // A cgroup stays busy for a moment after its last process died.
+  bool removed = poll_until(
+      [&] {
+        std::istringstream in(read_text(path + "/cgroup.procs"));
+        bool any = false;
+        for (pid_t pid = 0; in >> pid; any = true)
+          ::kill(pid, SIGKILL);
+        return !any && ::rmdir(path.c_str()) == 0;
+      },
+      std::chrono::seconds(2));
+  if (!removed)
+    ::rmdir(path.c_str());
 }
 
 } // namespace
@@ -97,28 +97,17 @@ Child::Child(const std::vector<std::string>& argv,
              const std::string& cgroup,
              const std::string& output_file)
 {
-  pid_ = ::fork();
-  if (pid_ < 0)
-    throw std::runtime_error("fork failed");
-  if (pid_ == 0) {
-    if (!cgroup.empty()) {
-      int fd = ::open((cgroup + "/cgroup.procs").c_str(), O_WRONLY);
-      std::string self = std::to_string(::getpid());
-      if (fd < 0 || ::write(fd, self.data(), self.size()) < 0)
-        ::_exit(126);
-      ::close(fd);
-    }
-    int out = output_file.empty() ? ::open("/dev/null", O_WRONLY)
-                                  : ::open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-    std::vector<char*> args;
-    for (const auto& arg : argv)
-      args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
+  SpawnOptions options;
+  options.cgroup = cgroup;
+  UniqueFd output;
+  if (!output_file.empty()) {
+    output.reset(::open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!output.valid())
+      throw std::runtime_error("cannot open " + output_file + ": " + std::strerror(errno));
   }
+  options.output = output.get();
+  options.error_output = output.get();
+  pid_ = spawn(argv, options);
 }
 
 Child::~Child()
@@ -135,27 +124,13 @@ int Child::wait()
   if (pid_ <= 0 || ::waitpid(pid_, &status, 0) != pid_)
     return -1;
   pid_ = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_code(status);
 }
 
 void Child::signal(int signal_number)
 {
   if (pid_ > 0)
     ::kill(pid_, signal_number);
-}
-
-TempDir::TempDir()
-{
-  char pattern[] = "/tmp/flamebpf-test.XXXXXX";
-  if (!::mkdtemp(pattern))
-    throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
-}
-
-TempDir::~TempDir()
-{
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 std::string copy_burner(const std::string& dir, const std::string& name)
@@ -170,7 +145,7 @@ std::string copy_burner(const std::string& dir, const std::string& name)
 RunResult run_flamebpf(const std::vector<std::string>& args)
 {
   TempDir dir;
-  std::string log = dir.path() + "/output";
+  std::string log = dir.path().string() + "/output";
   std::vector<std::string> argv{FLAMEBPF_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   Child child(argv, "", log);
@@ -273,16 +248,55 @@ double cpu_seconds_at_exit(Child& child)
   return seconds;
 }
 
+void wait_until_started(pid_t pid, const std::string& comm)
+{
+  // The kernel keeps the first 15 bytes of a program's name.
+  std::string expected = comm.substr(0, 15) + "\n";
+  std::string comm_file = "/proc/" + std::to_string(pid) + "/comm";
+  wait_until([&] { return read_text(comm_file) == expected; }, std::chrono::seconds(10),
+             "process " + std::to_string(pid) + " to start " + comm);
+}
+
+void wait_until_busy(pid_t pid, const std::string& comm)
+{
+  // The kernel keeps the first 15 bytes of a program's name.
+  std::string expected = comm.substr(0, 15) + "\n";
+  std::string proc = "/proc/" + std::to_string(pid);
+  double at_start = -1;
+  wait_until(
+      [&] {
+        // Neither file is there once the process is gone.
+        if (read_text(proc + "/comm") != expected || read_text(proc + "/stat").empty())
+          return false;
+        double used = cpu_seconds(pid);
+        if (at_start < 0)
+          at_start = used;
+        return used > at_start;
+      },
+      std::chrono::seconds(10), "process " + std::to_string(pid) + " (" + comm + ") to run");
+}
+
+void wait_until_sampling(pid_t pid)
+{
+  std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  wait_until(
+      [&] {
+        std::error_code ignored;
+        for (auto it = std::filesystem::directory_iterator(fds, ignored);
+             it != std::filesystem::directory_iterator(); it.increment(ignored)) {
+          if (std::filesystem::read_symlink(it->path(), ignored) == "anon_inode:[perf_event]")
+            return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(30), "flamebpf " + std::to_string(pid) + " to open its perf events");
+}
+
 bool wait_for_text(const std::string& path, const std::string& text, double timeout_seconds)
 {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (read_text(path).find(text) != std::string::npos)
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return poll_until([&] { return read_text(path).find(text) != std::string::npos; },
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeout_seconds)));
 }
 
 std::string read_text(const std::string& path)

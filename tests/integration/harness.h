@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "temp_dir.h"
+#include "wait.h"
+
 namespace flamebpf::testing {
 
 // A fresh cgroup2 directory, removed (after killing what runs in it) on destruction.
@@ -50,8 +53,8 @@ std::string cgroup2_mount();
 // A running child process, killed and reaped on destruction unless waited for.
 class Child {
 public:
-  // Starts argv, first moving the child into cgroup (if not empty). stdout and stderr go to
-  // output_file (if not empty), else /dev/null.
+  // Starts argv (spawn()), first moving the child into cgroup (if not empty). stdout and stderr
+  // go to output_file (if not empty), else /dev/null; stdin is /dev/null.
   Child(const std::vector<std::string>& argv,
         const std::string& cgroup = "",
         const std::string& output_file = "");
@@ -66,17 +69,6 @@ public:
 
 private:
   pid_t pid_ = -1;
-};
-
-// A scratch directory, removed on destruction.
-class TempDir {
-public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
 };
 
 // Copies the burner workload to dir/name, so that its comm (process name) is `name`.
@@ -117,6 +109,19 @@ double cpu_seconds(pid_t pid);
 
 // Waits for the process to exit and returns its CPU time, read before it is reaped.
 double cpu_seconds_at_exit(Child& child);
+
+// Waits until process pid runs the program named comm (as /proc/<pid>/comm shows it): it has
+// started that program. Fails the test after 10 s.
+void wait_until_started(pid_t pid, const std::string& comm);
+
+// Waits until process pid runs the program named comm (as /proc/<pid>/comm shows it) and has run
+// on a CPU since it started that program: a workload that spins has reached its loop. Fails the
+// test after 10 s.
+void wait_until_busy(pid_t pid, const std::string& comm);
+
+// Waits until flamebpf, started as process pid, has opened its perf events: it has resolved its
+// targets and is about to sample. Fails the test after 30 s.
+void wait_until_sampling(pid_t pid);
 
 // Waits up to timeout_seconds for path to contain text.
 bool wait_for_text(const std::string& path, const std::string& text, double timeout_seconds);

@@ -33,6 +33,7 @@
 #include "jvm/agent_installer.h"
 #include "jvm/agent_library.h"
 #include "pprof_tool.h"
+#include "process.h"
 
 #ifndef JIT_SPINNER_BINARY
 #error "define JIT_SPINNER_BINARY as the path of the jit_spinner program (tests/CMakeLists.txt)"
@@ -108,35 +109,21 @@ inline Measured run_measured(const std::vector<std::string>& args,
   std::vector<std::string> argv{FLAMEBPF_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   auto started = Clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0)
-    throw std::runtime_error("fork failed");
-  if (pid == 0) {
+  pid_t pid = -1;
+  {
+    UniqueFd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!out.valid() || !log.valid())
+      throw std::runtime_error("cannot create " + out_path + " or " + log_path);
+    SpawnOptions options;
+    options.output = out.get();
+    options.error_output = log.get();
     if (as == RunAs::kDaemon) {
-      ::setsid();
-      rlimit files{};
-      ::getrlimit(RLIMIT_NOFILE, &files);
-      files.rlim_cur = std::min<rlim_t>(files.rlim_max, 1024);
-      ::setrlimit(RLIMIT_NOFILE, &files);
-      int in = ::open("/dev/null", O_RDONLY);
-      if (in < 0)
-        ::_exit(126);
-      ::dup2(in, 0);
+      options.new_session = true;
+      options.max_open_files = 1024;
+      options.close_other_descriptors = true;
     }
-    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0 || log < 0)
-      ::_exit(126);
-    ::dup2(out, 1);
-    ::dup2(log, 2);
-    if (as == RunAs::kDaemon)
-      ::closefrom(3);
-    std::vector<char*> raw;
-    for (auto& arg : argv)
-      raw.push_back(arg.data());
-    raw.push_back(nullptr);
-    ::execv(raw[0], raw.data());
-    ::_exit(127);
+    pid = spawn(argv, options);
   }
   Measured result;
   int status = 0;
@@ -159,6 +146,7 @@ inline Measured run_measured(const std::vector<std::string>& args,
       ::kill(pid, SIGKILL);
       result.killed = true;
     }
+    // Kept: the step at which descriptors are sampled.
     std::this_thread::sleep_for(10ms);
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
@@ -468,16 +456,18 @@ protected:
     std::vector<std::string> command{"exec", "-d", container.name, kSpinner};
     command.insert(command.end(), args.begin(), args.end());
     docker_.docker(command);
-    for (int attempt = 0; attempt < 400; ++attempt) {
-      std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
-      for (pid_t pid; procs >> pid;) {
-        if (read_text("/proc/" + std::to_string(pid) + "/comm") == comm + "\n")
-          return pid;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    ADD_FAILURE() << "no process named '" << comm << "' in " << container.name;
-    return -1;
+    pid_t found = -1;
+    wait_until(
+        [&] {
+          std::istringstream procs(read_text(container.cgroup2_path + "/cgroup.procs"));
+          for (pid_t pid; procs >> pid;) {
+            if (read_text("/proc/" + std::to_string(pid) + "/comm") == comm + "\n")
+              found = pid;
+          }
+          return found > 0;
+        },
+        10s, "a process named '" + comm + "' in " + container.name, 25ms);
+    return found;
   }
 
   // The perf map of a process is written (its "spinner ready" may not be in any log).
@@ -491,13 +481,12 @@ protected:
     for (std::string field; fields >> field;)
       ns_pid = field;
     std::string map = "/proc/" + std::to_string(pid) + "/root/tmp/perf-" + ns_pid + ".map";
-    for (int attempt = 0; attempt < 400; ++attempt) {
-      std::error_code ignored;
-      if (fs::file_size(map, ignored) > 0)
-        return;
-      std::this_thread::sleep_for(25ms);
-    }
-    FAIL() << map << " never appeared";
+    wait_until(
+        [&] {
+          std::error_code ignored;
+          return fs::file_size(map, ignored) > 0;
+        },
+        10s, map + " to be written", 25ms);
   }
 
   // Nothing of the host's secrets in any output or log.
@@ -530,7 +519,7 @@ protected:
       args = {"--jvm", "-XX:+PreserveFramePointer"};
     args.insert(args.end(), spinner_args.begin(), spinner_args.end());
     spin(name, args);
-    std::string out = dir_.path() + "/out";
+    std::string out = dir_.path().string() + "/out";
     fs::create_directories(out);
     auto run = run_measured(
         {"--cgroup", name, "--no-attach", "-d", "3", "-o", out + "/" + name + ".folded"},

@@ -25,6 +25,7 @@
 #include "harness.h"
 #include "jvm/agent_installer.h"
 #include "jvm/hotspot_attach.h"
+#include "process.h"
 
 namespace flamebpf::jvm {
 namespace {
@@ -33,6 +34,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using flamebpf::testing::Child;
 using flamebpf::testing::read_text;
+using flamebpf::testing::TempDir;
 using flamebpf::testing::wait_for_text;
 
 constexpr auto kTimeout = 10s;
@@ -47,28 +49,10 @@ double milliseconds_since(Clock::time_point start)
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// A scratch directory under /var/tmp: the JVMs get a /tmp of their own, so what they need from
+// Scratch directories live under /var/tmp: the JVMs get a /tmp of their own, so what they need from
 // the host must live elsewhere. Readable by all, for the JVM in a user namespace.
-class ScratchDir {
-public:
-  ScratchDir()
-  {
-    char pattern[] = "/var/tmp/flamebpf-attach-itest.XXXXXX";
-    if (!::mkdtemp(pattern))
-      throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-    std::filesystem::permissions(path_, std::filesystem::perms(0755));
-  }
-  ~ScratchDir()
-  {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
-private:
-  std::string path_;
-};
+const std::filesystem::path kScratchParent = "/var/tmp";
+constexpr auto kReadableByAll = std::filesystem::perms(0755);
 
 void write_text(const std::string& path, const std::string& text)
 {
@@ -101,15 +85,18 @@ public:
     static Fixtures fixtures;
     return fixtures;
   }
-  const std::string& classes() const { return dir_.path(); }
+  std::string classes() const { return dir_.path(); }
   bool have_agents() const { return have_agents_; }
-  std::string agent(const std::string& name) const { return dir_.path() + "/lib" + name + ".so"; }
+  std::string agent(const std::string& name) const
+  {
+    return dir_.path().string() + "/lib" + name + ".so";
+  }
   bool have_classes() const { return have_classes_; }
 
 private:
   Fixtures()
   {
-    write_text(dir_.path() + "/AttachTarget.java",
+    write_text(dir_.path().string() + "/AttachTarget.java",
                "public class AttachTarget {\n"
                "  public static void main(String[] args) throws Exception {\n"
                "    System.out.println(\"ready\");\n"
@@ -117,32 +104,40 @@ private:
                "    Thread.sleep(600_000);\n"
                "  }\n"
                "}\n");
-    have_classes_ = std::system(("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac -d " + dir_.path() +
-                                 " " + dir_.path() + "/AttachTarget.java")
-                                    .c_str()) == 0;
-    write_text(dir_.path() + "/ok.c",
+    have_classes_ = compiles({"/usr/lib/jvm/java-17-openjdk-amd64/bin/javac", "-d", dir_.path(),
+                              dir_.path() / "AttachTarget.java"});
+    write_text(dir_.path().string() + "/ok.c",
                "#include <stdio.h>\n"
                "int Agent_OnAttach(void* vm, char* options, void* reserved) {\n"
                "  (void)vm; (void)reserved;\n"
                "  fprintf(stderr, \"itest agent attached: [%s]\\n\", options ? options : \"\");\n"
                "  return 0;\n"
                "}\n");
-    write_text(dir_.path() + "/failing.c",
+    write_text(dir_.path().string() + "/failing.c",
                "int Agent_OnAttach(void* vm, char* options, void* reserved) {\n"
                "  (void)vm; (void)options; (void)reserved;\n"
                "  return 7;\n"
                "}\n");
     have_agents_ = true;
     for (const char* name : {"ok", "failing"}) {
-      std::string command =
-          "cc -shared -fPIC -o " + agent(name) + " " + dir_.path() + "/" + name + ".c";
-      have_agents_ = have_agents_ && std::system(command.c_str()) == 0;
+      have_agents_ = have_agents_ && compiles({"/usr/bin/cc", "-shared", "-fPIC", "-o", agent(name),
+                                               dir_.path() / (std::string(name) + ".c")});
     }
     for (const auto& entry : std::filesystem::directory_iterator(dir_.path()))
       std::filesystem::permissions(entry.path(), std::filesystem::perms(0755));
   }
 
-  ScratchDir dir_;
+  // Whether the compiler command succeeds; its messages go to the test's output if not.
+  static bool compiles(const std::vector<std::string>& command)
+  {
+    auto result = flamebpf::testing::run_process(command, {}, 120s);
+    if (result.status != 0)
+      std::fprintf(stderr, "%s failed: %s%s\n", command[0].c_str(), result.out.c_str(),
+                   result.err.c_str());
+    return result.status == 0;
+  }
+
+  TempDir dir_{kScratchParent, kReadableByAll};
   bool have_classes_ = false;
   bool have_agents_ = false;
 };
@@ -156,20 +151,22 @@ std::string jdk_home(const std::string& version)
 // The JVM's pid once `launcher` (unshare or sh) has started it as its child.
 pid_t find_java_child(pid_t launcher)
 {
-  auto give_up = Clock::now() + 10s;
-  while (Clock::now() < give_up) {
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-      std::string name = entry.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos)
-        continue;
-      std::string status = read_text(entry.path().string() + "/status");
-      if (contains(status, "\nPPid:\t" + std::to_string(launcher) + "\n") &&
-          status.starts_with("Name:\tjava\n"))
-        return std::stoi(name);
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return -1;
+  pid_t found = -1;
+  flamebpf::testing::poll_until(
+      [&] {
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+          std::string name = entry.path().filename().string();
+          if (name.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+          std::string status = read_text(entry.path().string() + "/status");
+          if (contains(status, "\nPPid:\t" + std::to_string(launcher) + "\n") &&
+              status.starts_with("Name:\tjava\n"))
+            found = std::stoi(name);
+        }
+        return found > 0;
+      },
+      10s);
+  return found;
 }
 
 // A JVM started the way the brief of this test asks: unshare makes it PID 1 of a new PID
@@ -311,7 +308,7 @@ protected:
     if (!std::filesystem::exists(jdk() + "/bin/java"))
       GTEST_SKIP() << "JDK " << GetParam() << " is not installed at " << jdk();
     ASSERT_TRUE(Fixtures::get().have_classes()) << "javac failed";
-    output_ = scratch_.path() + "/jvm.out";
+    output_ = scratch_.path().string() + "/jvm.out";
   }
 
   std::string jdk() const { return jdk_home(GetParam()); }
@@ -333,7 +330,7 @@ protected:
     return target.value_or(AttachTarget{});
   }
 
-  ScratchDir scratch_;
+  TempDir scratch_{kScratchParent, kReadableByAll};
   std::string output_;
 };
 
@@ -470,7 +467,7 @@ TEST_P(JvmAttach, AgentGoesPastANoexecTmp)
 // trigger in the JVM's working directory, where HotSpot looks first.
 TEST_P(JvmAttach, HardLinkAtTheTriggerIsLeftAloneAndTheWorkingDirectoryUsed)
 {
-  std::string cwd = scratch_.path() + "/cwd";
+  std::string cwd = scratch_.path().string() + "/cwd";
   std::filesystem::create_directories(cwd);
   auto jvm = start("", cwd);
   ASSERT_GT(jvm->pid(), 0);
@@ -508,8 +505,8 @@ TEST(JvmAttachUserNamespace, ConnectsAsTheJvmsUserBecauseHostRootIsRefused)
 {
   ASSERT_EQ(::geteuid(), 0u) << "the JVM attach tests need root (namespaces, mounts)";
   ASSERT_TRUE(Fixtures::get().have_classes()) << "javac failed";
-  ScratchDir scratch;
-  std::string output = scratch.path() + "/jvm.out";
+  TempDir scratch(kScratchParent, kReadableByAll);
+  std::string output = scratch.path().string() + "/jvm.out";
   UserNamespaceJvm jvm(jdk_home("17"), output);
   ASSERT_GT(jvm.pid(), 0);
   ASSERT_TRUE(wait_for_text(output, "ready", 30)) << read_text(output);
@@ -555,9 +552,9 @@ TEST(JvmAttachFake, SocketThatNeverAnswersCostsOneTimeout)
   ASSERT_EQ(::geteuid(), 0u) << "the JVM attach tests need root (chown, setuid)";
   // A listener that never accepts, owned by another user: exchange() connects from a child with
   // that user's ids, and the connection sits in the backlog with no one to answer.
-  ScratchDir scratch;
+  TempDir scratch(kScratchParent, kReadableByAll);
   // A copy of /proc with one process of uid and gid 65534, pid 4242 in its namespace.
-  std::string process = scratch.path() + "/proc/" + std::to_string(::getpid());
+  std::string process = scratch.path().string() + "/proc/" + std::to_string(::getpid());
   std::string root = process + "/root";
   std::filesystem::create_directories(root + "/tmp");
   write_text(process + "/status", "Name:\tjava\nUid:\t65534\t65534\t65534\t65534\n"
@@ -572,7 +569,8 @@ TEST(JvmAttachFake, SocketThatNeverAnswersCostsOneTimeout)
   ASSERT_EQ(::listen(listener, 5), 0);
   ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
-  auto opened = attach_target_of(static_cast<uint32_t>(::getpid()), scratch.path() + "/proc");
+  auto opened =
+      attach_target_of(static_cast<uint32_t>(::getpid()), scratch.path().string() + "/proc");
   ASSERT_TRUE(opened.has_value()) << opened.error().message;
   const AttachTarget& target = *opened;
 

@@ -96,8 +96,8 @@ TEST(BpfKernelNames, FlamebpfWithTheServicesCapabilitiesNamesKernelFrames)
   // Work in the kernel, so that kernel frames are sampled on a quiet machine too.
   Child kernel_work({"/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=4k"});
   std::string caps = "-all,+bpf,+perfmon,+sys_admin,+sys_ptrace";
-  std::string out = dir.path() + "/caps.folded";
-  std::string log = dir.path() + "/caps.log";
+  std::string out = dir.path().string() + "/caps.folded";
+  std::string log = dir.path().string() + "/caps.log";
   // The whole host, so that kernel work (timer interrupts, syscalls) is in the samples.
   Child run({"/usr/bin/setpriv", "--inh-caps=" + caps, "--bounding-set=" + caps, FLAMEBPF_BINARY,
              "-d", "2", "-o", out},

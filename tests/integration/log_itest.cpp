@@ -20,11 +20,12 @@ TEST(LogSafety, ANameATargetChoseCannotActOnTheTerminal)
   auto burner = copy_burner(dir.path(), name);
   Child victim({burner, "15"});
   std::string pid = std::to_string(victim.pid());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::string log = dir.path() + "/log";
-  Child profiler({FLAMEBPF_BINARY, "--pid", pid, "-d", "4", "-o", dir.path() + "/out.folded"}, "",
-                 log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  wait_until_busy(victim.pid(), name);
+  std::string log = dir.path().string() + "/log";
+  Child profiler(
+      {FLAMEBPF_BINARY, "--pid", pid, "-d", "4", "-o", dir.path().string() + "/out.folded"}, "",
+      log);
+  wait_until_sampling(profiler.pid());
   // Its exit is logged with the target's name, which is the process's name.
   victim.signal(SIGKILL);
   victim.wait();

@@ -37,7 +37,7 @@ protected:
            "Debian's golang-go (scripts/install-deps.sh --test)";
   }
 
-  std::string path(const std::string& name) const { return dir_.path() + "/" + name; }
+  std::string path(const std::string& name) const { return dir_.path().string() + "/" + name; }
 
   void write_pprof(const SymbolizedProfile& profile, const std::string& file)
   {
@@ -287,7 +287,7 @@ TEST_F(PprofToolTest, RecordedProfileAgreesWithItsFoldedFile)
   TempCgroup target;
   auto busy = copy_burner(dir_.path(), "burner_pprof");
   Child workload({busy, "15"}, target.path());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  wait_until_busy(workload.pid(), "burner_pprof");
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", path("rec.folded")});
   ASSERT_EQ(run.exit_code, 0) << run.output;
 

@@ -74,16 +74,29 @@ int as_nobody(const std::string& script)
 // instead of hanging it. The exit code, and whether it had to be killed.
 std::pair<int, bool> wait_at_most(Child& child, double seconds)
 {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::string stat = read_text("/proc/" + std::to_string(child.pid()) + "/stat");
-    auto close = stat.rfind(')');
-    if (close == std::string::npos || (close + 2 < stat.size() && stat[close + 2] == 'Z'))
-      return {child.wait(), false};
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  child.signal(SIGKILL);
-  return {child.wait(), true};
+  bool exited = poll_until(
+      [&] {
+        std::string stat = read_text("/proc/" + std::to_string(child.pid()) + "/stat");
+        auto close = stat.rfind(')');
+        return close == std::string::npos || (close + 2 < stat.size() && stat[close + 2] == 'Z');
+      },
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(seconds)));
+  if (!exited)
+    child.signal(SIGKILL);
+  return {child.wait(), !exited};
+}
+
+// The sockets process pid has open.
+size_t sockets_of(pid_t pid)
+{
+  size_t sockets = 0;
+  std::error_code ignored;
+  for (auto it =
+           std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ignored);
+       it != std::filesystem::directory_iterator(); it.increment(ignored))
+    sockets += std::filesystem::read_symlink(it->path(), ignored).string().starts_with("socket:");
+  return sockets;
 }
 
 struct stat status_of(const std::string& path)
@@ -105,9 +118,6 @@ class RecordTest : public ::testing::Test {
 protected:
   void SetUp() override { ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root"; }
 
-  // Lets a freshly started workload reach its hot loop before sampling starts.
-  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
-
   TempDir dir_;
 };
 
@@ -118,9 +128,10 @@ TEST_F(RecordTest, CgroupTargetShowsCallChainAndExcludesOtherProcesses)
   auto outside = copy_burner(dir_.path(), "burner_out");
   Child workload({inside, "15"}, target.path());
   Child other({outside, "15"});
-  settle();
+  wait_until_busy(workload.pid(), "burner_in");
+  wait_until_busy(other.pid(), "burner_out");
 
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "5", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
@@ -141,9 +152,9 @@ TEST_F(RecordTest, DescendantCgroupCountsForItsAncestorTarget)
   TempCgroup grandchild(child.path());
   auto inside = copy_burner(dir_.path(), "burner_deep");
   Child workload({inside, "15"}, grandchild.path());
-  settle();
+  wait_until_busy(workload.pid(), "burner_deep");
 
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   // Relative to the cgroup2 mount, as users may write it.
   auto run = run_flamebpf({"--cgroup", target.relative_path(), "-d", "4", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -157,8 +168,8 @@ TEST_F(RecordTest, OtherCgroupIsNotSampled)
   TempCgroup sibling;
   auto busy = copy_burner(dir_.path(), "burner_sib");
   Child workload({busy, "15"}, sibling.path());
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  wait_until_busy(workload.pid(), "burner_sib");
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(count_with_prefix(read_folded(out), "burner_sib"), 0u);
@@ -170,8 +181,9 @@ TEST_F(RecordTest, PidTargetKeepsOnlyThatProcess)
   auto unwanted = copy_burner(dir_.path(), "burner_nopid");
   Child a({wanted, "15"});
   Child b({unwanted, "15"});
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  wait_until_busy(a.pid(), "burner_pid");
+  wait_until_busy(b.pid(), "burner_nopid");
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--pid", std::to_string(a.pid()), "-d", "3", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
@@ -184,8 +196,8 @@ TEST_F(RecordTest, WholeHostWithoutFilters)
 {
   auto busy = copy_burner(dir_.path(), "burner_host");
   Child workload({busy, "15"});
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  wait_until_busy(workload.pid(), "burner_host");
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"-d", "3", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
@@ -196,19 +208,19 @@ TEST_F(RecordTest, ShortLivedProcessIsSymbolizedAfterItExits)
 {
   TempCgroup target;
   auto brief = copy_burner(dir_.path(), "burner_brief");
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   // The drain comes at 2 s; the workload lives 0.6 s and is gone by then.
   Child profiler(
-      {FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "3", "--interval", "2", "-o", out}, "",
-      dir_.path() + "/log");
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      {FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "-d", "3", "--interval", "2", "-o", out},
+      "", dir_.path().string() + "/log");
+  ASSERT_TRUE(wait_for_text(dir_.path().string() + "/log", "sampling ", 30));
   Child workload({brief, "0.6"}, target.path());
   EXPECT_EQ(workload.wait(), 0);
-  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
+  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path().string() + "/log");
 
   auto folded = read_folded(out);
   // Named although the process had exited when the interval was symbolized.
-  expect_workload_chain(folded, "burner_brief", 15, read_text(dir_.path() + "/log"));
+  expect_workload_chain(folded, "burner_brief", 15, read_text(dir_.path().string() + "/log"));
   EXPECT_EQ(count_containing(folded, "burner_brief+0x"), 0u);
 }
 
@@ -216,17 +228,17 @@ TEST_F(RecordTest, ProcessIsRecapturedAfterExec)
 {
   TempCgroup target;
   auto after = copy_burner(dir_.path(), "burner_exec");
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   Child profiler({FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "-o", out}, "",
-                 dir_.path() + "/log");
-  ASSERT_TRUE(wait_for_text(dir_.path() + "/log", "sampling ", 30));
+                 dir_.path().string() + "/log");
+  ASSERT_TRUE(wait_for_text(dir_.path().string() + "/log", "sampling ", 30));
   // The shell is sampled (and captured) first; the same process then becomes the burner.
   Child workload({"/bin/sh", "-c",
                   "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec " + after + " 1.5"},
                  target.path());
   EXPECT_EQ(workload.wait(), 0);
   profiler.signal(SIGTERM);
-  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
+  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path().string() + "/log");
 
   auto folded = read_folded(out);
   expect_workload_chain(folded, "burner_exec", 50, read_text(out));
@@ -245,8 +257,8 @@ TEST_F(RecordTest, BinaryOnlyInsideItsMountNamespaceResolves)
   Child workload(
       {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script},
       target.path());
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  wait_until_busy(workload.pid(), "burner_mntns");
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_FALSE(std::filesystem::exists("/mnt/burner_mntns"));
@@ -259,9 +271,9 @@ TEST_F(RecordTest, DeletedBinaryStillResolves)
   TempCgroup target;
   auto doomed = copy_burner(dir_.path(), "burner_del");
   Child workload({doomed, "15"}, target.path());
-  settle();
+  wait_until_busy(workload.pid(), "burner_del");
   std::filesystem::remove(doomed);
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
@@ -287,7 +299,7 @@ TEST_F(RecordTest, ThreadIdStandsForItsProcess)
   while (tid.load() == 0)
     std::this_thread::yield();
   ASSERT_NE(tid.load(), ::getpid());
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--pid", std::to_string(tid.load()), "-d", "2", "-o", out});
   stop = true;
   burner.join();
@@ -312,23 +324,24 @@ TEST_F(RecordTest, ManyIntervalsCountLikeOneInterval)
   // Two profilers see the same workload from its start to its end: one drains every 0.2 s, the
   // other once at the end. A sample lost or counted twice at a buffer switch shows up as a
   // difference, and both must match the workload's CPU time.
-  std::string many = dir_.path() + "/many.folded";
-  std::string one = dir_.path() + "/one.folded";
+  std::string many = dir_.path().string() + "/many.folded";
+  std::string one = dir_.path().string() + "/one.folded";
   Child frequent(
       {FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "--interval", "0.2", "-o", many}, "",
-      dir_.path() + "/many.log");
+      dir_.path().string() + "/many.log");
   Child single({FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "--interval", "1000", "-o", one},
-               "", dir_.path() + "/one.log");
-  ASSERT_TRUE(wait_for_text(dir_.path() + "/many.log", "sampling ", 30));
-  ASSERT_TRUE(wait_for_text(dir_.path() + "/one.log", "sampling ", 30));
+               "", dir_.path().string() + "/one.log");
+  ASSERT_TRUE(wait_for_text(dir_.path().string() + "/many.log", "sampling ", 30));
+  ASSERT_TRUE(wait_for_text(dir_.path().string() + "/one.log", "sampling ", 30));
 
   Child workload({busy, "4"}, target.path());
+  // Every sample is in the BPF maps once the workload has exited: the program runs in the
+  // sampling interrupt.
   double cpu_used = cpu_seconds_at_exit(workload);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   frequent.signal(SIGTERM);
   single.signal(SIGTERM);
-  ASSERT_EQ(frequent.wait(), 0) << read_text(dir_.path() + "/many.log");
-  ASSERT_EQ(single.wait(), 0) << read_text(dir_.path() + "/one.log");
+  ASSERT_EQ(frequent.wait(), 0) << read_text(dir_.path().string() + "/many.log");
+  ASSERT_EQ(single.wait(), 0) << read_text(dir_.path().string() + "/one.log");
 
   double many_total = static_cast<double>(count_with_prefix(read_folded(many), "burner_ivl;"));
   double one_total = static_cast<double>(count_with_prefix(read_folded(one), "burner_ivl;"));
@@ -346,11 +359,14 @@ TEST_F(RecordTest, SigtermStopsEarlyAndStillWrites)
   TempCgroup target;
   auto busy = copy_burner(dir_.path(), "burner_term");
   Child workload({busy, "15"}, target.path());
-  std::string out = dir_.path() + "/out.folded";
-  Child profiler({FLAMEBPF_BINARY, "--cgroup", target.path(), "-o", out}, "", dir_.path() + "/log");
+  std::string out = dir_.path().string() + "/out.folded";
+  std::string log = dir_.path().string() + "/log";
+  Child profiler({FLAMEBPF_BINARY, "-v", "--cgroup", target.path(), "-o", out}, "", log);
+  ASSERT_TRUE(wait_for_text(log, "sampling ", 30)) << read_text(log);
+  // Kept: samples accrue for 2 s, what SIGTERM must not lose.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   profiler.signal(SIGTERM);
-  ASSERT_EQ(profiler.wait(), 0) << read_text(dir_.path() + "/log");
+  ASSERT_EQ(profiler.wait(), 0) << read_text(log);
   EXPECT_GT(count_with_prefix(read_folded(out), "burner_term;"), 50u);
 }
 
@@ -365,7 +381,7 @@ TEST_F(RecordTest, DefaultOutputPathIsPrinted)
   auto position = run.output.find("wrote ./flamebpf-");
   ASSERT_NE(position, std::string::npos) << run.output;
   std::string name = run.output.substr(position + 8, run.output.find(':', position) - position - 8);
-  EXPECT_TRUE(std::filesystem::exists(cwd.path() + "/" + name)) << name;
+  EXPECT_TRUE(std::filesystem::exists(cwd.path().string() + "/" + name)) << name;
   EXPECT_NE(name.find(".folded"), std::string::npos);
 }
 
@@ -410,13 +426,13 @@ TEST_F(RecordTest, OnlineCpuListThatDisagreesWithTheKernel)
 {
   auto burner = copy_burner(dir_.path(), "burner_cpus");
   Child workload({burner, "15"});
-  settle();
+  wait_until_busy(workload.pid(), "burner_cpus");
   auto possible = read_text("/sys/devices/system/cpu/possible");
   for (const std::string& online : {std::string("0-511\n"), std::string("0\n")}) {
-    std::string fake = dir_.path() + "/online";
+    std::string fake = dir_.path().string() + "/online";
     std::ofstream(fake) << online;
-    std::string out = dir_.path() + "/cpus.folded";
-    std::string log = dir_.path() + "/cpus.log";
+    std::string out = dir_.path().string() + "/cpus.folded";
+    std::string log = dir_.path().string() + "/cpus.log";
     Child run({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
                "mount --bind \"$0\" /sys/devices/system/cpu/online && exec \"$@\"", fake,
                FLAMEBPF_BINARY, "--pid", std::to_string(workload.pid()), "-d", "2", "-o", out},
@@ -436,10 +452,11 @@ TEST_F(RecordTest, TargetCgroupRemovedWhileInTheFilter)
 {
   auto target = std::make_unique<TempCgroup>();
   Child workload({copy_burner(dir_.path(), "burner_gone"), "30"}, target->path());
-  settle();
-  std::string out = dir_.path() + "/gone.folded";
-  std::string log = dir_.path() + "/gone.log";
+  wait_until_busy(workload.pid(), "burner_gone");
+  std::string out = dir_.path().string() + "/gone.folded";
+  std::string log = dir_.path().string() + "/gone.log";
   Child run({FLAMEBPF_BINARY, "--cgroup", target->path(), "-d", "3", "-o", out}, "", log);
+  // Kept: samples accrue for 1.5 s (start-up included) before the target goes.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   // The workload dies and its cgroup goes while flamebpf's filter still holds it.
   workload.signal(SIGKILL);
@@ -465,8 +482,8 @@ TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
   TempCgroup parent;
   std::string docker = parent.path() + "/docker";
   ASSERT_EQ(::mkdir(docker.c_str(), 0755), 0);
-  std::string out = dir_.path() + "/all.folded";
-  std::string log = dir_.path() + "/all.log";
+  std::string out = dir_.path().string() + "/all.folded";
+  std::string log = dir_.path().string() + "/all.log";
   // Drains every 50 ms and many samples: each container starts well inside some drain period.
   Child profiler(
       {FLAMEBPF_BINARY, "--all-containers", "--interval", "0.05", "-F", "999", "-o", out}, "", log);
@@ -488,13 +505,13 @@ TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
   std::string context = read_text(log);
   ASSERT_EQ(exit_code, 0) << context;
 
-  auto host = read_folded(dir_.path() + "/all.host.folded");
+  auto host = read_folded(dir_.path().string() + "/all.host.folded");
   EXPECT_EQ(count_with_prefix(host, "burner_new;"), 0u) << hottest_stacks(host) << context;
   // Each container's file (named by its short ID; other containers on the host have theirs) holds
   // its 0.4 s of CPU at 999 Hz, with room for a loaded machine.
   for (const auto& container : containers) {
     std::string short_id = container.substr(container.rfind('/') + 1, 12);
-    auto own = read_folded(dir_.path() + "/all." + short_id + ".folded");
+    auto own = read_folded(dir_.path().string() + "/all." + short_id + ".folded");
     EXPECT_GT(count_with_prefix(own, "burner_new;"), 150u) << short_id << "\n" << context;
   }
 }
@@ -503,7 +520,7 @@ TEST_F(RecordTest, JvmExitingDuringTheAttachCostsNothing)
 {
   // A process that looks like a JVM (libjvm.so mapped, frame pointers claimed) and listens on its
   // attach socket without ever answering; it dies while flamebpf waits for the reply.
-  std::string spinner_log = dir_.path() + "/spinner.log";
+  std::string spinner_log = dir_.path().string() + "/spinner.log";
   // Its libjvm.so is made in the scratch directory.
   Child jvm({"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir_.path(), JIT_SPINNER_BINARY, "--jvm",
              "-XX:+PreserveFramePointer", "--socket", "silent", "none"},
@@ -517,11 +534,16 @@ TEST_F(RecordTest, JvmExitingDuringTheAttachCostsNothing)
     }
   } remove_attach_files{jvm.pid()};
   ASSERT_TRUE(wait_for_text(spinner_log, "spinner ready", 10)) << read_text(spinner_log);
-  std::string out = dir_.path() + "/jvm.folded";
-  std::string log = dir_.path() + "/jvm.log";
+  std::string out = dir_.path().string() + "/jvm.folded";
+  std::string log = dir_.path().string() + "/jvm.log";
   auto started = std::chrono::steady_clock::now();
   Child run({FLAMEBPF_BINARY, "--pid", std::to_string(jvm.pid()), "-d", "3", "-o", out, "-v"}, "",
             log);
+  // The fake JVM has accepted flamebpf's connection next to its listening socket.
+  ASSERT_TRUE(wait_until([&] { return sockets_of(jvm.pid()) >= 2; }, std::chrono::seconds(10),
+                         "flamebpf to connect to the fake JVM"))
+      << read_text(log);
+  // Kept: the spinner's samples accrue while the attach waits.
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   pid_t jvm_pid = jvm.pid();
   jvm.signal(SIGKILL);
@@ -552,7 +574,7 @@ TEST_F(RecordTest, UnprivilegedUserGetsOneLineWithTheFix)
   if (::access("/usr/bin/setpriv", X_OK) != 0)
     GTEST_SKIP() << "setpriv (util-linux) is not installed";
   TempDir dir;
-  std::string log = dir.path() + "/log";
+  std::string log = dir.path().string() + "/log";
   Child child({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                "--inh-caps=-all", FLAMEBPF_BINARY, "-d", "1", "-o", "/dev/null"},
               "", log);
@@ -569,15 +591,15 @@ TEST_F(RecordTest, LinksPlantedInASharedDirectoryNeverRedirectTheProfile)
   if (!have_setpriv())
     GTEST_SKIP() << "setpriv (util-linux) is not installed";
   // root's file outside the shared directory, which nobody must not be able to have overwritten.
-  std::string victim = dir_.path() + "/victim";
+  std::string victim = dir_.path().string() + "/victim";
   std::ofstream(victim) << "precious\n";
   ::chmod(victim.c_str(), 0644);
   SharedDir shared;
   std::string out = shared.path() + "/x.folded";
   TempCgroup target;
   Child workload({copy_burner(dir_.path(), "burner_shared"), "15"}, target.path());
-  settle();
-  std::string log = dir_.path() + "/log";
+  wait_until_busy(workload.pid(), "burner_shared");
+  std::string log = dir_.path().string() + "/log";
   Child profiler({FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "2", "-o", out}, "", log);
   // Before flamebpf writes, nobody plants links to the victim at every name it could use: the
   // output, its neighbours, and the temporary names earlier versions used (<output>.tmp.<pid>)
@@ -617,7 +639,7 @@ TEST_F(RecordTest, AFifoAtTheOutputPathIsSaidAtOnceAndNeverBlocks)
   SharedDir shared;
   std::string out = shared.path() + "/x.folded";
   ASSERT_EQ(as_nobody("mkfifo " + out), 0);
-  std::string log = dir_.path() + "/log";
+  std::string log = dir_.path().string() + "/log";
   Child profiler({FLAMEBPF_BINARY, "-d", "2", "-o", out}, "", log);
   auto [exit_code, killed] = wait_at_most(profiler, 2 + 30);
   ASSERT_FALSE(killed) << "flamebpf blocked on the FIFO\n" << read_text(log);
@@ -629,8 +651,8 @@ TEST_F(RecordTest, AFifoAtTheOutputPathIsSaidAtOnceAndNeverBlocks)
 
   // Also when the FIFO appears during the recording: said once flamebpf comes to write.
   std::string late = shared.path() + "/late.folded";
-  Child recording({FLAMEBPF_BINARY, "-d", "2", "-o", late}, "", log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Child recording({FLAMEBPF_BINARY, "-v", "-d", "2", "-o", late}, "", log);
+  ASSERT_TRUE(wait_for_text(log, "sampling ", 30)) << read_text(log);
   ASSERT_EQ(as_nobody("mkfifo " + late), 0);
   auto [late_exit, late_killed] = wait_at_most(recording, 2 + 30);
   ASSERT_FALSE(late_killed) << "flamebpf blocked on the FIFO\n" << read_text(log);
@@ -648,7 +670,7 @@ TEST_F(RecordTest, ProfilesAreTheirOwnersOnlyAndGoToTheSudoUser)
     std::vector<std::string> argv{"/usr/bin/env", "SUDO_UID=65534", "SUDO_GID=65534",
                                   FLAMEBPF_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::string log = dir_.path() + "/sudo.log";
+    std::string log = dir_.path().string() + "/sudo.log";
     Child run(argv, "", log);
     EXPECT_EQ(run.wait(), 0) << read_text(log);
   };
@@ -664,7 +686,7 @@ TEST_F(RecordTest, ProfilesAreTheirOwnersOnlyAndGoToTheSudoUser)
   std::string folded = shared.path() + "/old.folded";
   std::ofstream(folded) << "old 1\n";
   ::chmod(folded.c_str(), 0644);
-  std::string kept = dir_.path() + "/kept";
+  std::string kept = dir_.path().string() + "/kept";
   ASSERT_EQ(::link(folded.c_str(), kept.c_str()), 0);
   sudo({"-d", "1", "-o", folded});
   EXPECT_EQ(status_of(folded).st_uid, 65534u);
@@ -682,7 +704,7 @@ TEST_F(RecordTest, ProfilesAreTheirOwnersOnlyAndGoToTheSudoUser)
   auto written = names_in(cwd.path());
   ASSERT_EQ(written.size(), 2u) << run.output; // the folded file and its flame graph
   for (const auto& name : written) {
-    auto own = status_of(cwd.path() + "/" + name);
+    auto own = status_of(cwd.path().string() + "/" + name);
     EXPECT_EQ(own.st_uid, 0u) << name;
     EXPECT_EQ(own.st_mode & 07777, 0600u) << name;
   }
@@ -697,9 +719,10 @@ TEST_F(RecordTest, TargetsWhoseNamesMeetAfterSanitizingGetAFileEach)
   {
     Child in_nested({copy_burner(dir_.path(), "burner_nested"), "15"}, nested);
     Child in_sibling({copy_burner(dir_.path(), "burner_sibling"), "15"}, sibling);
-    settle();
-    auto run = run_flamebpf(
-        {"--cgroup", nested, "--cgroup", sibling, "-d", "3", "-o", dir_.path() + "/out.folded"});
+    wait_until_busy(in_nested.pid(), "burner_nested");
+    wait_until_busy(in_sibling.pid(), "burner_sibling");
+    auto run = run_flamebpf({"--cgroup", nested, "--cgroup", sibling, "-d", "3", "-o",
+                             dir_.path().string() + "/out.folded"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     std::set<std::string> files;
     for (const auto& name : names_in(dir_.path())) {
@@ -711,8 +734,8 @@ TEST_F(RecordTest, TargetsWhoseNamesMeetAfterSanitizingGetAFileEach)
     std::string sibling_file = "out." + sibling.substr(mount.size() + 1) + ".folded";
     ASSERT_TRUE(files.contains(sibling_file)) << ::testing::PrintToString(files);
     files.erase(sibling_file);
-    auto own = read_folded(dir_.path() + "/" + sibling_file);
-    auto other = read_folded(dir_.path() + "/" + *files.begin());
+    auto own = read_folded(dir_.path().string() + "/" + sibling_file);
+    auto other = read_folded(dir_.path().string() + "/" + *files.begin());
     EXPECT_GT(count_with_prefix(own, "burner_sibling;"), 50u) << run.output;
     EXPECT_EQ(count_with_prefix(own, "burner_nested;"), 0u);
     EXPECT_GT(count_with_prefix(other, "burner_nested;"), 50u) << run.output;

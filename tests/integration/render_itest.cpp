@@ -15,7 +15,7 @@ namespace {
 std::string xml_problems(const std::string& path)
 {
   TempDir dir;
-  std::string log = dir.path() + "/xmllint";
+  std::string log = dir.path().string() + "/xmllint";
   Child lint({"/usr/bin/xmllint", "--noout", path}, "", log);
   int code = lint.wait();
   std::string output = read_text(log);
@@ -26,9 +26,9 @@ class RenderTest : public ::testing::Test {
 protected:
   void write(const std::string& name, const std::string& content)
   {
-    std::ofstream(dir_.path() + "/" + name) << content;
+    std::ofstream(dir_.path().string() + "/" + name) << content;
   }
-  std::string path(const std::string& name) const { return dir_.path() + "/" + name; }
+  std::string path(const std::string& name) const { return dir_.path().string() + "/" + name; }
   TempDir dir_;
 };
 
@@ -38,7 +38,7 @@ TEST_F(RenderTest, RecordingWritesAnSvgFlameGraph)
   TempCgroup target;
   auto busy = copy_burner(dir_.path(), "burner_svg");
   Child workload({busy, "15"}, target.path());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  wait_until_busy(workload.pid(), "burner_svg");
   auto run = run_flamebpf(
       {"--cgroup", target.path(), "-d", "2", "-o", path("rec.svg"), "--title", "Burner <&> test"});
   ASSERT_EQ(run.exit_code, 0) << run.output;

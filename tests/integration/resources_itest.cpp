@@ -31,15 +31,17 @@ TEST(Resources, OpenFilesLimitIsRaisedToTheHardLimit)
   TempDir dir;
   // A soft limit of 256 under a hard one of 4096, as a shell may hand down.
   Child profiler({"/usr/bin/prlimit", "--nofile=256:4096", FLAMEBPF_BINARY, "-d", "3", "-o",
-                  dir.path() + "/out.folded"},
-                 "", dir.path() + "/log");
+                  dir.path().string() + "/out.folded"},
+                 "", dir.path().string() + "/log");
   std::string seen;
-  for (int attempt = 0; attempt < 100 && seen != "4096 4096"; ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    seen = open_files_limits(profiler.pid());
-  }
-  EXPECT_EQ(seen, "4096 4096") << read_text(dir.path() + "/log");
-  EXPECT_EQ(profiler.wait(), 0) << read_text(dir.path() + "/log");
+  poll_until(
+      [&] {
+        seen = open_files_limits(profiler.pid());
+        return seen == "4096 4096";
+      },
+      std::chrono::seconds(2));
+  EXPECT_EQ(seen, "4096 4096") << read_text(dir.path().string() + "/log");
+  EXPECT_EQ(profiler.wait(), 0) << read_text(dir.path().string() + "/log");
 }
 
 } // namespace

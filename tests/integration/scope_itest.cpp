@@ -47,7 +47,6 @@ bool samples_only_the_targets(const std::string& log)
 class ScopeTest : public ::testing::Test {
 protected:
   void SetUp() override { ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root"; }
-  static void settle() { std::this_thread::sleep_for(200ms); }
   TempDir dir_;
 };
 
@@ -59,9 +58,10 @@ TEST_F(ScopeTest, CgroupTargetIsSampledByEventsOfItsOwn)
   auto outside = copy_burner(dir_.path(), "burner_busy");
   Child workload({inside, "15"}, child.path());
   Child other({outside, "15"});
-  settle();
+  wait_until_busy(workload.pid(), "burner_scoped");
+  wait_until_busy(other.pid(), "burner_busy");
 
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "3", "-v", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(samples_only_the_targets(run.output)) << run.output;
@@ -81,8 +81,8 @@ TEST_F(ScopeTest, EveryContainerModeFiltersInTheKernel)
 {
   auto outside = copy_burner(dir_.path(), "burner_host");
   Child other({outside, "15"});
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  wait_until_busy(other.pid(), "burner_host");
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--all-containers", "--containers-only", "-d", "3", "-v", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_FALSE(samples_only_the_targets(run.output)) << run.output;
@@ -100,8 +100,9 @@ TEST_F(ScopeTest, ThreadStartedAfterAttachingIsSampled)
   // The busy thread starts a second after the process, long after flamebpf opened its events on
   // the threads there were; it inherits them.
   Child workload({burner, "--late-thread", "1", "6"});
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  // Started, but not busy: its busy thread comes after flamebpf's start.
+  wait_until_started(workload.pid(), "burner_late");
+  std::string out = dir_.path().string() + "/out.folded";
   auto run = run_flamebpf({"--pid", std::to_string(workload.pid()), "-d", "4", "-v", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(samples_only_the_targets(run.output)) << run.output;
@@ -127,8 +128,8 @@ TEST_F(ScopeTest, TooManyEventsFallBackToTheInKernelFilter)
   }
   auto burner = copy_burner(dir_.path(), "burner_many");
   Child workload({burner, "15"}, targets.back()->path());
-  settle();
-  std::string out = dir_.path() + "/out.folded";
+  wait_until_busy(workload.pid(), "burner_many");
+  std::string out = dir_.path().string() + "/out.folded";
   args.insert(args.end(), {"-d", "3", "-v", "-o", out});
   auto run = run_flamebpf(args);
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -161,8 +162,8 @@ TEST_F(ScopeTest, TargetNestedTooDeepIsNamedInOneLine)
   auto burner = copy_burner(dir_.path(), "burner_deep");
   {
     Child workload({burner, "15"}, deep);
-    settle();
-    std::string out = dir_.path() + "/out.folded";
+    wait_until_busy(workload.pid(), "burner_deep");
+    std::string out = dir_.path().string() + "/out.folded";
     auto named = run_flamebpf({"--cgroup", deep, "-d", "1", "-o", out});
     EXPECT_NE(named.exit_code, 0) << named.output;
     EXPECT_NE(named.output.find("is nested deeper than 15 levels"), std::string::npos)

@@ -60,13 +60,13 @@ TEST(Service, TellsSystemdWhenReadyPingsTheWatchdogAndSaysWhenStopping)
 {
   ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
   TempDir dir;
-  NotifySocket systemd(dir.path() + "/notify");
+  NotifySocket systemd(dir.path().string() + "/notify");
   // What systemd puts in a Type=notify service's environment, with WatchdogSec=1s.
-  ::setenv("NOTIFY_SOCKET", (dir.path() + "/notify").c_str(), 1);
+  ::setenv("NOTIFY_SOCKET", (dir.path().string() + "/notify").c_str(), 1);
   ::setenv("WATCHDOG_USEC", "1000000", 1);
-  std::string log = dir.path() + "/log";
+  std::string log = dir.path().string() + "/log";
   Child agent({FLAMEBPF_BINARY, "--all-containers", "--containers-only", "--output-dir",
-               dir.path() + "/out", "--interval", "1"},
+               dir.path().string() + "/out", "--interval", "1"},
               "", log);
   ::unsetenv("NOTIFY_SOCKET");
   ::unsetenv("WATCHDOG_USEC");
@@ -74,12 +74,13 @@ TEST(Service, TellsSystemdWhenReadyPingsTheWatchdogAndSaysWhenStopping)
   // Read as systemd does, at once: a full socket would hold flamebpf up.
   std::vector<std::string> messages;
   auto receive_for = [&](std::chrono::milliseconds how_long, const std::string& until) {
-    auto end = Clock::now() + how_long;
-    while (Clock::now() < end && (until.empty() || count(messages, until) == 0)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      auto more = systemd.take();
-      messages.insert(messages.end(), more.begin(), more.end());
-    }
+    poll_until(
+        [&] {
+          auto more = systemd.take();
+          messages.insert(messages.end(), more.begin(), more.end());
+          return !until.empty() && count(messages, until) > 0;
+        },
+        how_long, std::chrono::milliseconds(10));
   };
   receive_for(std::chrono::seconds(20), "READY=1");
   ASSERT_EQ(count(messages, "READY=1"), 1u) << read_text(log);

@@ -150,6 +150,7 @@ private:
         ::rmdir(live_.front().cgroup.c_str());
         live_.pop_front();
       }
+      // Kept: the pace of the churn.
       std::this_thread::sleep_for(100ms);
     }
   }
@@ -166,7 +167,7 @@ TEST(Soak, HeldResourcesStayFlatOverTenThousandIntervals)
   size_t wanted = intervals_wanted();
   TempDir dir;
   TempCgroup parent;
-  std::string out = dir.path() + "/out";
+  std::string out = dir.path().string() + "/out";
   std::string stats = out + "/flamebpf-stats.jsonl";
   // Only containers are profiled (--containers-only): whatever else runs on the host, a build
   // say, neither adds to nor takes from what flamebpf holds.
@@ -185,20 +186,23 @@ TEST(Soak, HeldResourcesStayFlatOverTenThousandIntervals)
   Child agent({FLAMEBPF_BINARY, "--all-containers", "--containers-only", "--output-dir", out,
                "--interval", std::to_string(kIntervalSeconds), "--format", "folded,svg,pprof",
                "--retain-count", "3"},
-              "", dir.path() + "/agent.log");
+              "", dir.path().string() + "/agent.log");
   auto started = std::chrono::steady_clock::now();
   // Missed boundaries are skipped, not made up: wait for the lines rather than a duration.
   // Ten times the nominal run: a busy CI machine may miss most boundaries and still finish.
   auto limit = std::chrono::duration<double>(wanted * kIntervalSeconds * 10 + 60);
-  while (count_lines(stats) < wanted && std::chrono::steady_clock::now() - started < limit) {
-    ASSERT_EQ(::kill(agent.pid(), 0), 0) << "flamebpf exited:\n"
-                                         << read_text(dir.path() + "/agent.log");
-    std::this_thread::sleep_for(500ms);
-  }
+  bool running = true;
+  poll_until(
+      [&] {
+        running = ::kill(agent.pid(), 0) == 0;
+        return !running || count_lines(stats) >= wanted;
+      },
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(limit), 500ms);
+  ASSERT_TRUE(running) << "flamebpf exited:\n" << read_text(dir.path().string() + "/agent.log");
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   agent.signal(SIGTERM);
-  EXPECT_EQ(agent.wait(), 0) << read_text(dir.path() + "/agent.log");
+  EXPECT_EQ(agent.wait(), 0) << read_text(dir.path().string() + "/agent.log");
 
   std::vector<Held> lines;
   std::istringstream text(read_text(stats));

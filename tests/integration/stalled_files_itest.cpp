@@ -44,9 +44,9 @@ protected:
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     mount_point_ = pattern;
     daemon_ = std::make_unique<Child>(std::vector<std::string>{STALL_FS_BINARY, mount_point_}, "",
-                                      dir_.path() + "/stall_fs.log");
-    ASSERT_TRUE(wait_for_text(dir_.path() + "/stall_fs.log", "stall_fs ready", 10))
-        << read_text(dir_.path() + "/stall_fs.log");
+                                      dir_.path().string() + "/stall_fs.log");
+    ASSERT_TRUE(wait_for_text(dir_.path().string() + "/stall_fs.log", "stall_fs ready", 10))
+        << read_text(dir_.path().string() + "/stall_fs.log");
   }
 
   void TearDown() override { release(); }
@@ -77,7 +77,7 @@ protected:
     const char* sanitizer = std::getenv("ASAN_OPTIONS");
     std::string saved = sanitizer ? sanitizer : "";
     ::setenv("ASAN_OPTIONS", (saved + (saved.empty() ? "" : ":") + "detect_leaks=0").c_str(), 1);
-    profiler_ = std::make_unique<Child>(argv, "", dir_.path() + "/flamebpf.log");
+    profiler_ = std::make_unique<Child>(argv, "", dir_.path().string() + "/flamebpf.log");
     if (sanitizer)
       ::setenv("ASAN_OPTIONS", saved.c_str(), 1);
     else
@@ -85,16 +85,15 @@ protected:
     std::string stat = "/proc/" + std::to_string(profiler_->pid()) + "/stat";
     BoundedRun run;
     // The main thread's return makes the thread group's leader a zombie at once.
-    while (read_text(stat).find(") Z") == std::string::npos) {
-      if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds) {
-        profiler_->signal(SIGKILL);
-        run.hung = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto limit = started + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(limit_seconds));
+    if (!poll_until([&] { return read_text(stat).find(") Z") != std::string::npos; },
+                    limit - Clock::now())) {
+      profiler_->signal(SIGKILL);
+      run.hung = true;
     }
     run.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    run.log = read_text(dir_.path() + "/flamebpf.log");
+    run.log = read_text(dir_.path().string() + "/flamebpf.log");
     return run;
   }
 
@@ -118,11 +117,11 @@ protected:
 
 TEST_F(StalledFileTest, MappedCodeOnAStalledFileSystemCostsOneLine)
 {
-  std::string log = dir_.path() + "/maps_file.log";
+  std::string log = dir_.path().string() + "/maps_file.log";
   Child mapper({MAPS_FILE_BINARY, mount_point_ + "/stalled.so", "30"}, "", log);
   ASSERT_TRUE(wait_for_text(log, "maps_file ready", 10)) << read_text(log);
   stall();
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run =
       run_flamebpf_until_done({"--pid", std::to_string(mapper.pid()), "-d", "3", "-o", out}, 60);
   expect_on_time(run, 3);
@@ -136,14 +135,14 @@ TEST_F(StalledFileTest, MappedCodeOnAStalledFileSystemCostsOneLine)
 TEST_F(StalledFileTest, PerfMapOnAStalledFileSystemCostsOneLine)
 {
   // The JIT's perf map, in a /tmp of its own, links into the file system.
-  std::string log = dir_.path() + "/spinner.log";
+  std::string log = dir_.path().string() + "/spinner.log";
   Child spinner({"/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
                  "mount -t tmpfs tmpfs /tmp && exec " + std::string(JIT_SPINNER_BINARY) +
                      " --link /tmp/perf-%p.map=" + mount_point_ + "/stalled.map none"},
                 "", log);
   ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
   stall();
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run =
       run_flamebpf_until_done({"--pid", std::to_string(spinner.pid()), "-d", "3", "-o", out}, 60);
   expect_on_time(run, 3);
@@ -158,7 +157,7 @@ TEST_F(StalledFileTest, JvmWhoseTmpStallsCostsOneLineNotTheRun)
   // perf map is and the agent would go, is the file system; it runs in a directory of its own.
   char work[] = "/var/tmp/flamebpf-jvm.XXXXXX";
   ASSERT_NE(::mkdtemp(work), nullptr);
-  std::string log = dir_.path() + "/jvm.log";
+  std::string log = dir_.path().string() + "/jvm.log";
   auto jvm = std::make_unique<Child>(
       std::vector<std::string>{
           "/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
@@ -167,7 +166,7 @@ TEST_F(StalledFileTest, JvmWhoseTmpStallsCostsOneLineNotTheRun)
       "", log);
   ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
   stall();
-  std::string out = dir_.path() + "/out.folded";
+  std::string out = dir_.path().string() + "/out.folded";
   auto run =
       run_flamebpf_until_done({"--pid", std::to_string(jvm->pid()), "-d", "3", "-o", out}, 60);
   // The attach waits its timeout (5 s) for the JVM, then a second for the stuck attacher.

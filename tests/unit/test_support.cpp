@@ -1,7 +1,6 @@
 #include "test_support.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -9,7 +8,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <system_error>
 #include <unistd.h>
 
 namespace flamebpf::testing {
@@ -58,20 +56,6 @@ void write_file(const std::filesystem::path& path, const std::string& content)
   out.close();
   if (!out)
     throw std::runtime_error("cannot write " + path.string());
-}
-
-TempDir::TempDir()
-{
-  std::string pattern = (std::filesystem::temp_directory_path() / "flamebpf-unit-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
-  path_ = pattern;
-}
-
-TempDir::~TempDir()
-{
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 } // namespace flamebpf::testing

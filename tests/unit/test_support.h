@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace flamebpf::testing {
 
 // The path of a fixture below tests/data, e.g. data_path("kallsyms/sample.txt").
@@ -20,20 +22,5 @@ int listen_at(const std::string& path);
 
 // Reads one attach request (five NUL-terminated strings) from a connection.
 std::string read_request(int connection);
-
-// A fresh directory under the system temporary directory, removed with its content on
-// destruction.
-class TempDir {
-public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
 
 } // namespace flamebpf::testing

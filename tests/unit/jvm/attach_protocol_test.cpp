@@ -1,5 +1,12 @@
 #include <gtest/gtest.h>
+#include <optional>
+#include <limits>
+#include <cstdlib>
+#include <cerrno>
+#include <algorithm>
 #include <random>
+#include <vector>
+#include <string_view>
 #include <string>
 
 #include "jvm/attach_protocol.h"
@@ -125,22 +132,145 @@ TEST(AttachReply, TruncatedAndGarbageRepliesAreCleanErrors)
   }
 }
 
-TEST(AttachReply, RandomBytesNeverCrashTheParsers)
+// The bytes of text with everything but printable ASCII escaped, to show an input in a failure.
+std::string escaped(std::string_view text)
+{
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string shown;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+      shown += c;
+    } else {
+      shown += "\\x";
+      shown += kHex[byte >> 4];
+      shown += kHex[byte & 0xf];
+    }
+  }
+  return shown;
+}
+
+// text as the decimal int a reply's status line must be (an optional '-', then digits, within
+// int's range), or nullopt: the documented grammar, checked independently of the parser.
+std::optional<int> decimal_int(std::string_view text)
+{
+  std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  std::string copy(text);
+  errno = 0;
+  long long value = std::strtoll(copy.c_str(), nullptr, 10);
+  if (errno == ERANGE || value < std::numeric_limits<int>::min() ||
+      value > std::numeric_limits<int>::max())
+    return std::nullopt;
+  return static_cast<int>(value);
+}
+
+// Pieces that random replies are made of: near misses of status lines and of load results, and
+// single random bytes.
+std::string reply_piece(std::mt19937& random)
+{
+  static const std::vector<std::string> kPieces{"0",
+                                                "-1",
+                                                "7",
+                                                "101",
+                                                "-",
+                                                "+",
+                                                "00",
+                                                " ",
+                                                "\t",
+                                                "\r",
+                                                "x",
+                                                "\n",
+                                                "-0",
+                                                "2147483647",
+                                                "2147483648",
+                                                "-2147483648",
+                                                "-2147483649",
+                                                "99999999999999999999",
+                                                "\x7f",
+                                                "return code: ",
+                                                "return code:",
+                                                "return code: 0",
+                                                "return code: 0\r",
+                                                " was not loaded."};
+  if (random() % 3 == 0)
+    return std::string(1, static_cast<char>(random() % 256));
+  return kPieces[random() % kPieces.size()];
+}
+
+// Whatever the bytes, a reply parses wholly or fails with a one-line printable error: on success
+// the status is the first line's decimal int and the body is every byte after it, and the checks
+// on a parsed reply succeed exactly when its status (and for load, its return code) is 0.
+TEST(AttachReply, AnyBytesParseWhollyOrFailCleanly)
 {
   std::mt19937 random(42);
-  for (int round = 0; round < 5000; ++round) {
-    std::string bytes(random() % 64, '\0');
-    for (char& c : bytes)
-      c = static_cast<char>(random() % 4 == 0 ? "0-1\n:\t "[random() % 7] : random() % 256);
-    auto reply = parse_reply(bytes);
-    if (!reply) {
+  for (int round = 0; round < 20000 && !HasFailure(); ++round) {
+    std::string raw;
+    if (round % 4 == 0) {
+      raw.resize(random() % 64);
+      for (char& c : raw)
+        c = static_cast<char>(random() % 256);
+    } else {
+      for (size_t pieces = random() % 3; pieces > 0; --pieces)
+        raw += reply_piece(random);
+      if (random() % 8 != 0)
+        raw += '\n';
+      for (size_t pieces = random() % 6; pieces > 0; --pieces)
+        raw += reply_piece(random);
+    }
+    SCOPED_TRACE("reply '" + escaped(raw) + "'");
+
+    auto reply = parse_reply(raw);
+    size_t newline = raw.find('\n');
+    std::optional<int> status =
+        newline == std::string::npos ? std::nullopt : decimal_int(raw.substr(0, newline));
+    if (!status) {
+      ASSERT_FALSE(reply.has_value()) << "status " << reply->status;
       expect_printable(reply.error().message);
+      const char* why = raw.empty()                    ? "without a reply"
+                        : newline == std::string::npos ? "truncated"
+                                                       : "malformed";
+      EXPECT_TRUE(contains(reply.error().message, why)) << reply.error().message;
       continue;
     }
-    if (auto body = check_reply(*reply, "x"); !body)
+    ASSERT_TRUE(reply.has_value()) << reply.error().message;
+    EXPECT_EQ(reply->status, *status);
+    EXPECT_EQ(reply->body, raw.substr(newline + 1));
+
+    auto body = check_reply(*reply, "jcmd");
+    if (*status == 0) {
+      EXPECT_EQ(body.value_or("<error>"), reply->body);
+    } else {
+      ASSERT_FALSE(body.has_value());
       expect_printable(body.error().message);
-    if (auto loaded = check_load_reply(*reply); !loaded)
+      EXPECT_TRUE(
+          contains(body.error().message, *status == kStatusBadVersion
+                                             ? "protocol version mismatch"
+                                             : "failed (status " + std::to_string(*status) + ")"))
+          << body.error().message;
+    }
+
+    // The first line of the body is the agent's return code, alone or after "return code: ".
+    std::string_view line = std::string_view(reply->body).substr(0, reply->body.find('\n'));
+    std::optional<int> code;
+    if (line.starts_with("return code: ")) {
+      std::string_view number = line.substr(std::string_view("return code: ").size());
+      while (!number.empty() && (number.back() == '\r' || number.back() == ' '))
+        number.remove_suffix(1);
+      code = decimal_int(number);
+    } else {
+      code = decimal_int(line);
+    }
+    auto loaded = check_load_reply(*reply);
+    EXPECT_EQ(loaded.has_value(), *status == 0 && code == 0);
+    if (!loaded.has_value()) {
       expect_printable(loaded.error().message);
+      if (code.value_or(0) != 0) {
+        EXPECT_TRUE(contains(loaded.error().message, "return code " + std::to_string(*code)))
+            << loaded.error().message;
+      }
+    }
   }
 }
 
