@@ -484,8 +484,8 @@ TEST_F(AgentTest, AFifoAtTheStatsFileNeverBlocksTheAgent)
                "--format", "folded"},
               "", log);
   // Intervals go on: their dumps are written whatever the stats file is.
-  std::string target = out_ + "/" + agent::target_directory(web.relative_path());
-  wait_until([&] { return agent::list_dumps(target).size() >= 3; }, 20s,
+  std::string target = out_ + "/" + dumps::target_directory(web.relative_path());
+  wait_until([&] { return dumps::list_dumps(target).size() >= 3; }, 20s,
              "three dumps beside the FIFO");
   agent.signal(SIGTERM);
   // Blocked in the FIFO's open, it would never see SIGTERM's flag.
@@ -497,12 +497,7 @@ TEST_F(AgentTest, AFifoAtTheStatsFileNeverBlocksTheAgent)
       20s, 50ms);
   agent.signal(SIGKILL);
   EXPECT_EQ(agent.wait(), 0) << "flamebpf blocked on the FIFO\n" << read_text(log);
-<<<<<<< HEAD
-  EXPECT_GE(dumps::list_dumps(out_ + "/" + dumps::target_directory(web.relative_path())).size(), 3u)
-      << read_text(log);
-=======
-  EXPECT_GE(agent::list_dumps(target).size(), 3u) << read_text(log);
->>>>>>> tests
+  EXPECT_GE(dumps::list_dumps(target).size(), 3u) << read_text(log);
   // Said once, however many intervals passed.
   EXPECT_EQ(lines_with(read_text(log), stats + ": it is a FIFO").size(), 1u) << read_text(log);
   struct stat status {};

@@ -11,7 +11,7 @@ namespace {
 std::string source_head()
 {
   TempDir dir;
-  std::string output = dir.path() + "/head";
+  std::string output = (dir.path() / "head").string();
   Child git({"/usr/bin/git", "-C", FLAMEBPF_SOURCE_DIR, "rev-parse", "HEAD"}, "", output);
   EXPECT_EQ(git.wait(), 0) << read_text(output);
   std::string head = read_text(output);

@@ -1,13 +1,13 @@
-#include <gtest/gtest.h>
-#include <optional>
-#include <limits>
-#include <cstdlib>
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <gtest/gtest.h>
+#include <limits>
+#include <optional>
 #include <random>
-#include <vector>
-#include <string_view>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "jvm/attach_protocol.h"
 #include "test_support.h"

@@ -1,8 +1,8 @@
 #include "pipeline/profile_file_sink.h"
 
-#include "profile/drop_report.h"
 #include "pipeline/outputs.h"
 #include "profile/by_target.h"
+#include "profile/drop_report.h"
 
 namespace flamebpf::pipeline {
 namespace {

@@ -5,10 +5,10 @@
 
 #include "common/log.h"
 #include "common/procfs.h"
-#include "profile/drop_report.h"
 #include "jvm/agent_library.h"
 #include "pipeline/dump_sink.h"
 #include "pipeline/profile_file_sink.h"
+#include "profile/drop_report.h"
 
 namespace flamebpf::pipeline {
 
