@@ -1,7 +1,6 @@
 #include "dumps/dump_files.h"
 
 #include <algorithm>
-#include <charconv>
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/atomic_file.h"
+#include "common/text.h"
 #include "common/unique_fd.h"
 #include "profile/by_target.h"
 
@@ -36,15 +36,6 @@ bool whole_second(Clock::time_point time)
   return time.time_since_epoch() % std::chrono::seconds(1) == Clock::duration::zero();
 }
 
-template <class T> std::optional<T> number(std::string_view text)
-{
-  T value{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
-  return value;
-}
-
 // The time point of a UTC calendar time.
 std::optional<Clock::time_point>
 utc_time(int year, int month, int day, int hour, int minute, int second, int millis = 0)
@@ -69,12 +60,12 @@ std::optional<Clock::time_point> parse_stamp(std::string_view text)
 {
   if (text.size() < 16 || text[8] != 'T' || text.back() != 'Z')
     return std::nullopt;
-  auto year = number<int>(text.substr(0, 4));
-  auto month = number<int>(text.substr(4, 2));
-  auto day = number<int>(text.substr(6, 2));
-  auto hour = number<int>(text.substr(9, 2));
-  auto minute = number<int>(text.substr(11, 2));
-  auto second = number<int>(text.substr(13, 2));
+  auto year = text::parse_number<int>(text.substr(0, 4));
+  auto month = text::parse_number<int>(text.substr(4, 2));
+  auto day = text::parse_number<int>(text.substr(6, 2));
+  auto hour = text::parse_number<int>(text.substr(9, 2));
+  auto minute = text::parse_number<int>(text.substr(11, 2));
+  auto second = text::parse_number<int>(text.substr(13, 2));
   if (!year || !month || !day || !hour || !minute || !second)
     return std::nullopt;
   std::optional<int> millis = 0;
@@ -82,7 +73,7 @@ std::optional<Clock::time_point> parse_stamp(std::string_view text)
   if (!rest.empty()) {
     if (rest.size() != 4 || rest[0] != '.')
       return std::nullopt;
-    millis = number<int>(rest.substr(1));
+    millis = text::parse_number<int>(rest.substr(1));
     if (!millis)
       return std::nullopt;
   }
@@ -180,7 +171,7 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text)
   default:
     unit = 0;
   }
-  auto value = number<int64_t>(unit == 0 ? text : text.substr(0, text.size() - 1));
+  auto value = text::parse_number<int64_t>(unit == 0 ? text : text.substr(0, text.size() - 1));
   if (!value || *value < 0)
     return std::nullopt;
   return std::chrono::seconds(*value * (unit == 0 ? 1 : unit));
@@ -199,7 +190,7 @@ std::optional<uint64_t> parse_size(std::string_view text)
                          : 1ull << 40;
     text.remove_suffix(1);
   }
-  auto value = number<uint64_t>(text);
+  auto value = text::parse_number<uint64_t>(text);
   if (!value)
     return std::nullopt;
   return *value * unit;
@@ -214,7 +205,7 @@ std::optional<Clock::time_point> parse_time(std::string_view text, Clock::time_p
     return now - *ago;
   }
   if (text.starts_with('@')) {
-    auto seconds = number<int64_t>(text.substr(1));
+    auto seconds = text::parse_number<int64_t>(text.substr(1));
     if (!seconds)
       return std::nullopt;
     return Clock::time_point(std::chrono::seconds(*seconds));
@@ -227,16 +218,16 @@ std::optional<Clock::time_point> parse_time(std::string_view text, Clock::time_p
     return std::nullopt;
   if (text.back() == 'Z')
     text.remove_suffix(1);
-  auto year = number<int>(text.substr(0, 4));
-  auto month = number<int>(text.substr(5, 2));
-  auto day = number<int>(text.substr(8, 2));
-  auto hour = number<int>(text.substr(11, 2));
-  auto minute = number<int>(text.substr(14, 2));
+  auto year = text::parse_number<int>(text.substr(0, 4));
+  auto month = text::parse_number<int>(text.substr(5, 2));
+  auto day = text::parse_number<int>(text.substr(8, 2));
+  auto hour = text::parse_number<int>(text.substr(11, 2));
+  auto minute = text::parse_number<int>(text.substr(14, 2));
   std::optional<int> second = 0;
   if (text.size() > 16) {
     if (text[16] != ':' || text.size() != 19)
       return std::nullopt;
-    second = number<int>(text.substr(17, 2));
+    second = text::parse_number<int>(text.substr(17, 2));
   }
   if (!year || !month || !day || !hour || !minute || !second)
     return std::nullopt;

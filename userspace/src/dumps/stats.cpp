@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/procfs.h"
+#include "common/text.h"
 #include "common/utf8.h"
 #include "profile/drop_report.h"
 
@@ -69,15 +70,18 @@ OwnUsage own_usage()
     usage.cpu_seconds = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
                         static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
   if (auto statm = procfs::read_file("/proc/self/statm", 256)) {
-    unsigned long long size = 0;
-    unsigned long long resident = 0;
-    if (std::sscanf(statm->c_str(), "%llu %llu", &size, &resident) == 2)
-      usage.rss_bytes = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    // "size resident shared text lib data dt", in pages.
+    auto fields = text::split_fields(*statm);
+    if (auto resident = fields.size() > 1 ? text::parse_number<uint64_t>(fields[1]) : std::nullopt)
+      usage.rss_bytes = *resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   }
   if (auto status = procfs::read_file("/proc/self/status", 8192)) {
     // "RssAnon:\t    1234 kB"
-    if (size_t at = status->find("\nRssAnon:"); at != std::string::npos)
-      usage.rss_anon_bytes = std::strtoull(status->c_str() + at + 9, nullptr, 10) << 10;
+    if (auto line = procfs::status_line(*status, "RssAnon")) {
+      auto fields = text::split_fields(*line);
+      if (auto kib = fields.empty() ? std::nullopt : text::parse_number<uint64_t>(fields[0]))
+        usage.rss_anon_bytes = *kib << 10;
+    }
   }
   std::error_code ignored;
   for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ignored);

@@ -1,6 +1,5 @@
 #include "pipeline/outputs.h"
 
-#include <charconv>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -8,6 +7,7 @@
 #include <string_view>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "emit/formats.h"
 
 namespace flamebpf::pipeline {
@@ -19,11 +19,8 @@ template <class Id> std::optional<Id> id_from_environment(const char* variable)
   const char* value = std::getenv(variable);
   if (value == nullptr)
     return std::nullopt;
-  std::string_view text(value);
-  Id id{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
-      id == static_cast<Id>(-1))
+  auto id = text::parse_number<Id>(value);
+  if (!id || *id == static_cast<Id>(-1))
     return std::nullopt;
   return id;
 }

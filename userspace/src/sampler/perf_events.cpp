@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/procfs.h"
+#include "common/text.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::sampler {
@@ -23,7 +24,8 @@ void PerfEvents::LinkDestroyer::operator()(bpf_link* link) const
 Result<PerfEvents> PerfEvents::create(bpf_program* program, uint32_t frequency_hz)
 {
   if (auto limit = procfs::read_file("/proc/sys/kernel/perf_event_max_sample_rate", 64)) {
-    unsigned long max_rate = std::strtoul(limit->c_str(), nullptr, 10);
+    std::string_view digits = *limit;
+    unsigned long max_rate = text::take_number<unsigned long>(digits).value_or(0);
     if (max_rate > 0 && frequency_hz > max_rate) {
       Error failure = usage_error("cannot sample at " + std::to_string(frequency_hz) +
                                   " Hz: the kernel allows at most " + std::to_string(max_rate) +

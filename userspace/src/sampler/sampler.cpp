@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/procfs.h"
+#include "common/text.h"
 #include "sampler/bpf_skeleton.h"
 #include "sampler/features.h"
 #include "sampler/map_walk.h"
@@ -383,9 +384,12 @@ size_t Sampler::map_memory_bytes() const
     auto info = procfs::read_file("/proc/self/fdinfo/" + std::to_string(bpf_map__fd(map)), 4096);
     if (!info)
       continue;
-    size_t at = info->find("memlock:");
-    if (at != std::string::npos)
-      total += std::strtoull(info->c_str() + at + 8, nullptr, 10);
+    // fdinfo's lines are "<field>:\t<value>", as in a status file.
+    if (auto line = procfs::status_line(*info, "memlock")) {
+      auto fields = text::split_fields(*line);
+      if (!fields.empty())
+        total += text::parse_number<size_t>(fields[0]).value_or(0);
+    }
   }
   return total;
 }
