@@ -7,8 +7,10 @@ set(modified 0)
 find_program(GIT git)
 if(GIT)
   # Only the source tree's own repository counts: a tarball unpacked inside some other checkout
-  # was not built from that checkout's commit.
-  execute_process(COMMAND ${GIT} -C ${SOURCE_DIR} rev-parse --show-toplevel HEAD
+  # was not built from that checkout's commit. (sudo builds as root in a checkout another user
+  # owns: git is told that it is safe, as scripts/test does.)
+  set(git_here ${GIT} -c safe.directory=${SOURCE_DIR} -C ${SOURCE_DIR})
+  execute_process(COMMAND ${git_here} rev-parse --show-toplevel HEAD
                   OUTPUT_VARIABLE lines RESULT_VARIABLE failed ERROR_QUIET
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT failed)
@@ -21,7 +23,7 @@ if(GIT)
       set(commit ${head})
       # Tracked files that differ from the commit: the binary is not quite that commit.
       # (git diff refreshes the index in memory only: the build writes nothing into .git.)
-      execute_process(COMMAND ${GIT} -C ${SOURCE_DIR} diff --quiet HEAD --
+      execute_process(COMMAND ${git_here} diff --quiet HEAD --
                       RESULT_VARIABLE modified ERROR_QUIET)
     endif()
   endif()

@@ -12,7 +12,10 @@ std::string source_head()
 {
   TempDir dir;
   std::string output = (dir.path() / "head").string();
-  Child git({"/usr/bin/git", "-C", FLAMEBPF_SOURCE_DIR, "rev-parse", "HEAD"}, "", output);
+  // sudo runs the tests as root in a checkout another user may own: git is told that it is safe.
+  Child git({"/usr/bin/git", "-c", "safe.directory=" FLAMEBPF_SOURCE_DIR, "-C", FLAMEBPF_SOURCE_DIR,
+             "rev-parse", "HEAD"},
+            "", output);
   EXPECT_EQ(git.wait(), 0) << read_text(output);
   std::string head = read_text(output);
   while (!head.empty() && (head.back() == '\n' || head.back() == '\r'))
