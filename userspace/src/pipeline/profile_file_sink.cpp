@@ -63,6 +63,7 @@ Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
   for (const auto& [name, part] : parts)
     names.insert(name);
   auto file_names = profile::target_file_names(names);
+  uint64_t processes = process_count(interval);
   for (const auto& output : outputs_) {
     if (!per_target_ || output == "-") {
       // Several targets in one stream stay apart only with their names as root frames.
@@ -70,7 +71,7 @@ Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
       graph.target_frame = graph_.target_frame || per_target_;
       if (auto written = write_profile(output, interval, graph); !written)
         return fail(written.error());
-      summary_.outputs.push_back({output, interval.total_samples(), process_count(interval)});
+      summary_.outputs.push_back({output, interval.total_samples(), processes});
       continue;
     }
     for (const auto& [name, part] : parts) {
@@ -81,7 +82,7 @@ Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
     }
   }
   summary_.samples += interval.total_samples();
-  summary_.processes = process_count(interval);
+  summary_.processes = processes;
   summary_.drops += profile::total_drops(interval.counters);
   return {};
 }
