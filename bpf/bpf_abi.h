@@ -69,6 +69,43 @@ struct fb_cpu_state {
   __u64 counts[FB_COUNTER_MAX];
 };
 
+/* Unwinding without frame pointers. Userspace turns each code file's CFI (and each JVM's code
+ * records) into tables of rows; the program unwinds a frame with the row that holds at its pc.
+ * A table is shared by every process that maps the same file. */
+
+/* How a row finds the caller's frame. CFA (canonical frame address) is the caller's stack pointer
+ * just before its call; the return address is at CFA - 8 (x86-64).
+ *   FRAME_POINTER    no rule here: follow the frame pointer, as without tables
+ *   CFA_SP, CFA_FP   CFA = sp (or the frame pointer) + cfa_offset
+ *   PLT              a PLT entry: CFA = sp + 8, or sp + 16 once its push has run
+ *   SIGNAL           a signal trampoline: the caller's registers are in the ucontext of the signal
+ *                    frame at sp
+ *   STOP             the outermost frame (its return address is undefined)
+ *   JVM_INTERPRETER  a HotSpot interpreter frame: its Method* is at [fp - 24], the caller's pc at
+ *                    [fp + 8], the caller's sp at [fp - 8] and its frame pointer at [fp] */
+#define FB_UNWIND_FRAME_POINTER 0
+#define FB_UNWIND_CFA_SP 1
+#define FB_UNWIND_CFA_FP 2
+#define FB_UNWIND_PLT 3
+#define FB_UNWIND_SIGNAL 4
+#define FB_UNWIND_STOP 5
+#define FB_UNWIND_JVM_INTERPRETER 6
+
+/* One row of an unwind table: the rule that holds from pc_offset up to the next row's. Rows are
+ * sorted by pc_offset; the last row of a table is FB_UNWIND_FRAME_POINTER and ends it. */
+struct fb_unwind_row {
+  __u32 pc_offset;      /* from the table's base address (an ELF virtual address, or the */
+                        /* absolute address for JIT code) */
+  __u8 kind;            /* FB_UNWIND_* */
+  __s8 fp_offset_words; /* the caller's frame pointer is saved at CFA + 8 * this; 0: the frame */
+                        /* pointer register is not changed by this frame */
+  __s16 cfa_offset;     /* bytes added to the CFA's register (FB_UNWIND_CFA_*) */
+};
+
+/* A user frame with this bit set is no code address but a HotSpot Method* (its interpreter
+ * frame's method), to be named by the JVM's records; user addresses never have it. */
+#define FB_FRAME_JVM_METHOD (1ULL << 63)
+
 /* Kernel addresses named by the kernel_names program, a batch at a time: the kernel names its own
  * code through bpf_snprintf's %ps, for the few addresses a profile has, and where /proc/kallsyms
  * hides its addresses from flamebpf (no CAP_SYSLOG while perf_event_paranoid > 1). */
