@@ -1,8 +1,8 @@
 // flamebpf's own reader of ELF files. The files are a target's, so hostile: every part is read with
 // pread (never mapped: a container that truncates its file cannot fault us) against a byte budget
-// fixed here, never against a size the file states. Only what symbolization needs is read: the
-// headers, notes, named sections and symbol tables. Files in the other byte order are refused:
-// they cannot run on this machine.
+// fixed here, never against a size the file states. Only what symbolization and the unwind tables
+// need is read: the headers, notes, named sections and symbol tables. Files in the other byte
+// order are refused: they cannot run on this machine.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,7 @@
 
 #include "common/result.h"
 
-namespace flamebpf::symbolize {
+namespace flamebpf {
 
 // The program header table and the section header table, each: 16384 section headers of 64 bytes.
 inline constexpr size_t kMaxElfHeaderTableBytes = 1 << 20;
@@ -127,4 +127,4 @@ private:
   std::vector<ElfSegment> segments_;
 };
 
-} // namespace flamebpf::symbolize
+} // namespace flamebpf

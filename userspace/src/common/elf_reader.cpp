@@ -1,4 +1,4 @@
-#include "symbolize/elf_reader.h"
+#include "common/elf_reader.h"
 
 #include <algorithm>
 #include <bit>
@@ -7,7 +7,7 @@
 #include <elf.h>
 #include <unistd.h>
 
-namespace flamebpf::symbolize {
+namespace flamebpf {
 namespace {
 
 template <class T> T load(std::string_view bytes, size_t at = 0)
@@ -339,4 +339,4 @@ Result<bool> ElfReader::read_symbols(const ElfSection& table,
   return table.size > max_bytes;
 }
 
-} // namespace flamebpf::symbolize
+} // namespace flamebpf
