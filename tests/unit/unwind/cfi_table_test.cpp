@@ -294,6 +294,14 @@ TEST(CfiTable, FixtureRulesMapToTheirKinds)
   EXPECT_GT(built->counts.fdes, 5u);
 }
 
+TEST(CfiTable, OnlyX86_64FilesAreUnwound)
+{
+  auto built = table_of(FLAMEBPF_ELF_FIXTURE_PLAIN32);
+  ASSERT_FALSE(built.has_value());
+  EXPECT_NE(built.error().message.find("not an x86-64 file"), std::string::npos)
+      << built.error().message;
+}
+
 // ---- Hand-written sections ----
 
 // Little-endian bytes of a CFI section, written by hand.
