@@ -935,6 +935,13 @@ Result<CfiTable> build_cfi_table(const CfiSection& cfi)
   hash.update(cfi.code_start);
   hash.update(cfi.code_end);
   hash.update(cfi.bytes);
+  if (cfi.load_segments) {
+    for (const ElfSegment& segment : *cfi.load_segments) {
+      hash.update(segment.offset);
+      hash.update(segment.vaddr);
+      hash.update(segment.file_size);
+    }
+  }
   built.content_key = hash.finish();
   return built;
 }
@@ -944,6 +951,11 @@ Result<CfiTable> build_cfi_table(const ElfReader& elf)
   if (elf.machine() != EM_X86_64 || !elf.is_64())
     return fail(error("cannot unwind " + elf.shown() + ": not an x86-64 file"));
   CfiSection cfi;
+  std::vector<ElfSegment> load_segments;
+  for (const ElfSegment& segment : elf.segments())
+    if (segment.type == PT_LOAD)
+      load_segments.push_back(segment);
+  cfi.load_segments = &load_segments;
   uint64_t code_start = std::numeric_limits<uint64_t>::max();
   uint64_t code_end = 0;
   for (const ElfSegment& segment : elf.segments()) {
@@ -961,16 +973,8 @@ Result<CfiTable> build_cfi_table(const ElfReader& elf)
     section = elf.section_named(".debug_frame");
     cfi.eh_frame = false;
   }
-  if (!section || section->type == SHT_NOBITS || section->size == 0) {
-    CfiTable none;
-    none.table.base_address = cfi.code_start;
-    none.table.rows.push_back(frame_pointer_row(0));
-    SipHash hash(content_hash_key());
-    hash.update(std::string_view("no CFI"));
-    hash.update(cfi.code_start);
-    none.content_key = hash.finish();
-    return none;
-  }
+  if (!section || section->type == SHT_NOBITS || section->size == 0)
+    return build_cfi_table(cfi); // no CFI: one frame-pointer row
   auto content = elf.read_section(*section, kMaxCfiSectionBytes);
   if (!content)
     return fail(content.error());

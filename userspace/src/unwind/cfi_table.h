@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/elf_reader.h"
 #include "common/result.h"
@@ -46,7 +47,8 @@ struct CfiTable {
   UnwindTable table;
   // Equal only for files whose tables are equal: a keyed cryptographic hash (SipHash-2-4, with a
   // key drawn at random once per process) of the CFI bytes used, the section's address and
-  // format, and the span of the executable load segments. Never the build ID or the
+  // format, the span of the executable load segments and every load segment's offset, address
+  // and size (from which the sampler works out a mapping's load bias). Never the build ID or the
   // inode alone: a hostile container can copy a library's build ID next to garbage CFI, and its
   // table must not replace the library's in other containers.
   uint64_t content_key = 0;
@@ -65,6 +67,8 @@ struct CfiSection {
   // The table starts at code_start, or at the lowest FDE when code_end is 0 (nothing known).
   uint64_t code_start = 0;
   uint64_t code_end = 0;
+  // The file's load segments, hashed into content_key only (null: none).
+  const std::vector<ElfSegment>* load_segments = nullptr;
 };
 
 // Builds the table of one CFI section; content_key covers every field of cfi (the table is a
