@@ -973,7 +973,9 @@ Result<CfiTable> build_cfi_table(const ElfReader& elf)
     section = elf.section_named(".debug_frame");
     cfi.eh_frame = false;
   }
-  if (!section || section->type == SHT_NOBITS || section->size == 0)
+  // A compressed .debug_frame (-gz) is not inflated: as if there were none.
+  if (!section || section->type == SHT_NOBITS || section->size == 0 ||
+      (section->flags & SHF_COMPRESSED))
     return build_cfi_table(cfi); // no CFI: one frame-pointer row
   auto content = elf.read_section(*section, kMaxCfiSectionBytes);
   if (!content)

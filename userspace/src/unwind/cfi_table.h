@@ -32,11 +32,14 @@ inline constexpr size_t kMaxCfaStateDepth = 16;
 struct CfiCounts {
   uint64_t cfi_bytes = 0;          // bytes of the CFI section read
   uint64_t fdes = 0;               // FDEs read, malformed or not
-  uint64_t fdes_malformed = 0;     // FDEs skipped because they, or their CIE, are malformed
-  uint64_t fdes_dropped = 0;       // FDEs dropped: overlapping another, or past kMaxCfiRows
+  uint64_t fdes_malformed = 0;     // FDEs skipped because they or their CIE are malformed, and
+                                   // entries whose length or id cannot be read
+  uint64_t fdes_dropped = 0;       // FDEs dropped: overlapping an earlier one, outside the code,
+                                   // or past kMaxCfiRows
   uint64_t rows_frame_pointer = 0; // CFI rows whose rule the sampler cannot follow (a DWARF
-                                   // expression, a CFA in another register or past s16), left to
-                                   // the frame pointer
+                                   // expression, a CFA in another register or past s16, a return
+                                   // address or frame pointer saved elsewhere), left to the frame
+                                   // pointer
   bool section_cut = false;        // the section was larger than kMaxCfiSectionBytes
 };
 
@@ -75,7 +78,8 @@ struct CfiSection {
 // function of them alone). Fails only when the code spans more than 4 GiB.
 [[nodiscard]] Result<CfiTable> build_cfi_table(const CfiSection& cfi);
 
-// Builds elf's unwind table from its .eh_frame, or its .debug_frame when it has no .eh_frame.
+// Builds elf's unwind table from its .eh_frame, or its .debug_frame when it has no .eh_frame (a
+// compressed .debug_frame is not read).
 // Fails on what makes the whole file unusable: not x86-64, a CFI section that cannot be read, or
 // code spanning more than 4 GiB (pc_offset is 32 bits). A malformed CIE or FDE is no failure.
 [[nodiscard]] Result<CfiTable> build_cfi_table(const ElfReader& elf);
