@@ -75,6 +75,10 @@ std::string common_name(std::string_view name)
     name.remove_prefix(5);
   while (name.size() > 1 && name.front() == '_')
     name.remove_prefix(1);
+  // glibc's memcpy variants are its memmove variants under a second name (one address); perf
+  // and flamebpf each pick one of the two.
+  if (name.starts_with("memcpy"))
+    return "memmove" + std::string(name.substr(6));
   return std::string(name);
 }
 

@@ -43,7 +43,8 @@ perf_record(pid_t pid, double seconds, int hz, PerfCallGraph call_graph, const s
 // unwind), with each frame name put in a common form: no kernel ("_[k]") or inlined ("_[i]")
 // frames; a compiler's clone suffix (".part.0", ".constprop.1", ".cold") cut; a symbol version
 // ("@@GLIBC_2.34") cut; glibc's internal alias prefix "__GI_" and leading underscores cut
-// (flamebpf and perf pick different aliases of one address); a C++ parameter list cut; runs of one
+// (flamebpf and perf pick different aliases of one address, as they do between glibc's memcpy and
+// memmove variants, which are made one); a C++ parameter list cut; runs of one
 // frame (recursion, as in glibc's merge sort, whose depth varies from sample to sample) made one
 // frame. Stacks without main are counted under kNoMain.
 FoldedStacks comparable_stacks(const FoldedStacks& stacks, const std::string& comm);
