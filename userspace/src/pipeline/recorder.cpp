@@ -247,6 +247,14 @@ Result<> Recorder::drain()
     sampler_->forget_image(image.pid, image.image_id);
     attacher_.forget_if_gone(image.pid);
   }
+  if (unwind_tables_) {
+    const auto& counts = unwind_tables_->counts();
+    spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
+                  "{} failed, {} left out for room",
+                  unwind_tables_->live_tables(), unwind_tables_->rows_used(),
+                  unwind_tables_->images(), counts.files_built, counts.files_shared,
+                  counts.files_failed, counts.files_no_room);
+  }
   return {};
 }
 

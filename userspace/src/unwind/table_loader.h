@@ -88,6 +88,8 @@ public:
   uint32_t table_users(uint64_t content_key) const;
   // Rows taken in the row array.
   uint32_t rows_used() const { return rows_.used(); }
+  // Process images the loader follows (with tables installed or not).
+  size_t images() const { return images_.size(); }
 
 private:
   using ImageKey = std::pair<uint32_t, uint32_t>; // pid, image_id
