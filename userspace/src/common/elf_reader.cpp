@@ -138,6 +138,7 @@ Result<> ElfReader::read_headers()
     if (!raw)
       return fail(error("truncated ELF header"));
     auto ehdr = load<Elf64_Ehdr>(*raw);
+    machine_ = ehdr.e_machine;
     header = {ehdr.e_phoff, ehdr.e_shoff, ehdr.e_phentsize, ehdr.e_shentsize,
               ehdr.e_phnum, ehdr.e_shnum, ehdr.e_shstrndx};
   } else {
@@ -145,6 +146,7 @@ Result<> ElfReader::read_headers()
     if (!raw)
       return fail(error("truncated ELF header"));
     auto ehdr = load<Elf32_Ehdr>(*raw);
+    machine_ = ehdr.e_machine;
     header = {ehdr.e_phoff, ehdr.e_shoff, ehdr.e_phentsize, ehdr.e_shentsize,
               ehdr.e_phnum, ehdr.e_shnum, ehdr.e_shstrndx};
   }

@@ -89,6 +89,8 @@ public:
   const std::string& shown() const { return shown_; }
   // ELFCLASS64, else ELFCLASS32.
   bool is_64() const { return is_64_; }
+  // The architecture: EM_X86_64, EM_AARCH64, ...
+  uint16_t machine() const { return machine_; }
   // The section headers, in file order (index 0 is the null section).
   const std::vector<ElfSection>& sections() const { return sections_; }
   // The program headers, in file order.
@@ -123,6 +125,7 @@ private:
   ElfBytes bytes_;
   std::string shown_;
   bool is_64_ = true;
+  uint16_t machine_ = 0;
   std::vector<ElfSection> sections_;
   std::vector<ElfSegment> segments_;
 };

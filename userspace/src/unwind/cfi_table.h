@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/elf_reader.h"
 #include "common/result.h"
@@ -41,8 +42,9 @@ struct CfiTable {
   // Rows relative to table.base_address, an ELF virtual address (the sampler adds each
   // mapping's load bias). Ends with a FB_UNWIND_FRAME_POINTER row.
   UnwindTable table;
-  // Equal only for files whose tables are equal: a cryptographic hash of the CFI bytes used, the
-  // section's address and the executable load segments' addresses. Never the build ID or the
+  // Equal only for files whose tables are equal: a keyed cryptographic hash (SipHash-2-4, with a
+  // key drawn at random once per process) of the CFI bytes used, the section's address and
+  // format, and the span of the executable load segments. Never the build ID or the
   // inode alone: a hostile container can copy a library's build ID next to garbage CFI, and its
   // table must not replace the library's in other containers.
   uint64_t content_key = 0;
@@ -51,6 +53,21 @@ struct CfiTable {
   std::string section;
   CfiCounts counts;
 };
+
+// A CFI section's bytes and what its table depends on besides them.
+struct CfiSection {
+  std::string_view bytes; // the section's content, at most kMaxCfiSectionBytes of it
+  uint64_t address = 0;   // its virtual address: the base of pc-relative pointers
+  bool eh_frame = true;   // in .eh_frame's format, else in .debug_frame's
+  // The code the FDEs may describe, [code_start, code_end): FDEs outside it are dropped (counted).
+  // The table starts at code_start, or at the lowest FDE when code_end is 0 (nothing known).
+  uint64_t code_start = 0;
+  uint64_t code_end = 0;
+};
+
+// Builds the table of one CFI section; content_key covers every field of cfi (the table is a
+// function of them alone). Fails only when the code spans more than 4 GiB.
+[[nodiscard]] Result<CfiTable> build_cfi_table(const CfiSection& cfi);
 
 // Builds elf's unwind table from its .eh_frame, or its .debug_frame when it has no .eh_frame.
 // Fails on what makes the whole file unusable: not x86-64, a CFI section that cannot be read, or
