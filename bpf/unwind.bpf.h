@@ -120,6 +120,21 @@ static __always_inline int read_user_word(__u64 address, __u64* value)
   return bpf_probe_read_user(value, sizeof(*value), (const void*)address);
 }
 
+// Whether the mapping that held the last pc holds this one too: consecutive frames are mostly in
+// one file, and then the image's mappings are not looked up at all.
+static __always_inline int
+cached_mapping(struct fb_unwind_state* state, __u64 pc, struct fb_unwind_mapping* found)
+{
+  if (state->cached_valid && state->cached_generation == mappings_generation &&
+      state->cached_image.tgid == state->image.tgid &&
+      state->cached_image.image_id == state->image.image_id && pc >= state->cached_mapping.start &&
+      pc < state->cached_mapping.end) {
+    *found = state->cached_mapping;
+    return 1;
+  }
+  return 0;
+}
+
 // The mapping of state->image that holds pc; 0 if none.
 static __always_inline int find_mapping(struct fb_unwind_state* state,
                                         struct fb_image_mappings* image,
@@ -127,13 +142,6 @@ static __always_inline int find_mapping(struct fb_unwind_state* state,
                                         struct fb_unwind_mapping* found)
 {
   __u64 generation = mappings_generation;
-  if (state->cached_valid && state->cached_generation == generation &&
-      state->cached_image.tgid == state->image.tgid &&
-      state->cached_image.image_id == state->image.image_id && pc >= state->cached_mapping.start &&
-      pc < state->cached_mapping.end) {
-    *found = state->cached_mapping;
-    return 1;
-  }
   __u32 count = image->count;
   if (count > FB_MAX_IMAGE_MAPPINGS)
     count = FB_MAX_IMAGE_MAPPINGS;
@@ -248,14 +256,18 @@ static long unwind_step(__u32 index, void* context)
   // A return address points after its call; the call itself is one byte earlier.
   __u64 lookup_pc = state->exact_pc ? pc : pc - 1;
   struct fb_unwind_row row = {.kind = FB_UNWIND_FRAME_POINTER};
-  struct fb_image_mappings* image = bpf_map_lookup_elem(&image_mappings, &state->image);
   struct fb_unwind_mapping mapping;
-  if (image && find_mapping(state, image, lookup_pc, &mapping)) {
-    if (lookup_pc >= mapping.table_base)
-      find_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
-  } else if (image && !image->missed) {
-    image->missed = 1; // userspace reads the maps again: a library loaded since
+  int found = cached_mapping(state, lookup_pc, &mapping);
+  if (!found) {
+    struct fb_image_mappings* image = bpf_map_lookup_elem(&image_mappings, &state->image);
+    if (image) {
+      found = find_mapping(state, image, lookup_pc, &mapping);
+      if (!found && !image->missed)
+        image->missed = 1; // userspace reads the maps again: a library loaded since
+    }
   }
+  if (found && lookup_pc >= mapping.table_base)
+    find_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
 
   if (row.kind == FB_UNWIND_JVM_INTERPRETER) {
     __u64 method = 0;
@@ -291,11 +303,19 @@ static long unwind_step(__u32 index, void* context)
     else // a PLT entry pushes once, 11 bytes in; so does each entry of the classic PLT
       cfa = sp + 8 + ((lookup_pc & 15) >= 11 ? 8 : 0);
     __u64 return_address = 0;
-    if (read_user_word(cfa - 8, &return_address)) {
+    if (row.fp_offset_words == -2) {
+      // The usual frame: the saved frame pointer right below the return address; one read.
+      __u64 saved[2];
+      if (bpf_probe_read_user(saved, sizeof(saved), (const void*)(cfa - 16))) {
+        unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+        return 1;
+      }
+      state->fp = saved[0];
+      return_address = saved[1];
+    } else if (read_user_word(cfa - 8, &return_address)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
-    }
-    if (row.fp_offset_words != 0) {
+    } else if (row.fp_offset_words != 0) {
       __u64 caller_fp = 0;
       if (read_user_word(cfa + 8 * (__s64)row.fp_offset_words, &caller_fp)) {
         unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
