@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -274,6 +275,27 @@ TEST_F(TableLoaderTest, ACodeTableIsReplacedWholeAfterItsRowsAreWritten)
   loader.forget_image(77, 1);
   EXPECT_EQ(loader.rows_used(), 0u);
   EXPECT_EQ(maps_.live_slots(), 0u);
+}
+
+TEST_F(TableLoaderTest, QueuedImagesLoadOldestFirstAndAnExitLeavesTheQueue)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  for (uint32_t pid : {11u, 12u, 13u})
+    write_maps(pid, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.queue_process(11, 1);
+  loader.queue_process(12, 1);
+  loader.queue_process(13, 1);
+  EXPECT_TRUE(maps_.images.empty()); // nothing is read until the pipeline has time for it
+  // A deadline already past loads nothing.
+  EXPECT_TRUE(loader.load_queued(std::chrono::steady_clock::now() - std::chrono::seconds(1)));
+  EXPECT_TRUE(maps_.images.empty());
+  loader.forget_image(12, 1); // exited while queued
+  EXPECT_FALSE(loader.load_queued(std::chrono::steady_clock::now() + std::chrono::hours(1)));
+  EXPECT_TRUE(maps_.has_image(11, 1));
+  EXPECT_FALSE(maps_.has_image(12, 1));
+  EXPECT_TRUE(maps_.has_image(13, 1));
+  EXPECT_EQ(loader.table_users(1), 2u);
 }
 
 } // namespace

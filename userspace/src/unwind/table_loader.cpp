@@ -114,7 +114,26 @@ TableLoader::TableLoader(TableMaps& maps, std::string proc_root, FileTableBuilde
 void TableLoader::on_process_seen(uint32_t pid, uint32_t image_id)
 {
   ImageKey key{pid, image_id};
+  auto started = std::chrono::steady_clock::now();
   load_image(key, images_[key]);
+  std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - started;
+  if (took.count() > 20)
+    spdlog::debug("process {}: its unwind tables took {:.0f} ms", pid, took.count());
+}
+
+void TableLoader::queue_process(uint32_t pid, uint32_t image_id)
+{
+  queued_.push_back({pid, image_id});
+}
+
+bool TableLoader::load_queued(std::chrono::steady_clock::time_point deadline)
+{
+  while (!queued_.empty() && std::chrono::steady_clock::now() < deadline) {
+    auto [pid, image_id] = queued_.front();
+    queued_.pop_front();
+    on_process_seen(pid, image_id);
+  }
+  return !queued_.empty();
 }
 
 void TableLoader::on_mapping_missed(uint32_t pid, uint32_t image_id)
@@ -128,6 +147,7 @@ void TableLoader::on_mapping_missed(uint32_t pid, uint32_t image_id)
 
 void TableLoader::forget_image(uint32_t pid, uint32_t image_id)
 {
+  std::erase(queued_, ImageKey{pid, image_id});
   auto it = images_.find({pid, image_id});
   if (it == images_.end())
     return;

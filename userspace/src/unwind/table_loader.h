@@ -6,7 +6,9 @@
 // image is unwound by the kernel's frame-pointer walker.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -69,6 +71,12 @@ public:
 
   // A process image's first sample: load the tables of its executable mappings and install them.
   void on_process_seen(uint32_t pid, uint32_t image_id);
+  // The same, later: queues the image for load_queued(). Reading a process's files and their CFI
+  // can take tens of milliseconds; the pipeline does it between drains, not in its notice handler.
+  void queue_process(uint32_t pid, uint32_t image_id);
+  // Loads queued images, oldest first, until none is left or the deadline has passed (each image
+  // is loaded whole). Returns whether some are still queued.
+  bool load_queued(std::chrono::steady_clock::time_point deadline);
   // The program met a pc of the image outside its installed mappings (a library loaded since):
   // its maps are read again. The pipeline calls this at most once per image and interval.
   void on_mapping_missed(uint32_t pid, uint32_t image_id);
@@ -145,6 +153,7 @@ private:
   std::set<FileKey> reported_files_;                 // malformed CFI already logged
   std::unordered_map<uint64_t, SharedTable> tables_; // by content key
   std::map<ImageKey, Image> images_;
+  std::deque<ImageKey> queued_;
   LoaderCounts counts_;
   bool full_logged_ = false;
 };
