@@ -488,6 +488,8 @@ TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
   Child profiler(
       {FLAMEBPF_BINARY, "--all-containers", "--interval", "0.05", "-F", "999", "-o", out}, "", log);
   ASSERT_TRUE(wait_for_text(log, "profiling", 30)) << read_text(log);
+  // "profiling" is said once the targets are resolved; the BPF program loads after that.
+  wait_until_sampling(profiler.pid());
   auto burner = copy_burner(dir_.path(), "burner_new");
   std::vector<std::string> containers;
   for (int i = 1; i <= 6; ++i) {

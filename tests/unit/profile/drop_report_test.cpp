@@ -65,5 +65,23 @@ TEST(DescribeDrops, OneLinePerKindNamingTheOption)
   EXPECT_EQ(total_drops(counters), 1u + 2 + 3 + 4 + 5);
 }
 
+TEST(DescribeCutStacks, SanityFailuresReadFailuresAndDepthEachGetALineAndNoDrop)
+{
+  profile::DropCounters counters;
+  counters.counts[FB_COUNTER_UNWIND_SP_BACKWARDS] = 1;
+  counters.counts[FB_COUNTER_UNWIND_BAD_ROW] = 2;
+  counters.counts[FB_COUNTER_UNWIND_READ_FAILED] = 3;
+  counters.counts[FB_COUNTER_UNWIND_TRUNCATED] = 4;
+  auto lines = describe_cut_stacks(counters);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(any_line_contains(lines, "3 user stacks cut short where an unwind step went wrong"));
+  EXPECT_TRUE(any_line_contains(lines, "3 user stacks cut short where their memory could not"));
+  EXPECT_TRUE(any_line_contains(lines, "4 user stacks cut at their deepest"));
+  // A cut stack is still counted, with the frames found.
+  EXPECT_TRUE(describe_drops(counters).empty());
+  EXPECT_EQ(total_drops(counters), 0u);
+  EXPECT_TRUE(describe_cut_stacks(profile::DropCounters{}).empty());
+}
+
 } // namespace
 } // namespace flamebpf::profile

@@ -1,5 +1,6 @@
 #include "pipeline/recorder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <signal.h>
 
@@ -22,6 +23,9 @@ using Wall = Schedule::Wall;
 
 // Refreshes triggered by cgroup directories coming and going are at most this frequent.
 constexpr auto kMinRefreshGap = std::chrono::milliseconds(100);
+// The longest the loop spends loading unwind tables before it polls again (one image may take
+// longer: it is loaded whole); it then waits four times as long before the next slice.
+constexpr auto kUnwindTableSlice = std::chrono::milliseconds(20);
 
 Result<target::TargetSet> resolve_targets(const cli::Config& config)
 {
@@ -50,6 +54,7 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
   sampler::SamplerOptions options;
   options.frequency_hz = config.frequency_hz;
   options.stack_storage = config.stack_storage;
+  options.unwind_memory = size_t{config.unwind_memory_mib} << 20;
   options.count_storage = config.count_storage;
   options.keep_unmatched = targets.keeps_unmatched();
   options.explicit_targets = !config.all_containers;
@@ -140,6 +145,8 @@ Result<> Recorder::start()
   if (!sampler)
     return fail(sampler.error());
   sampler_.emplace(std::move(*sampler));
+  if (auto* table_maps = sampler_->table_maps())
+    unwind_tables_.emplace(*table_maps);
   spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler_->scope(),
                 config_.frequency_hz,
                 static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
@@ -167,6 +174,10 @@ void Recorder::on_notice(const fb_process_notice& notice)
   }
   std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
   symbolizer_->on_process_seen({notice.tgid, notice.image_id}, comm);
+  if (unwind_tables_) {
+    unwind_tables_->queue_process(notice.tgid, notice.image_id);
+    tables_queued_ = true;
+  }
   hand_new_jvms_to_attacher();
 }
 
@@ -216,6 +227,8 @@ Result<> Recorder::drain()
     return fail(raw.error());
   for (const auto& line : profile::describe_drops(raw->counters))
     spdlog::warn("{}", line);
+  for (const auto& line : profile::describe_cut_stacks(raw->counters))
+    spdlog::debug("{}", line);
   // A container whose cgroup appeared before the buffers were switched is found before its
   // samples are named: otherwise those the kernel took before it joined the filter would count
   // for the host.
@@ -231,11 +244,40 @@ Result<> Recorder::drain()
                 raw->counters.counts[FB_COUNTER_FILTERED]);
   accumulator_.add(std::move(*symbolized));
   hand_new_jvms_to_attacher();
+  if (unwind_tables_) {
+    // Libraries loaded since the image's maps were read: once per interval at most.
+    for (const auto& image : sampler_->missed_images())
+      unwind_tables_->on_mapping_missed(image.tgid, image.image_id);
+  }
   for (const auto& image : symbolizer_->forget_exited_processes()) {
+    if (unwind_tables_)
+      unwind_tables_->forget_image(image.pid, image.image_id);
     sampler_->forget_image(image.pid, image.image_id);
     attacher_.forget_if_gone(image.pid);
   }
+  if (unwind_tables_) {
+    const auto& counts = unwind_tables_->counts();
+    spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
+                  "{} failed, {} partly malformed, {} left out for room",
+                  unwind_tables_->live_tables(), unwind_tables_->rows_used(),
+                  unwind_tables_->images(), counts.files_built, counts.files_shared,
+                  counts.files_failed, counts.files_malformed, counts.files_no_room);
+  }
   return {};
+}
+
+void Recorder::load_unwind_tables()
+{
+  if (!unwind_tables_)
+    return;
+  // A slice at a time, a fifth of the time at most: the notices and drains keep their pace, and
+  // the processes being profiled keep their CPU, while a host's worth of new processes (as at
+  // start) has its tables loaded over the next seconds.
+  auto now = Steady::now();
+  if (!tables_queued_ || now < next_table_slice_)
+    return;
+  tables_queued_ = unwind_tables_->load_queued(now + kUnwindTableSlice);
+  next_table_slice_ = Steady::now() + 4 * kUnwindTableSlice;
 }
 
 Result<> Recorder::end_interval(Wall::time_point end)
@@ -306,10 +348,13 @@ Result<RecordSummary> Recorder::run()
         std::min<Steady::duration>(schedule.next_wake() - now, std::chrono::milliseconds(200));
     if (refresh_pending)
       wait = std::min<Steady::duration>(wait, kMinRefreshGap);
+    if (tables_queued_)
+      wait = std::clamp<Steady::duration>(next_table_slice_ - now, Steady::duration::zero(), wait);
     auto polled = sampler_->poll_notices(
         std::chrono::duration_cast<std::chrono::milliseconds>(wait) + std::chrono::milliseconds(1));
     if (!polled)
       return fail(polled.error());
+    load_unwind_tables();
   }
   service_.stopping();
   stop_attacher();

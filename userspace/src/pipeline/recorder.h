@@ -20,6 +20,7 @@
 #include "symbolize/symbolizer.h"
 #include "target/cgroup_watcher.h"
 #include "target/target_set.h"
+#include "unwind/table_loader.h"
 
 namespace flamebpf::pipeline {
 
@@ -48,6 +49,8 @@ private:
   [[nodiscard]] Result<> start();
   // A process's first sample.
   void on_notice(const fb_process_notice& notice);
+  // Loads the queued processes' unwind tables for a slice of time.
+  void load_unwind_tables();
   // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
   // before it loaded the VM.
   void hand_new_jvms_to_attacher();
@@ -72,6 +75,10 @@ private:
   std::optional<symbolize::Symbolizer> symbolizer_;
   std::optional<sampler::Sampler> sampler_;
   std::optional<drain::Drainer> drainer_; // reads sampler_'s maps
+  // Loads unwind tables into sampler_'s maps; absent when the unwinder is off.
+  std::optional<unwind::TableLoader> unwind_tables_;
+  bool tables_queued_ = false; // processes wait for their unwind tables
+  Schedule::Steady::time_point next_table_slice_;
   target::CgroupWatcher watcher_;
   profile::Accumulator accumulator_; // the current interval
   Schedule::Wall::time_point interval_start_;

@@ -25,6 +25,23 @@ std::vector<std::string> describe_drops(const DropCounters& counters)
   return lines;
 }
 
+std::vector<std::string> describe_cut_stacks(const DropCounters& counters)
+{
+  std::vector<std::string> lines;
+  auto add = [&](uint64_t count, const char* what) {
+    if (count > 0)
+      lines.push_back(std::to_string(count) + " " + what);
+  };
+  add(counters[FB_COUNTER_UNWIND_SP_BACKWARDS] + counters[FB_COUNTER_UNWIND_TOO_DEEP] +
+          counters[FB_COUNTER_UNWIND_NO_RETURN] + counters[FB_COUNTER_UNWIND_BAD_ROW],
+      "user stacks cut short where an unwind step went wrong (a table that does not match its "
+      "code, or a corrupt stack)");
+  add(counters[FB_COUNTER_UNWIND_READ_FAILED],
+      "user stacks cut short where their memory could not be read (paged out)");
+  add(counters[FB_COUNTER_UNWIND_TRUNCATED], "user stacks cut at their deepest frames kept");
+  return lines;
+}
+
 uint64_t total_drops(const DropCounters& counters)
 {
   return counters[FB_COUNTER_KSTACK_COLLISION] + counters[FB_COUNTER_USTACK_COLLISION] +
