@@ -499,6 +499,24 @@ TEST(CfiTable, MalformedEntriesCostOnlyThemselves)
   EXPECT_EQ(built->counts.fdes_dropped, 2u);   // outside the code, overlapping
 }
 
+TEST(CfiTable, RowsAreCapped)
+{
+  // FDEs of 4 bytes each 8 bytes apart: two rows each (its own and the gap's), more than the cap.
+  Bytes section;
+  add_cie(section);
+  size_t fdes = kMaxCfiRows / 2 + 1000;
+  for (size_t i = 0; i < fdes; ++i)
+    add_fde(section, kSectionAddress, 0, kCode + 8 * i, 4, {});
+  auto built = build(section, kCode + 8 * fdes);
+  ASSERT_TRUE(built.has_value()) << built.error().message;
+  const auto& rows = built->table.rows;
+  EXPECT_LE(rows.size(), kMaxCfiRows);
+  EXPECT_GT(rows.size(), kMaxCfiRows - 4);
+  EXPECT_EQ(rows.back().kind, FB_UNWIND_FRAME_POINTER);
+  EXPECT_GE(built->counts.fdes_dropped, 1000u);
+  EXPECT_EQ(built->counts.fdes_malformed, 0u);
+}
+
 TEST(CfiTable, EveryTruncationIsSafe)
 {
   Bytes section;

@@ -737,9 +737,10 @@ bool Builder::run(size_t begin,
 Result<UnwindTable> Builder::build()
 {
   read_entries();
-  // Stable: of FDEs that start at one address, the first in the section is taken.
-  std::stable_sort(spans_.begin(), spans_.end(),
-                   [](const FdeSpan& a, const FdeSpan& b) { return a.start < b.start; });
+  // Of FDEs that start at one address, the first in the section is taken.
+  std::sort(spans_.begin(), spans_.end(), [](const FdeSpan& a, const FdeSpan& b) {
+    return a.start != b.start ? a.start < b.start : a.instructions < b.instructions;
+  });
 
   UnwindTable table;
   bool known_code = cfi_.code_end > cfi_.code_start;
