@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -164,6 +166,16 @@ std::string own_log(const std::string& log)
   return kept;
 }
 
+// The figures of a run, printed with the test's output whether it passes or not.
+void print_figures(const SideBySide& seen)
+{
+  std::cout << fmt::format("flamebpf: {} samples, {:.1f}% reach main; perf record: {} samples, "
+                           "{:.1f}% reach main; distance {:.3f}\n",
+                           seen.flamebpf_samples, 100 * share_reaching_main(seen.flamebpf),
+                           sample_count(seen.perf), 100 * share_reaching_main(seen.perf),
+                           distribution_distance(seen.flamebpf, seen.perf));
+}
+
 std::string context_of(const SideBySide& seen)
 {
   return "flamebpf | perf record:\n" + largest_differences(seen.flamebpf, seen.perf) +
@@ -175,6 +187,7 @@ std::string context_of(const SideBySide& seen)
 // oracle works), flamebpf's stacks reaching main, and the two agreeing.
 void expect_complete_and_agreeing(const SideBySide& seen)
 {
+  print_figures(seen);
   ASSERT_EQ(seen.flamebpf_exit_code, 0) << seen.flamebpf_log;
   ASSERT_GT(seen.flamebpf_samples, 1000u) << context_of(seen);
   ASSERT_GT(sample_count(seen.perf), 1000u) << context_of(seen);
@@ -198,6 +211,8 @@ TEST_F(CfiUnwindTest, QsortAndMemcpyThroughGlibcReachMainWithTheCallerSplit)
   ASSERT_GT(light, 0) << context_of(seen);
   double perf_heavy = static_cast<double>(samples_under(seen.perf, "main;run;heavy_caller"));
   double perf_light = static_cast<double>(samples_under(seen.perf, "main;run;light_caller"));
+  std::cout << fmt::format("split heavy:light: flamebpf {:.2f}, perf record {:.2f}\n",
+                           heavy / light, perf_heavy / perf_light);
   EXPECT_NEAR(heavy / light, kSplit, kSplit * kSplitTolerance)
       << "perf record's split: " << perf_heavy / perf_light << "\n"
       << context_of(seen);
@@ -224,6 +239,7 @@ TEST_F(CfiUnwindTest, GarbageCfiIsReportedAndStacksAreAtLeastThoseOfFramePointer
 {
   std::string garbled = std::string(GARBLED_CFI_DIR) + "/split_sorter_fp";
   auto seen = profile_side_by_side(garbled, "split_sorter_fp", PerfCallGraph::kFramePointer);
+  print_figures(seen);
   ASSERT_EQ(seen.flamebpf_exit_code, 0) << seen.flamebpf_log;
   ASSERT_GT(seen.flamebpf_samples, 1000u) << context_of(seen);
   ASSERT_GT(sample_count(seen.perf), 1000u) << context_of(seen);
@@ -236,7 +252,7 @@ TEST_F(CfiUnwindTest, GarbageCfiIsReportedAndStacksAreAtLeastThoseOfFramePointer
             samples_under(seen.perf, "main;run;heavy_caller;sort_and_copy") * 9 / 10)
       << context_of(seen);
   EXPECT_FALSE(lines_with(seen.flamebpf_log, garbled).empty())
-      << "no word in the log of the CFI that could not be read\n"
+      << "a file whose CFI cannot be read is logged, naming it, and counted\n"
       << seen.flamebpf_log;
 }
 
@@ -246,6 +262,7 @@ TEST_F(CfiUnwindTest, GarbageCfiWithoutFramePointersIsReportedAndBounded)
 {
   std::string garbled = std::string(GARBLED_CFI_DIR) + "/split_sorter";
   auto seen = profile_side_by_side(garbled, "split_sorter", PerfCallGraph::kFramePointer);
+  print_figures(seen);
   ASSERT_EQ(seen.flamebpf_exit_code, 0) << seen.flamebpf_log;
   EXPECT_GT(seen.flamebpf_samples, 1000u) << context_of(seen);
   EXPECT_GE(share_reaching_main(seen.flamebpf), share_reaching_main(seen.perf) - 0.05)
@@ -253,7 +270,7 @@ TEST_F(CfiUnwindTest, GarbageCfiWithoutFramePointersIsReportedAndBounded)
   // 127 user frames at most, a kernel stack of its own, and no endless walk on garbage.
   EXPECT_LE(seen.longest_flamebpf_stack, 127u + 127u) << context_of(seen);
   EXPECT_FALSE(lines_with(seen.flamebpf_log, garbled).empty())
-      << "no word in the log of the CFI that could not be read\n"
+      << "a file whose CFI cannot be read is logged, naming it, and counted\n"
       << seen.flamebpf_log;
 }
 

@@ -48,10 +48,10 @@ TEST(UnwindTablesTest, ProcessesShareTablesAndAnExitFreesTheTablesNoOneElseUses)
   wait_until_busy(second.pid(), "split_sorter");
   wait_until_busy(leaving.pid(), "deep_chain");
   TempDir dir;
-  auto run = run_flamebpf({"--pid", std::to_string(first.pid()), "--pid",
-                           std::to_string(second.pid()), "--pid", std::to_string(leaving.pid()),
-                           "-d", "7", "--interval", "0.5", "-v", "-o",
-                           dir.path().string() + "/out.folded"});
+  auto run =
+      run_flamebpf({"--pid", std::to_string(first.pid()), "--pid", std::to_string(second.pid()),
+                    "--pid", std::to_string(leaving.pid()), "-d", "7", "--interval", "0.5", "-v",
+                    "-o", dir.path().string() + "/out.folded"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   if (run.output.find("stacks are unwound by frame pointers only") != std::string::npos)
     GTEST_SKIP() << "this kernel lacks what the table unwinder needs: " << run.output;
