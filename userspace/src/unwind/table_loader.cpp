@@ -27,6 +27,13 @@ Result<FileTable> table_of(const ElfReader& elf)
   FileTable built;
   built.table = std::move(cfi->table);
   built.content_key = cfi->content_key;
+  const auto& counts = cfi->counts;
+  if (counts.fdes_malformed > 0)
+    built.trouble = std::to_string(counts.fdes_malformed) + " of its " +
+                    std::to_string(counts.fdes) + " FDEs in " + cfi->section + " are malformed";
+  if (counts.section_cut)
+    built.trouble += std::string(built.trouble.empty() ? "" : "; ") + "its " + cfi->section +
+                     " is larger than " + std::to_string(kMaxCfiSectionBytes >> 20) + " MiB";
   for (const auto& segment : elf.segments())
     if (segment.type == PT_LOAD)
       built.segments.push_back({segment.offset, segment.vaddr, segment.file_size});
@@ -193,6 +200,10 @@ const TableLoader::KnownFile* TableLoader::file_for(const std::string& process_d
     spdlog::info("{}: no unwind table ({}); its frames are unwound by the frame pointer",
                  mapping.path, built.error().message);
     return nullptr;
+  }
+  if (!built->trouble.empty() && reported_files_.insert(key).second) {
+    ++counts_.files_malformed;
+    spdlog::info("{}: {}; that code is unwound by the frame pointer", mapping.path, built->trouble);
   }
   KnownFile& known = files_[key];
   known.content_key = built->content_key;

@@ -34,6 +34,9 @@ struct FileTable {
   UnwindTable table;                 // rows relative to table.base_address, an ELF virtual address
   uint64_t content_key = 0;          // equal only for equal tables (CfiTable::content_key)
   std::vector<LoadSegment> segments; // the file's PT_LOAD segments
+  // What was wrong with the file's CFI, for the one log line per file ("" if nothing): parts
+  // of it were malformed or cut, and the code they describe is unwound by the frame pointer.
+  std::string trouble;
 };
 
 // Builds the table of the file behind mapping in the process whose /proc directory is
@@ -51,6 +54,7 @@ struct LoaderCounts {
   uint64_t files_built = 0;      // tables built from a file
   uint64_t files_shared = 0;     // mappings whose table another file's (or image's) already held
   uint64_t files_failed = 0;     // files whose table could not be built (logged once per file)
+  uint64_t files_malformed = 0;  // files whose CFI is partly malformed (logged once per file)
   uint64_t files_no_room = 0;    // tables left out because the row array was full
   uint64_t images_installed = 0; // images whose mappings went to the sampler (again after a miss)
   uint64_t maps_rereads = 0;     // maps read again after the program met an unknown pc
@@ -138,6 +142,7 @@ private:
   std::vector<uint32_t> free_slots_;
   std::map<FileKey, KnownFile> files_;
   std::set<FileKey> failed_files_;
+  std::set<FileKey> reported_files_;                 // malformed CFI already logged
   std::unordered_map<uint64_t, SharedTable> tables_; // by content key
   std::map<ImageKey, Image> images_;
   LoaderCounts counts_;
