@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <elf.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -292,6 +293,14 @@ TEST(CfiTable, FixtureRulesMapToTheirKinds)
   EXPECT_GE(built->counts.rows_frame_pointer, 3u);
   EXPECT_EQ(built->counts.fdes_malformed, 0u);
   EXPECT_GT(built->counts.fdes, 5u);
+}
+
+TEST(CfiTable, OnlyX86_64FilesAreUnwound)
+{
+  auto built = table_of(FLAMEBPF_ELF_FIXTURE_PLAIN32);
+  ASSERT_FALSE(built.has_value());
+  EXPECT_NE(built.error().message.find("not an x86-64 file"), std::string::npos)
+      << built.error().message;
 }
 
 // ---- Hand-written sections ----
@@ -589,6 +598,14 @@ TEST(CfiTable, ContentKeyFollowsWhatTheTableDependsOn)
   CfiSection shifted = cfi;
   shifted.code_start -= 0x10;
   EXPECT_NE(build_cfi_table(shifted)->content_key, key);
+  // Where the file's segments lie decides each mapping's load bias.
+  std::vector<ElfSegment> segments{ElfSegment{PT_LOAD, PF_R | PF_X, 0, kCode, 0x1000, 0x1000}};
+  CfiSection laid_out = cfi;
+  laid_out.load_segments = &segments;
+  uint64_t laid_out_key = build_cfi_table(laid_out)->content_key;
+  EXPECT_NE(laid_out_key, key);
+  segments[0].offset = 0x1000;
+  EXPECT_NE(build_cfi_table(laid_out)->content_key, laid_out_key);
   std::string changed = section.str();
   changed.back() ^= 1;
   CfiSection garbage = cfi;

@@ -318,34 +318,6 @@ void append_row(std::vector<fb_unwind_row>& rows, const fb_unwind_row& row)
   rows.push_back(row);
 }
 
-class Builder {
-public:
-  Builder(const CfiSection& cfi, CfiCounts& counts) : cfi_(cfi), counts_(counts) {}
-
-  Result<UnwindTable> build();
-
-private:
-  // Reads the section's entries: CIEs into cies_, FDEs into spans_.
-  void read_entries();
-  // The CIE at offset, parsed once; null if malformed or over kMaxCies.
-  const Cie* cie_at(uint64_t offset);
-  std::optional<Cie> parse_cie(uint64_t offset);
-  // Runs the instructions of [begin, end) from state; with rows, emits one (address, state) per
-  // advance, from address start up to limit. False if malformed.
-  bool run(size_t begin,
-           size_t end,
-           const Cie& cie,
-           RuleState& state,
-           uint64_t start,
-           uint64_t limit,
-           std::vector<std::pair<uint64_t, RuleState>>* rows);
-
-  const CfiSection& cfi_;
-  CfiCounts& counts_;
-  std::unordered_map<uint64_t, std::optional<Cie>> cies_;
-  std::vector<FdeSpan> spans_;
-};
-
 // The length and id fields of the entry at offset: the entry's end, the id's offset and the id,
 // and whether the id field is 8 bytes (64-bit DWARF).
 struct EntryHeader {
@@ -382,6 +354,49 @@ std::optional<EntryHeader> read_entry_header(std::string_view bytes, size_t offs
   header.id_ok = id.ok();
   return header;
 }
+
+class Builder {
+public:
+  Builder(const CfiSection& cfi, CfiCounts& counts) : cfi_(cfi), counts_(counts) {}
+
+  Result<UnwindTable> build();
+
+private:
+  // Reads the section's entries: CIEs into cies_, FDEs into spans_.
+  void read_entries();
+  // The CIE at offset, parsed once; null if malformed or over kMaxCies.
+  const Cie* cie_at(uint64_t offset);
+  std::optional<Cie> parse_cie(uint64_t offset);
+  // Where run() puts an FDE's rows: one per advance, merged as the table merges them.
+  struct RowSink {
+    std::vector<fb_unwind_row>& rows;
+    uint64_t base = 0;      // the table's base address
+    size_t max_rows = 0;    // more, and run() stops with capped set
+    uint64_t fallbacks = 0; // rows whose rule the sampler cannot follow
+    bool capped = false;
+  };
+  // Runs the instructions of [begin, end) from state; with a sink, emits the rows from address
+  // start up to limit. False if malformed or capped.
+  bool run(size_t begin,
+           size_t end,
+           const Cie& cie,
+           RuleState& state,
+           uint64_t start,
+           uint64_t limit,
+           RowSink* sink);
+  // Calls visit(offset, header) for each entry of the section, in order, up to its end, its
+  // terminator (.eh_frame) or an entry whose length runs past the end (then returns false).
+  template <class Visit> bool walk_entries(Visit visit);
+  bool is_cie(const EntryHeader& header) const;
+
+  const CfiSection& cfi_;
+  CfiCounts& counts_;
+  // The offsets where the section's CIEs start: an FDE may name only these, so that no two CIEs
+  // overlap and parsing them all reads each byte at most once.
+  std::vector<bool> cie_starts_;
+  std::unordered_map<uint64_t, std::optional<Cie>> cies_;
+  std::vector<FdeSpan> spans_;
+};
 
 std::optional<Cie> Builder::parse_cie(uint64_t offset)
 {
@@ -451,6 +466,8 @@ std::optional<Cie> Builder::parse_cie(uint64_t offset)
 
 const Cie* Builder::cie_at(uint64_t offset)
 {
+  if (offset >= cie_starts_.size() || !cie_starts_[offset])
+    return nullptr;
   auto found = cies_.find(offset);
   if (found == cies_.end()) {
     if (cies_.size() >= kMaxCies)
@@ -460,47 +477,58 @@ const Cie* Builder::cie_at(uint64_t offset)
   return found->second ? &*found->second : nullptr;
 }
 
+bool Builder::is_cie(const EntryHeader& header) const
+{
+  if (cfi_.eh_frame)
+    return header.id == 0;
+  return header.id == (header.wide ? ~uint64_t{0} : 0xffffffff);
+}
+
+template <class Visit> bool Builder::walk_entries(Visit visit)
+{
+  size_t offset = 0;
+  while (offset < cfi_.bytes.size()) {
+    auto header = read_entry_header(cfi_.bytes, offset);
+    if (!header)
+      return false;
+    if (header->terminator && cfi_.eh_frame)
+      return true;
+    visit(offset, *header);
+    offset = header->end;
+  }
+  return true;
+}
+
 void Builder::read_entries()
 {
-  std::string_view bytes = cfi_.bytes;
-  size_t offset = 0;
-  while (offset < bytes.size()) {
-    auto header = read_entry_header(bytes, offset);
-    if (!header) {
-      // A length past the end: nothing after it can be found.
+  cie_starts_.assign(cfi_.bytes.size(), false);
+  walk_entries([&](size_t offset, const EntryHeader& header) {
+    if (!header.terminator && header.id_ok && is_cie(header))
+      cie_starts_[offset] = true;
+  });
+  bool whole = walk_entries([&](size_t entry, const EntryHeader& entry_header) {
+    const EntryHeader* header = &entry_header;
+    std::string_view bytes = cfi_.bytes;
+    if (header->terminator || (header->id_ok && is_cie(*header)))
+      return;
+    if (!header->id_ok) {
       ++counts_.fdes_malformed;
       return;
     }
-    if (header->terminator) {
-      if (cfi_.eh_frame)
-        return;
-      offset = header->end;
-      continue;
-    }
-    size_t entry = offset;
-    offset = header->end;
-    if (!header->id_ok) {
-      ++counts_.fdes_malformed;
-      continue;
-    }
-    bool is_cie =
-        cfi_.eh_frame ? header->id == 0 : header->id == (header->wide ? ~uint64_t{0} : 0xffffffff);
-    if (is_cie)
-      continue; // parsed when an FDE names it
     ++counts_.fdes;
     uint64_t cie_offset = header->id;
     if (cfi_.eh_frame) {
       // .eh_frame's CIE pointer counts back from the pointer itself.
       if (header->id > header->id_offset) {
         ++counts_.fdes_malformed;
-        continue;
+        return;
       }
       cie_offset = header->id_offset - header->id;
     }
     const Cie* cie = cie_offset < entry || !cfi_.eh_frame ? cie_at(cie_offset) : nullptr;
     if (!cie) {
       ++counts_.fdes_malformed;
-      continue;
+      return;
     }
     Cursor cursor(bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
     auto start = read_pointer(cursor, cie->pointer_encoding, cfi_.address, cie->address_size);
@@ -508,24 +536,27 @@ void Builder::read_entries()
     auto range = read_pointer(cursor, cie->pointer_encoding & 0x0f, 0, cie->address_size);
     if (!start || !range || *start + *range < *start) {
       ++counts_.fdes_malformed;
-      continue;
+      return;
     }
     if (cie->has_augmentation_data)
       cursor.block(cursor.uleb());
     if (!cursor.ok()) {
       ++counts_.fdes_malformed;
-      continue;
+      return;
     }
     if (*range == 0)
-      continue; // describes no code (a discarded function)
+      return; // describes no code (a discarded function)
     if (spans_.size() >= kMaxCfiRows) {
       ++counts_.fdes_dropped;
-      continue;
+      return;
     }
     spans_.push_back(FdeSpan{*start, *start + *range, static_cast<uint32_t>(cursor.position()),
                              static_cast<uint32_t>(header->end),
                              static_cast<uint32_t>(cie_offset)});
-  }
+  });
+  // A length past the end: nothing after it can be found.
+  if (!whole)
+    ++counts_.fdes_malformed;
 }
 
 bool Builder::run(size_t begin,
@@ -534,7 +565,7 @@ bool Builder::run(size_t begin,
                   RuleState& state,
                   uint64_t start,
                   uint64_t limit,
-                  std::vector<std::pair<uint64_t, RuleState>>* rows)
+                  RowSink* sink)
 {
   Cursor cursor(cfi_.bytes, begin, end);
   std::vector<RuleState> remembered;
@@ -543,14 +574,21 @@ bool Builder::run(size_t begin,
   // current address, or when the rules after it no longer matter (past the FDE's end).
   bool stop = false;
   auto advance_to = [&](uint64_t next) {
-    if (!rows)
+    if (!sink)
       return true; // a CIE's initial instructions have no addresses
     if (next < address)
       return false;
     if (next > address) {
-      rows->emplace_back(address, state);
-      if (rows->size() >= kMaxCfiRows)
+      auto row = row_for(state, cie.signal_frame);
+      if (!row)
+        ++sink->fallbacks;
+      fb_unwind_row emitted = row.value_or(frame_pointer_row(0));
+      emitted.pc_offset = static_cast<uint32_t>(address - sink->base);
+      append_row(sink->rows, emitted);
+      if (sink->rows.size() >= sink->max_rows) {
+        sink->capped = true;
         return false;
+      }
     }
     address = next;
     if (address >= limit)
@@ -729,8 +767,8 @@ bool Builder::run(size_t begin,
     if (!ok || !cursor.ok())
       return false;
   }
-  if (rows && !stop)
-    advance_to(limit);
+  if (sink && !stop)
+    return advance_to(limit);
   return true;
 }
 
@@ -757,8 +795,7 @@ Result<UnwindTable> Builder::build()
   table.base_address = code_start;
 
   std::vector<fb_unwind_row>& rows = table.rows;
-  std::vector<std::pair<uint64_t, RuleState>> fde_rows;
-  std::vector<fb_unwind_row> converted;
+  std::vector<fb_unwind_row> fde_rows;
   uint64_t covered = code_start; // the end of the last FDE taken
   rows.push_back(frame_pointer_row(0));
   for (size_t index = 0; index < spans_.size(); ++index) {
@@ -772,34 +809,26 @@ Result<UnwindTable> Builder::build()
       ++counts_.fdes_malformed;
       continue;
     }
+    // Two rows stay free: a gap's before the FDE and the table's end after it.
+    if (rows.size() + 3 > kMaxCfiRows) {
+      counts_.fdes_dropped += spans_.size() - index;
+      break;
+    }
     RuleState state = cie->initial;
     fde_rows.clear();
-    if (!run(span.instructions, span.instructions_end, *cie, state, span.start, span.end,
-             &fde_rows)) {
-      if (rows.size() + fde_rows.size() + 2 >= kMaxCfiRows) {
+    RowSink sink{fde_rows, code_start, kMaxCfiRows - rows.size() - 2};
+    if (!run(span.instructions, span.instructions_end, *cie, state, span.start, span.end, &sink)) {
+      if (sink.capped) {
         counts_.fdes_dropped += spans_.size() - index;
         break;
       }
       ++counts_.fdes_malformed;
       continue;
     }
-    converted.clear();
-    for (const auto& [address, rule] : fde_rows) {
-      auto row = row_for(rule, cie->signal_frame);
-      if (!row)
-        ++counts_.rows_frame_pointer;
-      fb_unwind_row converted_row = row.value_or(frame_pointer_row(0));
-      converted_row.pc_offset = static_cast<uint32_t>(address - code_start);
-      converted.push_back(converted_row);
-    }
-    // Keep one row free for the end of the table.
-    if (rows.size() + converted.size() + 2 > kMaxCfiRows) {
-      counts_.fdes_dropped += spans_.size() - index;
-      break;
-    }
+    counts_.rows_frame_pointer += sink.fallbacks;
     if (span.start > covered)
       append_row(rows, frame_pointer_row(static_cast<uint32_t>(covered - code_start)));
-    for (const fb_unwind_row& row : converted)
+    for (const fb_unwind_row& row : fde_rows)
       append_row(rows, row);
     covered = span.end;
   }
@@ -906,6 +935,13 @@ Result<CfiTable> build_cfi_table(const CfiSection& cfi)
   hash.update(cfi.code_start);
   hash.update(cfi.code_end);
   hash.update(cfi.bytes);
+  if (cfi.load_segments) {
+    for (const ElfSegment& segment : *cfi.load_segments) {
+      hash.update(segment.offset);
+      hash.update(segment.vaddr);
+      hash.update(segment.file_size);
+    }
+  }
   built.content_key = hash.finish();
   return built;
 }
@@ -915,6 +951,11 @@ Result<CfiTable> build_cfi_table(const ElfReader& elf)
   if (elf.machine() != EM_X86_64 || !elf.is_64())
     return fail(error("cannot unwind " + elf.shown() + ": not an x86-64 file"));
   CfiSection cfi;
+  std::vector<ElfSegment> load_segments;
+  for (const ElfSegment& segment : elf.segments())
+    if (segment.type == PT_LOAD)
+      load_segments.push_back(segment);
+  cfi.load_segments = &load_segments;
   uint64_t code_start = std::numeric_limits<uint64_t>::max();
   uint64_t code_end = 0;
   for (const ElfSegment& segment : elf.segments()) {
@@ -932,16 +973,10 @@ Result<CfiTable> build_cfi_table(const ElfReader& elf)
     section = elf.section_named(".debug_frame");
     cfi.eh_frame = false;
   }
-  if (!section || section->type == SHT_NOBITS || section->size == 0) {
-    CfiTable none;
-    none.table.base_address = cfi.code_start;
-    none.table.rows.push_back(frame_pointer_row(0));
-    SipHash hash(content_hash_key());
-    hash.update(std::string_view("no CFI"));
-    hash.update(cfi.code_start);
-    none.content_key = hash.finish();
-    return none;
-  }
+  // A compressed .debug_frame (-gz) is not inflated: as if there were none.
+  if (!section || section->type == SHT_NOBITS || section->size == 0 ||
+      (section->flags & SHF_COMPRESSED))
+    return build_cfi_table(cfi); // no CFI: one frame-pointer row
   auto content = elf.read_section(*section, kMaxCfiSectionBytes);
   if (!content)
     return fail(content.error());

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/elf_reader.h"
 #include "common/result.h"
@@ -20,10 +21,10 @@ namespace flamebpf::unwind {
 // The most of a CFI section that is read; a larger section is cut there (and counted): its FDEs
 // past the cut are as if absent.
 inline constexpr size_t kMaxCfiSectionBytes = 64 << 20;
-// The most rows one file's table holds (8 MiB of map); FDEs past it are dropped (and counted),
-// leaving their code to the frame pointer. The largest files measured here: cc1plus 517 k rows,
-// libjvm.so (JDK 25) 231 k, libc.so.6 28 k.
-inline constexpr size_t kMaxCfiRows = 1 << 20;
+// The most rows one file's table holds (16 MiB of map, a quarter of a 64 MiB host budget); FDEs
+// past it are dropped (and counted), leaving their code to the frame pointer. The largest files
+// measured here: libLLVM.so.19 1.2 M rows, cc1plus 517 k, libjvm.so (JDK 25) 231 k, libc.so.6 28 k.
+inline constexpr size_t kMaxCfiRows = 2 << 20;
 // How deep DW_CFA_remember_state may nest; deeper, the FDE is malformed.
 inline constexpr size_t kMaxCfaStateDepth = 16;
 
@@ -31,11 +32,14 @@ inline constexpr size_t kMaxCfaStateDepth = 16;
 struct CfiCounts {
   uint64_t cfi_bytes = 0;          // bytes of the CFI section read
   uint64_t fdes = 0;               // FDEs read, malformed or not
-  uint64_t fdes_malformed = 0;     // FDEs skipped because they, or their CIE, are malformed
-  uint64_t fdes_dropped = 0;       // FDEs dropped: overlapping another, or past kMaxCfiRows
+  uint64_t fdes_malformed = 0;     // FDEs skipped because they or their CIE are malformed, and
+                                   // entries whose length or id cannot be read
+  uint64_t fdes_dropped = 0;       // FDEs dropped: overlapping an earlier one, outside the code,
+                                   // or past kMaxCfiRows
   uint64_t rows_frame_pointer = 0; // CFI rows whose rule the sampler cannot follow (a DWARF
-                                   // expression, a CFA in another register or past s16), left to
-                                   // the frame pointer
+                                   // expression, a CFA in another register or past s16, a return
+                                   // address or frame pointer saved elsewhere), left to the frame
+                                   // pointer
   bool section_cut = false;        // the section was larger than kMaxCfiSectionBytes
 };
 
@@ -46,7 +50,8 @@ struct CfiTable {
   UnwindTable table;
   // Equal only for files whose tables are equal: a keyed cryptographic hash (SipHash-2-4, with a
   // key drawn at random once per process) of the CFI bytes used, the section's address and
-  // format, and the span of the executable load segments. Never the build ID or the
+  // format, the span of the executable load segments and every load segment's offset, address
+  // and size (from which the sampler works out a mapping's load bias). Never the build ID or the
   // inode alone: a hostile container can copy a library's build ID next to garbage CFI, and its
   // table must not replace the library's in other containers.
   uint64_t content_key = 0;
@@ -65,13 +70,16 @@ struct CfiSection {
   // The table starts at code_start, or at the lowest FDE when code_end is 0 (nothing known).
   uint64_t code_start = 0;
   uint64_t code_end = 0;
+  // The file's load segments, hashed into content_key only (null: none).
+  const std::vector<ElfSegment>* load_segments = nullptr;
 };
 
 // Builds the table of one CFI section; content_key covers every field of cfi (the table is a
 // function of them alone). Fails only when the code spans more than 4 GiB.
 [[nodiscard]] Result<CfiTable> build_cfi_table(const CfiSection& cfi);
 
-// Builds elf's unwind table from its .eh_frame, or its .debug_frame when it has no .eh_frame.
+// Builds elf's unwind table from its .eh_frame, or its .debug_frame when it has no .eh_frame (a
+// compressed .debug_frame is not read).
 // Fails on what makes the whole file unusable: not x86-64, a CFI section that cannot be read, or
 // code spanning more than 4 GiB (pc_offset is 32 bits). A malformed CIE or FDE is no failure.
 [[nodiscard]] Result<CfiTable> build_cfi_table(const ElfReader& elf);
