@@ -2,6 +2,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <gtest/gtest.h>
 #include <map>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "temp_dir.h"
 #include "unwind/table_loader.h"
+#include "wait.h"
 
 // Rows compare field by field (the ABI struct has no operator of its own).
 static bool operator==(const fb_unwind_row& a, const fb_unwind_row& b)
@@ -189,6 +191,46 @@ TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndFreeItWithTheLastUser
   EXPECT_EQ(loader.rows_used(), 0u);
   EXPECT_EQ(maps_.live_slots(), 0u);
   EXPECT_TRUE(maps_.images.empty());
+}
+
+TEST_F(TableLoaderTest, AFileThatStallsHoldsNothingUpAndIsUsedOnceItAnswers)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);
+  write_maps(42, kLibcAndApp);
+  // libc's file system stops answering until the test lets it go.
+  std::promise<void> answer;
+  std::shared_future<void> answered = answer.get_future().share();
+  auto plain = files_.builder();
+  FileTableBuilder stalling = [plain, answered](const std::string& process_dir,
+                                                const procfs::Mapping& mapping) {
+    if (mapping.path == "/usr/lib/libc.so.6")
+      answered.wait();
+    return plain(process_dir, mapping);
+  };
+  TableLoader loader(maps_, proc_.path().string(), stalling);
+  auto started = std::chrono::steady_clock::now();
+  loader.on_process_seen(42, 7);
+  auto took = std::chrono::steady_clock::now() - started;
+
+  // The image goes in with the files that answered; libc waits.
+  EXPECT_LT(took, TableLoader::kStallLimit * 3);
+  EXPECT_EQ(loader.counts().files_stalled, 1u);
+  ASSERT_TRUE(maps_.has_image(42, 7));
+  EXPECT_EQ(maps_.image(42, 7).count, 1u);
+  // Asked again while it still stalls: not read a second time, nothing waits.
+  loader.on_mapping_missed(42, 7);
+  EXPECT_EQ(loader.counts().files_stalled, 1u);
+  EXPECT_EQ(maps_.image(42, 7).count, 1u);
+
+  answer.set_value();
+  ASSERT_TRUE(testing::wait_until(
+      [&] {
+        loader.on_mapping_missed(42, 7);
+        return maps_.image(42, 7).count == 2;
+      },
+      std::chrono::seconds(10), "libc's table to be built"));
+  EXPECT_EQ(loader.counts().files_built, 2u);
 }
 
 TEST_F(TableLoaderTest, AnImageWithoutRowsStaysOnTheFramePointerPath)

@@ -258,10 +258,11 @@ Result<> Recorder::drain()
   if (unwind_tables_) {
     const auto& counts = unwind_tables_->counts();
     spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
-                  "{} failed, {} partly malformed, {} left out for room",
+                  "{} failed, {} partly malformed, {} stalled, {} left out for room",
                   unwind_tables_->live_tables(), unwind_tables_->rows_used(),
                   unwind_tables_->images(), counts.files_built, counts.files_shared,
-                  counts.files_failed, counts.files_malformed, counts.files_no_room);
+                  counts.files_failed, counts.files_malformed, counts.files_stalled,
+                  counts.files_no_room);
   }
   return {};
 }

@@ -213,7 +213,47 @@ const TableLoader::KnownFile* TableLoader::file_for(const std::string& process_d
       return &known->second;
     }
   }
-  auto built = builder_(process_dir, mapping);
+  auto built = build_guarded(key, process_dir, mapping);
+  if (!built)
+    return nullptr;
+  return keep_file(key, mapping, std::move(*built));
+}
+
+std::optional<Result<FileTable>> TableLoader::build_guarded(const FileKey& key,
+                                                            const std::string& process_dir,
+                                                            const procfs::Mapping& mapping)
+{
+  if (auto pending = stalled_files_.find(key); pending != stalled_files_.end()) {
+    if (pending->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return std::nullopt;
+    auto built = pending->second.get();
+    stalled_files_.erase(pending);
+    spdlog::info("{}: answers again", mapping.path);
+    return built;
+  }
+  // The work owns copies of what it reads: after a stall it runs on alone.
+  auto outcome = stall_guard_.run<Result<FileTable>>(
+      [builder = builder_, process_dir, mapping] { return builder(process_dir, mapping); });
+  if (!outcome) {
+    spdlog::debug("{}: no unwind table, too many reads of targets' files are stalled",
+                  mapping.path);
+    return std::nullopt;
+  }
+  if (outcome->stalled) {
+    ++counts_.files_stalled;
+    // The symbolizer says so in its one line about the file; the count is in the loader's.
+    spdlog::debug("{}: no answer within {} ms (its file system stalls); its code is unwound by the "
+                  "frame pointer until it answers",
+                  mapping.path, kStallLimit.count());
+    stalled_files_.emplace(key, outcome->result);
+    return std::nullopt;
+  }
+  return outcome->result.get();
+}
+
+const TableLoader::KnownFile*
+TableLoader::keep_file(const FileKey& key, const procfs::Mapping& mapping, Result<FileTable> built)
+{
   if (!built) {
     ++counts_.files_failed;
     failed_files_.insert(key);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "common/proc_maps.h"
 #include "common/result.h"
+#include "common/stall_guard.h"
 #include "unwind/row_space.h"
 #include "unwind/table_maps.h"
 #include "unwind/unwind_table.h"
@@ -58,12 +60,17 @@ struct LoaderCounts {
   uint64_t files_failed = 0;     // files whose table could not be built (logged once per file)
   uint64_t files_malformed = 0;  // files whose CFI is partly malformed (logged once per file)
   uint64_t files_no_room = 0;    // tables left out because the row array was full
+  uint64_t files_stalled = 0;    // files whose reading overran kStallLimit (logged once per file)
   uint64_t images_installed = 0; // images whose mappings went to the sampler (again after a miss)
   uint64_t maps_rereads = 0;     // maps read again after the program met an unknown pc
 };
 
 class TableLoader {
 public:
+  // A file whose reading takes longer (its file system stalls) is left to finish on its own; its
+  // code is unwound by the frame pointer until it has, so no target's file can hold up sampling.
+  static constexpr std::chrono::milliseconds kStallLimit{1000};
+
   // maps must outlive the loader. proc_root is "/proc" but in tests.
   explicit TableLoader(TableMaps& maps,
                        std::string proc_root = "/proc",
@@ -136,6 +143,12 @@ private:
   void load_image(const ImageKey& key, Image& image);
   // The table for mapping, built or found; nullptr if it has no rows or cannot be had.
   const KnownFile* file_for(const std::string& process_dir, const procfs::Mapping& mapping);
+  // The builder's answer for the file, read under the stall guard; nullopt while it stalls.
+  std::optional<Result<FileTable>>
+  build_guarded(const FileKey& key, const std::string& process_dir, const procfs::Mapping& mapping);
+  // Keeps what was built for the file (or its failure) and places its rows.
+  const KnownFile*
+  keep_file(const FileKey& key, const procfs::Mapping& mapping, Result<FileTable> built);
   // Places rows in the maps; nullopt (counted and logged once) if they do not fit.
   std::optional<Placed> place(const UnwindTable& table, const std::string& shown);
   void release(const Placed& placed);
@@ -150,12 +163,15 @@ private:
   std::vector<uint32_t> free_slots_;
   std::map<FileKey, KnownFile> files_;
   std::set<FileKey> failed_files_;
-  std::set<FileKey> reported_files_;                 // malformed CFI already logged
+  std::set<FileKey> reported_files_; // malformed CFI already logged
+  std::map<FileKey, std::shared_future<Result<FileTable>>> stalled_files_;
   std::unordered_map<uint64_t, SharedTable> tables_; // by content key
   std::map<ImageKey, Image> images_;
   std::deque<ImageKey> queued_;
   LoaderCounts counts_;
   bool full_logged_ = false;
+  // Last: destroyed first, so that its worker is done before the members it may still use go.
+  StallGuard stall_guard_{kStallLimit};
 };
 
 } // namespace flamebpf::unwind
