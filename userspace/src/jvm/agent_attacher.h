@@ -32,6 +32,9 @@ struct AttacherOptions {
   // runs already).
   std::chrono::milliseconds starting_patience{60000};
   std::string proc_root = "/proc";
+  // The sampler unwinds JIT-compiled code by the frame sizes the agent records
+  // (/tmp/flamebpf-<pid>.unwind): a JVM whose agent writes them needs no frame pointers.
+  bool unwinds_by_agent_records = false;
 };
 
 class AgentAttacher {
@@ -90,7 +93,8 @@ private:
   // Whether the process is gone (or a zombie) now or within grace.
   bool exits_within(const Request& request, std::chrono::milliseconds grace) const;
   // Warns if the JVM runs without frame pointers: asks the JVM itself when an agent is loaded
-  // (its attach listener runs then), else reads its command line.
+  // (its attach listener runs then), else reads its command line. No warning when the JVM's
+  // agent writes unwind records and the sampler unwinds by them.
   void
   check_frame_pointers(const Request& request, const Result<AttachTarget>& target, bool attached);
 
