@@ -136,8 +136,12 @@ std::optional<UnwindTable> build_jit_table(const JvmRecords& records,
   RowWriter rows(base);
   bool interpreter_added = false;
   auto add_interpreter = [&] {
-    rows.add(interpreter->first, interpreter->second, FB_UNWIND_JVM_INTERPRETER, 0, 0);
     interpreter_added = true;
+    if (interpreter->second - base >= kMaxSpan) {
+      ++dropped.outside_code_cache;
+      return;
+    }
+    rows.add(interpreter->first, interpreter->second, FB_UNWIND_JVM_INTERPRETER, 0, 0);
   };
   for (const JvmCode* code : kept) {
     if (interpreter && !interpreter_added && interpreter->first < code->start)
@@ -152,7 +156,7 @@ std::optional<UnwindTable> build_jit_table(const JvmRecords& records,
     }
     add_code(rows, *code);
   }
-  if (interpreter && !interpreter_added && interpreter->second - base < kMaxSpan)
+  if (interpreter && !interpreter_added)
     add_interpreter();
   if (drops)
     *drops = dropped;
