@@ -17,6 +17,7 @@ WORK_ROUNDS=${WORK_ROUNDS:-}              # skips calibration when set
 FLAMEBPF_ARGS=${FLAMEBPF_ARGS:-}          # extra flamebpf options, e.g. "--interval 2"
 AGENT_INTERVAL=${AGENT_INTERVAL:-10}      # seconds per interval of the report-cycle measurement
 AGENT_INTERVALS=${AGENT_INTERVALS:-5}     # intervals of it (the first one is cold)
+CFI_ONLY=${CFI_ONLY:-0}                   # 1: only the CFI-unwinding rows (a quick check of them)
 
 read -ra FREQ_ARR <<<"$FREQS"
 read -ra FB_ARGS <<<"$FLAMEBPF_ARGS"
@@ -103,6 +104,10 @@ sh -c 'echo $$ >"$1/cgroup.procs" && exec sleep 100000' sh "$CONTAINER_CG" &
 CONTAINER_PID=$!
 
 cc -O0 -g -fno-omit-frame-pointer -o "$W/work" "$ROOT/tests/progs/burner.c"
+# 30 frames deep (main;run;27 levels;spin), without frame pointers as distributions build code, so
+# that flamebpf unwinds it from its CFI; and the same with frame pointers.
+c++ -O2 -g -fomit-frame-pointer -o "$W/deep" "$ROOT/tests/progs/deep_chain.cpp"
+c++ -O2 -g -fno-omit-frame-pointer -o "$W/deep-fp" "$ROOT/tests/progs/deep_chain.cpp"
 
 # --- machine state -------------------------------------------------------------------------------
 
@@ -135,15 +140,16 @@ wait_idle() {
 # --- workload ------------------------------------------------------------------------------------
 
 WORK_PIDS=()
+WORK_BIN=$W/work # the workload start_workload runs: burner, deep or deep-fp
 start_workload() { # ROUNDS [CGROUP]
   local i cg=${2:-}
   WORK_PIDS=()
   for ((i = 0; i < COPIES; i++)); do
     if [[ -n $cg ]]; then
       sh -c 'echo $$ >"$1/cgroup.procs" && exec taskset -c "$2" "$3" --rounds "$4"' sh \
-        "$cg" $((i % NCPU)) "$W/work" "$1" >"$W/work.$i" &
+        "$cg" $((i % NCPU)) "$WORK_BIN" "$1" >"$W/work.$i" &
     else
-      taskset -c $((i % NCPU)) "$W/work" --rounds "$1" >"$W/work.$i" &
+      taskset -c $((i % NCPU)) "$WORK_BIN" --rounds "$1" >"$W/work.$i" &
     fi
     WORK_PIDS+=($!)
     CHILDREN+=($!)
@@ -242,6 +248,116 @@ run_config() { # CONFIG (baseline | TOOL@HZ) ROUNDS; sets WORK_SECS
   [[ $1 == baseline ]] || stop_tool "$tool" || exit 1
 }
 
+# In-kernel cost per sample of each tool's BPF program, from the kernel's own accounting
+# (kernel.bpf_stats_enabled): exact where wall-time slowdowns drown in this machine's noise.
+# "empty" is a program that does nothing: what the accounting itself costs on this machine.
+# flamebpf-away turns every sample away (every container is profiled, and none runs anything).
+STATS_SECONDS=${STATS_SECONDS:-5}
+STATS_ROUNDS=${STATS_ROUNDS:-3}
+STATS_SAMPLES=${STATS_SAMPLES:-4000}
+STATS_TOOLS=(empty yardstick flamebpf flamebpf-away bpftrace)
+stats_before=$(sysctl -n kernel.bpf_stats_enabled)
+restore_stats() { sysctl -qw kernel.bpf_stats_enabled="$stats_before"; }
+# LONG_ROUNDS outlasts any measurement (the copies are killed after it).
+kernel_ns_per_run() { # TOOL HZ [LABEL]: appends to kns.TOOL@HZ, or kns.TOOL@LABEL@HZ
+  wait_idle
+  sysctl -qw kernel.bpf_stats_enabled=1
+  start_workload "$LONG_ROUNDS"
+  start_tool "$1" "$2" || die "$1 did not start: $(tail -n 5 "$W/tool.log")"
+  # Long enough for STATS_SAMPLES samples: at low frequencies each sample meets cold caches and
+  # the average needs more of them.
+  sleep "$(awk -v s="$STATS_SECONDS" -v n="$STATS_SAMPLES" -v hz="$2" -v c="$NCPU" \
+    'BEGIN { t = n / (hz * c); print (t > s) ? t : s }')"
+  # Only this tool's perf_event programs are loaded now.
+  bpftool prog show | awk '/ perf_event / {
+      for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i + 1); if ($i == "run_cnt") c += $(i + 1) } }
+    END { if (c) printf "%.0f\n", t / c }' >>"$W/kns.$1@${3:+$3@}$2"
+  stop_tool "$1" || exit 1
+  kill_workload
+  restore_stats
+}
+
+# In-kernel cost per sample when flamebpf unwinds 30 frames from CFI (deep, built without frame
+# pointers), beside the yardstick and flamebpf on frame-pointer stacks of 5 (burner) and 30
+# (deep-fp) frames; and what perf record --call-graph dwarf costs on the same workload: its own CPU
+# time per sample, that of perf script (which unwinds the copied stacks afterwards), and the bytes
+# of perf.data per sample. Rounds and frequencies as for the in-kernel rows above.
+CFI_TOOLS=(yardstick@deep-fp flamebpf@deep-fp flamebpf@deep)
+measure_cfi() {
+  local round hz config tool samples
+  for ((round = 1; round <= STATS_ROUNDS; round++)); do
+    for hz in "${FREQ_ARR[@]}"; do
+      # Without the in-kernel part, its rows on burner are measured here.
+      if [[ $CFI_ONLY == 1 ]]; then
+        for tool in empty yardstick flamebpf; do
+          kernel_ns_per_run "$tool" "$hz"
+        done
+      fi
+      for config in "${CFI_TOOLS[@]}"; do
+        WORK_BIN=$W/${config#*@}
+        kernel_ns_per_run "${config%@*}" "$hz" "${config#*@}"
+        log "round $round: in-kernel cost of $config at $hz Hz: $(tail -n 1 "$W/kns.${config%@*}@${config#*@}@$hz") ns/sample"
+      done
+      WORK_BIN=$W/deep
+      wait_idle
+      start_workload "$LONG_ROUNDS"
+      /usr/bin/time -f '%U %S' -o "$W/perf-time" perf record -q -e cpu-clock -F "$hz" \
+        --call-graph dwarf -p "$(IFS=,; echo "${WORK_PIDS[*]}")" -o "$W/perf.data" -- \
+        sleep "$STATS_SECONDS" 2>"$W/tool.log" || die "perf record failed: $(tail -n 5 "$W/tool.log")"
+      kill_workload
+      /usr/bin/time -f '%U %S' -o "$W/perf-script-time" perf script -i "$W/perf.data" \
+        -F comm,ip,sym >"$W/perf.script" 2>"$W/tool.log" || die "perf script failed: $(tail -n 5 "$W/tool.log")"
+      samples=$(grep -c '^[^[:space:]]' "$W/perf.script" || true)
+      # us of perf record CPU per sample, us of perf script CPU per sample, bytes per sample
+      awk -v n="$samples" -v bytes="$(stat -c %s "$W/perf.data")" \
+        -v rec="$(awk '{ print $1 + $2 }' "$W/perf-time")" \
+        -v scr="$(awk '{ print $1 + $2 }' "$W/perf-script-time")" \
+        'BEGIN { if (n) printf "%.1f %.1f %.0f\n", rec / n * 1e6, scr / n * 1e6, bytes / n }' \
+        >>"$W/perfdwarf.$hz"
+      log "round $round: perf record --call-graph dwarf on deep at $hz Hz, $samples samples: $(tail -n 1 "$W/perfdwarf.$hz") (us record, us script, bytes per sample)"
+      WORK_BIN=$W/work
+    done
+  done
+}
+
+median_of() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+range_of() { sort -g "$1" | sed -n '1p;$p' | paste -sd-; }
+yes_no() { awk "BEGIN { print ($1) ? \"yes\" : \"NO\" }"; }
+
+print_cfi() {
+  local hz e y f yd fd c ratio rec scr bytes verdicts=() fp_verdicts=()
+  echo
+  echo "unwinding from CFI: tests/progs/deep_chain.cpp, 30 frames (main;run;27 levels;spin), one copy pinned per CPU;"
+  echo "  deep: built -O2 -fomit-frame-pointer (flamebpf unwinds it from .eh_frame); deep-fp: the same with frame pointers;"
+  echo "  in-kernel ns/sample as above, median [min-max] of $STATS_ROUNDS rounds; net = minus the empty program"
+  for hz in "${FREQ_ARR[@]}"; do
+    e=$(median_of "$W/kns.empty@$hz") y=$(median_of "$W/kns.yardstick@$hz")
+    f=$(median_of "$W/kns.flamebpf@$hz")
+    yd=$(median_of "$W/kns.yardstick@deep-fp@$hz") fd=$(median_of "$W/kns.flamebpf@deep-fp@$hz")
+    c=$(median_of "$W/kns.flamebpf@deep@$hz")
+    ratio=$(awk -v e="$e" -v y="$y" -v c="$c" 'BEGIN { printf "%.2f", (c - e) / (y - e) }')
+    verdicts+=("$hz:$(yes_no "$ratio <= 3")")
+    fp_verdicts+=("$hz:$(yes_no "($fd - $e) / ($yd - $e) <= 1.1")")
+    printf "  %5s Hz: empty %s ns; yardstick %s ns, deep-fp %s ns; flamebpf %s ns, deep-fp %s ns [%s], deep (CFI) %s ns [%s]\n" \
+      "$hz" "$e" "$y" "$yd" "$f" "$fd" "$(range_of "$W/kns.flamebpf@deep-fp@$hz")" "$c" \
+      "$(range_of "$W/kns.flamebpf@deep@$hz")"
+    printf "           net: CFI deep / yardstick %sx (target <= 3x); deep-fp flamebpf / yardstick %sx (target <= 1.1x)\n" \
+      "$ratio" "$(awk -v e="$e" -v y="$yd" -v f="$fd" 'BEGIN { printf "%.2f", (f - e) / (y - e) }')"
+    read -r rec scr bytes < <(sort -g "$W/perfdwarf.$hz" | awk '{ r[NR] = $1; s[NR] = $2; b[NR] = $3 }
+      END { m = int((NR + 1) / 2); print r[m], s[m], b[m] }')
+    printf "           perf record --call-graph dwarf on deep: %s us of perf record CPU + %s us of perf script CPU, %s bytes per sample\n" \
+      "$rec" "$scr" "$bytes"
+  done
+  echo "  CFI stacks of 30 frames within 3x the yardstick: ${verdicts[*]}; 30 frame-pointer frames within 1.1x: ${fp_verdicts[*]}"
+}
+
+if [[ $CFI_ONLY == 1 ]]; then
+  LONG_ROUNDS=100000000
+  measure_cfi
+  print_cfi
+  exit 0
+fi
+
 if [[ -z $WORK_ROUNDS ]]; then
   # Doubles a short run until it lasts 0.5 s, then scales it to WORK_SECONDS.
   rounds=100
@@ -257,6 +373,7 @@ if [[ -z $WORK_ROUNDS ]]; then
   WORK_ROUNDS=$(awk -v r="$rounds" -v s="$WORK_SECS" -v w="$WORK_SECONDS" 'BEGIN { printf "%d", r * w / s }')
 fi
 log "workload: $COPIES pinned copies of $WORK_ROUNDS rounds each"
+LONG_ROUNDS=$((WORK_ROUNDS * 1000))
 
 SLOW_TOOLS=(flamebpf flamebpf-in flamebpf-out yardstick bpftrace perf)
 CONFIGS=(baseline)
@@ -325,33 +442,6 @@ CYCLE_COLD=$(head -n 1 "$W/cycles")
 tail -n +2 "$W/cycles" >"$W/cycles.warm"
 log "report cycles (CPU s per ${AGENT_INTERVAL} s interval): $(paste -sd' ' "$W/cycles")"
 
-# In-kernel cost per sample of each tool's BPF program, from the kernel's own accounting
-# (kernel.bpf_stats_enabled): exact where wall-time slowdowns drown in this machine's noise.
-# "empty" is a program that does nothing: what the accounting itself costs on this machine.
-# flamebpf-away turns every sample away (every container is profiled, and none runs anything).
-STATS_SECONDS=${STATS_SECONDS:-5}
-STATS_ROUNDS=${STATS_ROUNDS:-3}
-STATS_SAMPLES=${STATS_SAMPLES:-4000}
-STATS_TOOLS=(empty yardstick flamebpf flamebpf-away bpftrace)
-stats_before=$(sysctl -n kernel.bpf_stats_enabled)
-restore_stats() { sysctl -qw kernel.bpf_stats_enabled="$stats_before"; }
-kernel_ns_per_run() { # TOOL HZ
-  wait_idle
-  sysctl -qw kernel.bpf_stats_enabled=1
-  start_workload $((WORK_ROUNDS * 1000))
-  start_tool "$1" "$2" || die "$1 did not start: $(tail -n 5 "$W/tool.log")"
-  # Long enough for STATS_SAMPLES samples: at low frequencies each sample meets cold caches and
-  # the average needs more of them.
-  sleep "$(awk -v s="$STATS_SECONDS" -v n="$STATS_SAMPLES" -v hz="$2" -v c="$NCPU" \
-    'BEGIN { t = n / (hz * c); print (t > s) ? t : s }')"
-  # Only this tool's perf_event programs are loaded now.
-  bpftool prog show | awk '/ perf_event / {
-      for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i + 1); if ($i == "run_cnt") c += $(i + 1) } }
-    END { if (c) printf "%.0f\n", t / c }' >>"$W/kns.$1@$2"
-  stop_tool "$1" || exit 1
-  kill_workload
-  restore_stats
-}
 for ((round = 1; round <= STATS_ROUNDS; round++)); do
   for hz in "${FREQ_ARR[@]}"; do
     for tool in "${STATS_TOOLS[@]}"; do
@@ -360,11 +450,10 @@ for ((round = 1; round <= STATS_ROUNDS; round++)); do
     done
   done
 done
+measure_cfi
 
 # --- table ---------------------------------------------------------------------------------------
 
-median_of() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-range_of() { sort -g "$1" | sed -n '1p;$p' | paste -sd-; }
 BASE=$(median_of "$W/res.baseline")
 
 # Prints "median min max" of the slowdowns in percent.
@@ -382,7 +471,6 @@ ROW_FMT+=" %-16s %s\n"
 
 # shellcheck disable=SC2059 # the format is built above from fixed widths
 row() { printf "$ROW_FMT" "$@"; }
-yes_no() { awk "BEGIN { print ($1) ? \"yes\" : \"NO\" }"; }
 
 header=("metric")
 for hz in "${FREQ_ARR[@]}"; do header+=("$hz Hz"); done
@@ -485,6 +573,7 @@ echo "report cycle at 999 Hz, two busy processes (--pid x2), ${AGENT_INTERVAL} s
 printf "  CPU per interval: cold (first) %.3f s (target < 0.12: %s), warm median %.3f s [%s] (target < 0.05: %s)\n" \
   "$CYCLE_COLD" "$(yes_no "$CYCLE_COLD < 0.12")" "$warm" "$(range_of "$W/cycles.warm")" \
   "$(yes_no "$warm < 0.05")"
+print_cfi
 
 echo
 echo "machine not idle before $NOT_IDLE of the runs (waited ${IDLE_TIMEOUT}s, then ran anyway);" \

@@ -23,10 +23,13 @@
 /* Key of the in-kernel sample counts: one entry per distinct (process, target, stacks). */
 struct fb_sample_key {
   __u64 target_cgroup_id; /* cgroup id of the matched --cgroup target; 0 if matched otherwise */
-  __u32 tgid;             /* process id as the host (init pid namespace) sees it */
-  __s32 kernel_stack_id;  /* id in the stack map of this buffer, or a negative errno */
-  __s32 user_stack_id;    /* id in the stack map of this buffer, or a negative errno */
-  __u32 image_id;         /* which memory image of tgid (it changes at exec); 0: kernel thread */
+  /* Nonzero: the user stack was unwound by the program (unwind.bpf.h) and is this key in the */
+  /* unwound-stack map of this buffer; user_stack_id is then 0 and unused */
+  __u64 user_stack_hash;
+  __u32 tgid;            /* process id as the host (init pid namespace) sees it */
+  __s32 kernel_stack_id; /* id in the stack map of this buffer, or a negative errno */
+  __s32 user_stack_id;   /* id in the stack map of this buffer, or a negative errno */
+  __u32 image_id;        /* which memory image of tgid (it changes at exec); 0: kernel thread */
 };
 
 /* A process image: one tgid between two execs. Key of known_procs. */
@@ -100,6 +103,43 @@ struct fb_unwind_row {
   __s8 fp_offset_words; /* the caller's frame pointer is saved at CFA + 8 * this; 0: the frame */
                         /* pointer register is not changed by this frame */
   __s16 cfa_offset;     /* bytes added to the CFA's register (FB_UNWIND_CFA_*) */
+};
+
+/* Where the rows of one table lie in the global row array (unwind_rows): rows first_row up to
+ * first_row + row_count. Value of unwind_tables, indexed by table slot. */
+struct fb_unwind_table {
+  __u32 first_row;
+  __u32 row_count; /* 0: the slot is free */
+};
+
+/* Mappings with unwind tables that one process image may have; beyond them, frames there are
+ * unwound by the frame pointer. */
+#define FB_MAX_IMAGE_MAPPINGS 128
+
+/* One executable mapping of a process image and the table that unwinds its code. */
+struct fb_unwind_mapping {
+  __u64 start;      /* first address */
+  __u64 end;        /* one past the last address */
+  __u64 table_base; /* the address that the table's pc_offset 0 stands for: load bias plus the */
+                    /* table's base address */
+  __u32 table;      /* slot in unwind_tables */
+  __u32 pad;
+};
+
+/* Value of image_mappings, keyed by fb_image_key: a process image's mappings that have tables,
+ * sorted by start and not overlapping. Replaced whole, so a reader sees the old set or the new. */
+struct fb_image_mappings {
+  __u32 count;  /* entries of mappings in use, at most FB_MAX_IMAGE_MAPPINGS */
+  __u32 missed; /* set by the program when a pc of this image had no mapping here */
+  struct fb_unwind_mapping mappings[FB_MAX_IMAGE_MAPPINGS];
+};
+
+/* Value of the unwound-stack maps, keyed by a hash of the frames (fb_sample_key.user_stack_hash):
+ * a user stack the program unwound itself. */
+struct fb_user_stack {
+  __u32 length; /* frames in use */
+  __u32 pad;
+  __u64 frames[FB_MAX_STACK_DEPTH]; /* innermost first; FB_FRAME_JVM_METHOD marks a Method* */
 };
 
 /* A user frame with this bit set is no code address but a HotSpot Method* (its interpreter

@@ -15,6 +15,13 @@
 #define FB_COUNTER_COUNT_MAP_FULL 6   /* sample lost because the count map was full */
 #define FB_COUNTER_NOTICE_LOST 7      /* new-process notice lost: ring buffer full */
 #define FB_COUNTER_KSTACK_ERROR 8     /* kernel stack lost for another reason */
-#define FB_COUNTER_MAX 9
+/* The unwinder (unwind.bpf.h) ended a stack early because a step failed a sanity check: */
+#define FB_COUNTER_UNWIND_SP_BACKWARDS 9 /* the caller's sp was not above the callee's */
+#define FB_COUNTER_UNWIND_TOO_DEEP 10    /* the stack spanned more bytes than a stack may */
+#define FB_COUNTER_UNWIND_NO_RETURN 11   /* a table row gave a zero return address */
+#define FB_COUNTER_UNWIND_READ_FAILED 12 /* user memory unreadable (paged out, or a bad rule) */
+#define FB_COUNTER_UNWIND_TRUNCATED 13   /* more frames than FB_MAX_STACK_DEPTH */
+#define FB_COUNTER_UNWIND_BAD_ROW 14     /* a table slot or row index outside its map */
+#define FB_COUNTER_MAX 15
 
 #endif /* FLAMEBPF_EVENT_COUNTERS_H */

@@ -7,10 +7,13 @@
 
 #include "bpf_abi.h"
 #include "maps.bpf.h"
+#include "unwind.bpf.h"
 
 #define EFAULT 14
 #define EEXIST 17
 #define ENOMEM 12
+#define ENOENT 2
+#define E2BIG 7
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -163,12 +166,72 @@ add_sample(struct fb_cpu_state* cpu, struct fb_sample_key* key, void* count_map)
   }
 }
 
-// Takes both stacks into the active buffer's stack map and counts them in its count map.
+// Unwinds the user stack with the image's tables into the unwound-stack map; returns 0 and sets
+// *hash, or a negative errno (-ENOENT: the image has no tables, so the kernel's walker is used).
+static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
+                                              struct fb_cpu_state* cpu,
+                                              struct fb_sample_key* key,
+                                              void* user_stack_map,
+                                              __u64* hash)
+{
+  if (!unwinder_enabled)
+    return -ENOENT;
+  struct fb_unwind_state* state = unwind_state_of_cpu();
+  if (!state)
+    return -ENOENT;
+  struct fb_image_key image = {.tgid = key->tgid, .image_id = key->image_id};
+  if (!image_has_tables(state, &image))
+    return -ENOENT;
+  __u64 pc = 0, sp = 0, fp = 0;
+  if (!user_registers(ctx, &pc, &sp, &fp))
+    return -EFAULT;
+  state->image = image;
+  state->stack.length = 0;
+  state->hash = 0x2545f4914f6cdd1dULL;
+  state->pc = pc;
+  state->sp = sp;
+  state->fp = fp;
+  state->first_sp = sp;
+  state->exact_pc = 1;
+  state->done = 0;
+  for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter < FB_COUNTER_MAX; counter++)
+    state->counts[counter] = 0;
+  bpf_loop(FB_MAX_STACK_DEPTH, unwind_step, NULL, 0);
+  if (!state->done && state->stack.length >= FB_MAX_STACK_DEPTH)
+    unwind_count(state, FB_COUNTER_UNWIND_TRUNCATED);
+  for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter < FB_COUNTER_MAX; counter++)
+    cpu->counts[counter] += state->counts[counter];
+
+  __u64 stack_hash = state->hash | 1; // never 0, which means "not unwound" in the sample key
+  long error = bpf_map_update_elem(user_stack_map, &stack_hash, &state->stack, BPF_NOEXIST);
+  if (error == -EEXIST) {
+    // The same stack, or another with the same hash: compare what is cheap to compare.
+    struct fb_user_stack* stored = bpf_map_lookup_elem(user_stack_map, &stack_hash);
+    if (!stored || stored->length != state->stack.length)
+      return -EEXIST;
+    // 64 bits: clang checks a 32-bit index in a zero-extended copy, which the verifier cannot
+    // tie to the index it then uses.
+    __u64 last = stored->length;
+    if (last == 0 || last > FB_MAX_STACK_DEPTH)
+      return -EEXIST;
+    last -= 1;
+    if (stored->frames[0] != state->stack.frames[0] ||
+        stored->frames[last] != state->stack.frames[last])
+      return -EEXIST;
+  } else if (error) {
+    return error == -E2BIG ? -ENOMEM : error; // a full hash map says E2BIG
+  }
+  *hash = stack_hash;
+  return 0;
+}
+
+// Takes both stacks into the active buffer's stack maps and counts them in its count map.
 static __always_inline void record(struct bpf_perf_event_data* ctx,
                                    struct fb_cpu_state* cpu,
                                    struct fb_sample_key* key,
                                    int kernel_thread,
                                    void* stack_map,
+                                   void* user_stack_map,
                                    void* count_map)
 {
   long kernel_stack = bpf_get_stackid(ctx, stack_map, 0);
@@ -176,10 +239,21 @@ static __always_inline void record(struct bpf_perf_event_data* ctx,
   if (kernel_stack < 0 && kernel_stack != -EFAULT)
     classify_stack_error(cpu, kernel_stack, 0);
   long user_stack = -EFAULT;
+  key->user_stack_hash = 0;
   if (!kernel_thread) {
-    user_stack = bpf_get_stackid(ctx, stack_map, BPF_F_USER_STACK);
-    if (user_stack < 0)
+    __u64 hash = 0;
+    long unwound = unwind_user_stack(ctx, cpu, key, user_stack_map, &hash);
+    if (unwound == 0) {
+      user_stack = 0;
+      key->user_stack_hash = hash;
+    } else if (unwound == -ENOENT) {
+      user_stack = bpf_get_stackid(ctx, stack_map, BPF_F_USER_STACK);
+      if (user_stack < 0)
+        classify_stack_error(cpu, user_stack, 1);
+    } else {
+      user_stack = unwound;
       classify_stack_error(cpu, user_stack, 1);
+    }
   }
   key->kernel_stack_id = kernel_stack;
   key->user_stack_id = user_stack;
@@ -215,9 +289,9 @@ int sample_cpu(struct bpf_perf_event_data* ctx)
   // after a switch, waits for this CPU if it may have read the old index.
   __sync_fetch_and_add(&cpu->write_seq, 1);
   if (active_buffer == 0)
-    record(ctx, cpu, &key, kernel_thread, &stacks_0, &counts_0);
+    record(ctx, cpu, &key, kernel_thread, &stacks_0, &ustacks_0, &counts_0);
   else
-    record(ctx, cpu, &key, kernel_thread, &stacks_1, &counts_1);
+    record(ctx, cpu, &key, kernel_thread, &stacks_1, &ustacks_1, &counts_1);
   __sync_fetch_and_add(&cpu->write_seq, 1);
   return 0;
 }

@@ -11,9 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/elf_reader.h"
 #include "symbolize/debug_files.h"
-#include "symbolize/elf_reader.h"
 
+using namespace flamebpf;
 using namespace flamebpf::symbolize;
 
 namespace {

@@ -16,6 +16,7 @@ public:
   struct Buffer {
     std::vector<CountEntry> counts;
     std::map<int32_t, std::vector<uint64_t>> stacks;
+    std::map<uint64_t, std::vector<uint64_t>> unwound; // by hash
   };
 
   Result<int> switch_buffer() override
@@ -43,10 +44,20 @@ public:
     return it->second;
   }
 
+  Result<std::vector<uint64_t>> read_user_stack(int buffer, uint64_t hash) override
+  {
+    ++unwound_reads;
+    auto it = buffers[buffer].unwound.find(hash);
+    if (it == buffers[buffer].unwound.end())
+      return fail(system_error(ENOENT, "cannot read unwound stack"));
+    return it->second;
+  }
+
   Result<> clear_stacks(int buffer) override
   {
     cleared.push_back(buffer);
     buffers[buffer].stacks.clear();
+    buffers[buffer].unwound.clear();
     return {};
   }
 
@@ -71,6 +82,7 @@ public:
   bool fail_counters = false;
 
   int switches = 0;
+  int unwound_reads = 0;
   std::vector<int> taken;
   std::vector<int> cleared;
   std::vector<std::pair<int, int32_t>> stack_reads;
@@ -93,6 +105,32 @@ const profile::RawSample* sample_of(const profile::RawProfile& raw, uint32_t tgi
       return &sample;
   }
   return nullptr;
+}
+
+TEST(Drainer, ReadsUnwoundUserStacksByHashOnceEach)
+{
+  FakeMaps maps;
+  maps.buffers[0].stacks = {{1, {0xffffffff81000010}}, {7, {0x999000}}};
+  maps.buffers[0].unwound = {{0xabc1, {0x401000, 0x402000, 0x403000}}};
+  auto unwound = entry(10, 1, 0, 4);
+  unwound.key.user_stack_hash = 0xabc1;
+  auto also_unwound = entry(11, -EFAULT, 0, 2);
+  also_unwound.key.user_stack_hash = 0xabc1;
+  auto missing = entry(12, -EFAULT, 0, 1);
+  missing.key.user_stack_hash = 0xdead; // dropped from the map: the stack is lost
+  maps.buffers[0].counts = {unwound, also_unwound, missing, entry(13, -EFAULT, 7, 1)};
+  Drainer drainer(maps);
+
+  auto raw = drainer.drain();
+  ASSERT_TRUE(raw.has_value()) << raw.error().message;
+  EXPECT_EQ(sample_of(*raw, 10)->user_frames,
+            (std::vector<uint64_t>{0x401000, 0x402000, 0x403000}));
+  EXPECT_EQ(sample_of(*raw, 11)->user_frames, sample_of(*raw, 10)->user_frames);
+  EXPECT_TRUE(sample_of(*raw, 12)->user_stack_lost);
+  // A zero hash means the kernel's walker took the stack: read by its id, not its hash.
+  EXPECT_EQ(sample_of(*raw, 13)->user_frames, (std::vector<uint64_t>{0x999000}));
+  EXPECT_EQ(maps.unwound_reads, 2);
+  EXPECT_EQ(maps.reads_of(0), 0u);
 }
 
 TEST(Drainer, ResolvesStackIdsToFramesReadingEachStackOnce)

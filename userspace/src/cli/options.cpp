@@ -93,6 +93,11 @@ void add_options(CLI::App& app, Config& config)
                  "Distinct stacks kept in the kernel per interval")
       ->check(CLI::Range(64u, 1u << 22))
       ->capture_default_str();
+  app.add_option("--unwind-memory", config.unwind_memory_mib,
+                 "MiB of kernel memory for the unwind tables of code built without frame "
+                 "pointers (0: frame pointers only)")
+      ->check(CLI::Range(0u, 1u << 12))
+      ->capture_default_str();
   app.add_option("--count-storage", config.count_storage,
                  "Distinct (process, stack) counts kept in the kernel per interval")
       ->check(CLI::Range(64u, 1u << 22))

@@ -33,6 +33,9 @@ struct Config {
   bool java_signatures = false; // Java frames with parameter types
   bool attach = true;           // attach flamebpf's agent to JVMs that keep no perf map
   uint32_t stack_storage = 8192;
+  // MiB of kernel memory for the unwind tables of code without frame pointers; 0: unwind by
+  // frame pointers only.
+  uint32_t unwind_memory_mib = 32;
   uint32_t count_storage = 16384;
   bool verbose = false;
 

@@ -8,7 +8,12 @@
 namespace flamebpf::drain {
 
 // The layout is shared with the BPF program; a change on either side must show up here.
-static_assert(sizeof(fb_sample_key) == 24);
+static_assert(sizeof(fb_sample_key) == 32);
+static_assert(sizeof(fb_unwind_row) == 8);
+static_assert(sizeof(fb_unwind_table) == 8);
+static_assert(sizeof(fb_unwind_mapping) == 32);
+static_assert(sizeof(fb_image_mappings) == 8 + 32 * FB_MAX_IMAGE_MAPPINGS);
+static_assert(sizeof(fb_user_stack) == 8 + 8 * FB_MAX_STACK_DEPTH);
 static_assert(sizeof(fb_process_notice) == 40);
 static_assert(sizeof(fb_image_key) == 8);
 
@@ -51,6 +56,20 @@ Result<profile::RawProfile> Drainer::drain()
     return it->second;
   };
 
+  std::unordered_map<uint64_t, std::vector<uint64_t>> unwound;
+  auto frames_unwound = [&](uint64_t hash, bool& lost) -> std::vector<uint64_t> {
+    auto [it, inserted] = unwound.try_emplace(hash);
+    if (inserted) {
+      auto frames = maps_.read_user_stack(*idle, hash);
+      if (frames)
+        it->second = std::move(*frames);
+      else
+        spdlog::debug("{}", frames.error().message);
+    }
+    lost = it->second.empty();
+    return it->second;
+  };
+
   raw.samples.reserve(counts->size());
   for (const auto& entry : *counts) {
     profile::RawSample sample;
@@ -58,7 +77,9 @@ Result<profile::RawProfile> Drainer::drain()
     sample.image_id = entry.key.image_id;
     sample.target_cgroup_id = entry.key.target_cgroup_id;
     sample.kernel_frames = frames_of(entry.key.kernel_stack_id, sample.kernel_stack_lost);
-    sample.user_frames = frames_of(entry.key.user_stack_id, sample.user_stack_lost);
+    sample.user_frames = entry.key.user_stack_hash != 0
+                             ? frames_unwound(entry.key.user_stack_hash, sample.user_stack_lost)
+                             : frames_of(entry.key.user_stack_id, sample.user_stack_lost);
     sample.count = entry.count;
     raw.samples.push_back(std::move(sample));
   }

@@ -28,7 +28,11 @@ public:
   [[nodiscard]] virtual Result<std::vector<CountEntry>> take_counts(int buffer) = 0;
   // Frame addresses of stack_id in buffer's stack map, innermost first.
   [[nodiscard]] virtual Result<std::vector<uint64_t>> read_stack(int buffer, int32_t stack_id) = 0;
-  // Removes every stack of buffer's stack map.
+  // Frame addresses of the stack the program unwound itself, by its hash, in buffer's
+  // unwound-stack map.
+  [[nodiscard]] virtual Result<std::vector<uint64_t>> read_user_stack(int buffer,
+                                                                      uint64_t hash) = 0;
+  // Removes every stack of buffer's stack maps (both kinds).
   [[nodiscard]] virtual Result<> clear_stacks(int buffer) = 0;
   // Event counter totals since the program was loaded, summed over CPUs.
   [[nodiscard]] virtual Result<profile::DropCounters> read_counters() = 0;

@@ -50,6 +50,7 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
   sampler::SamplerOptions options;
   options.frequency_hz = config.frequency_hz;
   options.stack_storage = config.stack_storage;
+  options.unwind_memory = size_t{config.unwind_memory_mib} << 20;
   options.count_storage = config.count_storage;
   options.keep_unmatched = targets.keeps_unmatched();
   options.explicit_targets = !config.all_containers;
@@ -140,6 +141,8 @@ Result<> Recorder::start()
   if (!sampler)
     return fail(sampler.error());
   sampler_.emplace(std::move(*sampler));
+  if (auto* table_maps = sampler_->table_maps())
+    unwind_tables_.emplace(*table_maps);
   spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler_->scope(),
                 config_.frequency_hz,
                 static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
@@ -167,6 +170,8 @@ void Recorder::on_notice(const fb_process_notice& notice)
   }
   std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
   symbolizer_->on_process_seen({notice.tgid, notice.image_id}, comm);
+  if (unwind_tables_)
+    unwind_tables_->on_process_seen(notice.tgid, notice.image_id);
   hand_new_jvms_to_attacher();
 }
 
@@ -231,9 +236,24 @@ Result<> Recorder::drain()
                 raw->counters.counts[FB_COUNTER_FILTERED]);
   accumulator_.add(std::move(*symbolized));
   hand_new_jvms_to_attacher();
+  if (unwind_tables_) {
+    // Libraries loaded since the image's maps were read: once per interval at most.
+    for (const auto& image : sampler_->missed_images())
+      unwind_tables_->on_mapping_missed(image.tgid, image.image_id);
+  }
   for (const auto& image : symbolizer_->forget_exited_processes()) {
+    if (unwind_tables_)
+      unwind_tables_->forget_image(image.pid, image.image_id);
     sampler_->forget_image(image.pid, image.image_id);
     attacher_.forget_if_gone(image.pid);
+  }
+  if (unwind_tables_) {
+    const auto& counts = unwind_tables_->counts();
+    spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
+                  "{} failed, {} left out for room",
+                  unwind_tables_->live_tables(), unwind_tables_->rows_used(),
+                  unwind_tables_->images(), counts.files_built, counts.files_shared,
+                  counts.files_failed, counts.files_no_room);
   }
   return {};
 }

@@ -20,6 +20,7 @@
 #include "symbolize/symbolizer.h"
 #include "target/cgroup_watcher.h"
 #include "target/target_set.h"
+#include "unwind/table_loader.h"
 
 namespace flamebpf::pipeline {
 
@@ -72,6 +73,8 @@ private:
   std::optional<symbolize::Symbolizer> symbolizer_;
   std::optional<sampler::Sampler> sampler_;
   std::optional<drain::Drainer> drainer_; // reads sampler_'s maps
+  // Loads unwind tables into sampler_'s maps; absent when the unwinder is off.
+  std::optional<unwind::TableLoader> unwind_tables_;
   target::CgroupWatcher watcher_;
   profile::Accumulator accumulator_; // the current interval
   Schedule::Wall::time_point interval_start_;

@@ -20,6 +20,13 @@ std::vector<std::string> describe_drops(const DropCounters& counters)
   add(counters[FB_COUNTER_KSTACK_ERROR], "kernel stacks could not be read");
   add(counters[FB_COUNTER_USTACK_MISSING],
       "user stacks could not be read (the process's user memory was unavailable)");
+  add(counters[FB_COUNTER_UNWIND_SP_BACKWARDS] + counters[FB_COUNTER_UNWIND_TOO_DEEP] +
+          counters[FB_COUNTER_UNWIND_NO_RETURN] + counters[FB_COUNTER_UNWIND_BAD_ROW],
+      "user stacks cut short where an unwind step went wrong (a table that does not match its "
+      "code, or a corrupt stack)");
+  add(counters[FB_COUNTER_UNWIND_READ_FAILED],
+      "user stacks cut short where their memory could not be read (paged out)");
+  add(counters[FB_COUNTER_UNWIND_TRUNCATED], "user stacks cut at their deepest frames kept");
   add(counters[FB_COUNTER_NOTICE_LOST],
       "new-process notices lost to a full ring buffer; those processes are symbolized late");
   return lines;

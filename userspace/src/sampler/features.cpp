@@ -1,5 +1,6 @@
 #include "sampler/features.h"
 
+#include <bpf/libbpf.h>
 #include <string>
 #include <unistd.h>
 
@@ -38,6 +39,25 @@ Result<> check_kernel_btf(const char* path)
     auto failure = system_error(errno, std::string("kernel BTF ") + path + " is not readable");
     failure.message += "; flamebpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y";
     return fail(failure);
+  }
+  return {};
+}
+
+Result<> check_unwinder_support()
+{
+  struct Helper {
+    bpf_func_id id;
+    const char* name;
+  };
+  for (Helper helper :
+       {Helper{BPF_FUNC_loop, "bpf_loop"}, Helper{BPF_FUNC_task_pt_regs, "bpf_task_pt_regs"},
+        Helper{BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf"}}) {
+    int supported = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, helper.id, nullptr);
+    if (supported < 0)
+      return fail(system_error(-supported, std::string("cannot probe for ") + helper.name));
+    if (supported == 0)
+      return fail(
+          error(std::string("this kernel's perf_event programs cannot call ") + helper.name));
   }
   return {};
 }

@@ -12,4 +12,9 @@ namespace flamebpf::sampler {
 // Fails unless the kernel exposes its BTF, which CO-RE relocation needs.
 [[nodiscard]] Result<> check_kernel_btf(const char* path = "/sys/kernel/btf/vmlinux");
 
+// Whether the sampling program may call what the table unwinder needs (bpf_loop, from 5.17;
+// bpf_task_pt_regs, from 5.15; bpf_get_current_task_btf, from 5.11). Asked once per start; on
+// failure, why, for the one log line that says the unwinder is off.
+[[nodiscard]] Result<> check_unwinder_support();
+
 } // namespace flamebpf::sampler

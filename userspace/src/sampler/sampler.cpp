@@ -9,7 +9,9 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
+#include <unistd.h>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -73,10 +75,23 @@ public:
     return stack;
   }
 
+  Result<std::vector<uint64_t>> read_user_stack(int buffer, uint64_t hash) override
+  {
+    bpf_map* map = buffer == 0 ? skeleton_->maps.ustacks_0 : skeleton_->maps.ustacks_1;
+    fb_user_stack stack;
+    if (bpf_map_lookup_elem(bpf_map__fd(map), &hash, &stack) != 0)
+      return fail(system_error(errno, "cannot read unwound stack " + std::to_string(hash)));
+    uint32_t length = std::min<uint32_t>(stack.length, FB_MAX_STACK_DEPTH);
+    return std::vector<uint64_t>(stack.frames, stack.frames + length);
+  }
+
   Result<> clear_stacks(int buffer) override
   {
     bpf_map* map = buffer == 0 ? skeleton_->maps.stacks_0 : skeleton_->maps.stacks_1;
-    return clear_map<uint32_t>(bpf_map__fd(map), "the stack map");
+    if (auto cleared = clear_map<uint32_t>(bpf_map__fd(map), "the stack map"); !cleared)
+      return cleared;
+    bpf_map* unwound = buffer == 0 ? skeleton_->maps.ustacks_0 : skeleton_->maps.ustacks_1;
+    return clear_map<uint64_t>(bpf_map__fd(unwound), "the unwound-stack map");
   }
 
   Result<profile::DropCounters> read_counters() override
@@ -128,6 +143,79 @@ private:
   size_t possible_cpus_;
 };
 
+// The unwind tables' maps of a loaded skeleton. Rows are written through a shared mapping of the
+// row array: a table of a million rows is one copy, not a million system calls.
+class BpfTableMaps final : public unwind::TableMaps {
+public:
+  BpfTableMaps(::sampler_bpf* skeleton, void* rows)
+      : skeleton_(skeleton), rows_(static_cast<fb_unwind_row*>(rows))
+  {
+  }
+  ~BpfTableMaps() override { munmap(rows_, mapped_bytes(row_capacity())); }
+  BpfTableMaps(const BpfTableMaps&) = delete;
+  BpfTableMaps& operator=(const BpfTableMaps&) = delete;
+
+  static size_t mapped_bytes(uint32_t rows)
+  {
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t bytes = size_t{rows} * sizeof(fb_unwind_row);
+    return (bytes + page - 1) / page * page;
+  }
+
+  uint32_t row_capacity() const override
+  {
+    return bpf_map__max_entries(skeleton_->maps.unwind_rows);
+  }
+  uint32_t table_capacity() const override
+  {
+    return bpf_map__max_entries(skeleton_->maps.unwind_tables);
+  }
+
+  Result<> write_rows(uint32_t first_row, std::span<const fb_unwind_row> rows) override
+  {
+    if (first_row > row_capacity() || rows.size() > row_capacity() - first_row)
+      return fail(error("unwind rows past the end of the row array"));
+    std::memcpy(rows_ + first_row, rows.data(), rows.size_bytes());
+    // The rows are in place before any table slot can point at them.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return {};
+  }
+
+  Result<> set_table(uint32_t slot, const fb_unwind_table& table) override
+  {
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.unwind_tables), &slot, &table, BPF_ANY) !=
+        0)
+      return fail(system_error(errno, "cannot set unwind table " + std::to_string(slot)));
+    return {};
+  }
+
+  Result<> set_image(const fb_image_key& image, const fb_image_mappings& mappings) override
+  {
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.image_mappings), &image, &mappings,
+                            BPF_ANY) != 0)
+      return fail(system_error(errno, "cannot install the unwind mappings of process " +
+                                          std::to_string(image.tgid)));
+    bump_generation();
+    return {};
+  }
+
+  void remove_image(const fb_image_key& image) override
+  {
+    if (bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.image_mappings), &image) == 0)
+      bump_generation();
+  }
+
+private:
+  // The per-CPU caches of mappings (unwind.bpf.h) hold until this changes.
+  void bump_generation()
+  {
+    __atomic_add_fetch(&skeleton_->bss->mappings_generation, 1ull, __ATOMIC_SEQ_CST);
+  }
+
+  ::sampler_bpf* skeleton_;
+  fb_unwind_row* rows_;
+};
+
 int handle_notice(void* context, void* data, size_t size)
 {
   auto* handler = static_cast<Sampler::NoticeHandler*>(context);
@@ -160,6 +248,7 @@ struct Sampler::State {
   // The events sample only the targets (per cgroup and CPU, per thread), not every CPU.
   bool scoped = false;
   std::unique_ptr<BpfMapReader> reader;
+  std::unique_ptr<BpfTableMaps> table_maps; // null when the unwinder is off
 
   ~State()
   {
@@ -199,6 +288,23 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     bpf_map__set_max_entries(map, options.stack_storage);
   for (bpf_map* map : {maps.counts_0, maps.counts_1})
     bpf_map__set_max_entries(map, options.count_storage);
+  bool unwinder = options.unwind_memory >= sizeof(fb_unwind_row);
+  if (unwinder) {
+    if (auto supported = check_unwinder_support(); !supported) {
+      spdlog::info("{}: stacks are unwound by frame pointers only", supported.error().message);
+      unwinder = false;
+    }
+  }
+  state->skeleton->rodata->unwinder_enabled = unwinder ? 1 : 0;
+  // The unwinder's maps take memory only when it runs.
+  size_t rows = std::min<size_t>(options.unwind_memory / sizeof(fb_unwind_row), UINT32_MAX);
+  bpf_map__set_max_entries(maps.unwind_rows, unwinder ? static_cast<uint32_t>(rows) : 1);
+  for (bpf_map* map : {maps.ustacks_0, maps.ustacks_1})
+    bpf_map__set_max_entries(map, unwinder ? options.stack_storage : 1);
+  if (!unwinder) {
+    bpf_map__set_max_entries(maps.image_mappings, 1);
+    bpf_map__set_max_entries(maps.unwind_tables, 1);
+  }
   if (::sampler_bpf::load(state->skeleton.get()) != 0) {
     auto failure = system_error(errno, "cannot load the BPF program");
     failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
@@ -225,6 +331,14 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   if (!started.notices)
     return fail(system_error(errno, "cannot open the new-process ring buffer"));
   started.reader = std::make_unique<BpfMapReader>(started.skeleton.get());
+  if (started.skeleton->rodata->unwinder_enabled) {
+    uint32_t row_capacity = bpf_map__max_entries(maps.unwind_rows);
+    void* mapped = mmap(nullptr, BpfTableMaps::mapped_bytes(row_capacity), PROT_READ | PROT_WRITE,
+                        MAP_SHARED, bpf_map__fd(maps.unwind_rows), 0);
+    if (mapped == MAP_FAILED)
+      return fail(system_error(errno, "cannot map the unwind rows"));
+    started.table_maps = std::make_unique<BpfTableMaps>(started.skeleton.get(), mapped);
+  }
 
   auto cpus = procfs::online_cpus();
   if (!cpus)
@@ -392,6 +506,30 @@ size_t Sampler::map_memory_bytes() const
     }
   }
   return total;
+}
+
+unwind::TableMaps* Sampler::table_maps()
+{
+  return state_->table_maps.get();
+}
+
+std::vector<fb_image_key> Sampler::missed_images() const
+{
+  std::vector<fb_image_key> missed;
+  if (!state_->table_maps)
+    return missed;
+  int fd = bpf_map__fd(state_->skeleton->maps.image_mappings);
+  auto keys = map_keys<fb_image_key>(fd, "the unwind mappings");
+  if (!keys) {
+    spdlog::debug("{}", keys.error().message);
+    return missed;
+  }
+  auto mappings = std::make_unique<fb_image_mappings>();
+  for (const auto& key : *keys) {
+    if (bpf_map_lookup_elem(fd, &key, mappings.get()) == 0 && mappings->missed)
+      missed.push_back(key);
+  }
+  return missed;
 }
 
 drain::MapReader& Sampler::map_reader()

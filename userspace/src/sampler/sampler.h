@@ -12,6 +12,7 @@
 #include "bpf_abi.h"
 #include "common/result.h"
 #include "drain/map_reader.h"
+#include "unwind/table_maps.h"
 
 namespace flamebpf::sampler {
 
@@ -32,7 +33,10 @@ struct SamplerOptions {
   uint32_t frequency_hz = 99;
   uint32_t stack_storage = 8192;  // stack map entries per buffer
   uint32_t count_storage = 16384; // count map entries per buffer
-  bool keep_unmatched = true;     // keep samples of no target (the whole host, or "host")
+  // Bytes of the unwind-row array that all tables share (--unwind-memory); 0 turns the table
+  // unwinder off.
+  size_t unwind_memory = size_t{32} << 20;
+  bool keep_unmatched = true; // keep samples of no target (the whole host, or "host")
   // The targets are the ones named on the command line, not every container: few enough, they
   // are sampled by events of their own, so that nothing else on the host is interrupted.
   bool explicit_targets = false;
@@ -82,6 +86,13 @@ public:
 
   // Kernel memory charged to the sampler's BPF maps (their memlock), in bytes.
   size_t map_memory_bytes() const;
+
+  // The unwind tables' maps, for the unwind stage; null when the unwinder is off (the kernel
+  // lacks what it needs, or --unwind-memory is 0).
+  unwind::TableMaps* table_maps();
+  // Process images whose samples met a pc outside their installed mappings since their mappings
+  // were last installed.
+  std::vector<fb_image_key> missed_images() const;
 
   // The BPF maps, for the drain stage.
   drain::MapReader& map_reader();

@@ -9,7 +9,7 @@
 #include <zlib.h>
 
 #include "common/contained_file.h"
-#include "symbolize/elf_reader.h"
+#include "common/elf_reader.h"
 
 namespace flamebpf::symbolize {
 namespace {

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unordered_map>
 
-#include "symbolize/elf_reader.h"
+#include "common/elf_reader.h"
 #include "symbolize/name_cut.h"
 #include "symbolize/xz.h"
 

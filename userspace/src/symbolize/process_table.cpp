@@ -12,6 +12,7 @@
 
 #include "common/contained_file.h"
 #include "common/log.h"
+#include "common/mapped_file.h"
 #include "common/procfs.h"
 #include "jvm/jvm_traits.h"
 
@@ -27,40 +28,6 @@ const MappedCode* ProcessImage::find(uint64_t address) const
   --it;
   return address < it->mapping.end ? &*it : nullptr;
 }
-
-namespace {
-
-constexpr std::string_view kDeleted = " (deleted)";
-
-// The file behind mapping in the process whose /proc directory is process, opened for reading.
-// First through map_files, which names the very file mapped whatever mount namespace or deletion
-// hides its path; its entries are magic links, so they are opened O_PATH (which opens nothing for
-// real: no device driver runs) and reopened only if regular. Else by the mapping's path inside
-// the process's root, unless the file was deleted (the path may name another file by now). Either
-// way the file must have the mapping's inode number: the range may have been remapped, or the path
-// replaced, since the maps were read. The device is not compared: through an overlayfs path, the
-// file shows the overlay's device, while the mapping shows the underlying one.
-Result<UniqueFd> open_mapped_file(const std::string& process, const procfs::Mapping& mapping)
-{
-  std::string via_map_files =
-      fmt::format("{}/map_files/{:x}-{:x}", process, mapping.start, mapping.end);
-  UniqueFd located(::open(via_map_files.c_str(), O_PATH | O_CLOEXEC));
-  if (!located.valid() && mapping.path.ends_with(kDeleted))
-    return fail(system_error(errno, "cannot open " + via_map_files));
-  auto file = located.valid() ? reopen_regular(located.get(), via_map_files)
-                              : open_contained(process + "/root", mapping.path);
-  if (!file)
-    return file;
-  struct stat status {};
-  if (::fstat(file->get(), &status) != 0)
-    return fail(system_error(errno, "cannot stat " + mapping.path));
-  if (status.st_ino != mapping.inode)
-    return fail(error("cannot open " + mapping.path + ": inode " + std::to_string(status.st_ino) +
-                      " is not the mapped file's " + std::to_string(mapping.inode)));
-  return file;
-}
-
-} // namespace
 
 std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapping& mapping)
 {

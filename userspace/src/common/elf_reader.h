@@ -1,8 +1,8 @@
 // flamebpf's own reader of ELF files. The files are a target's, so hostile: every part is read with
 // pread (never mapped: a container that truncates its file cannot fault us) against a byte budget
-// fixed here, never against a size the file states. Only what symbolization needs is read: the
-// headers, notes, named sections and symbol tables. Files in the other byte order are refused:
-// they cannot run on this machine.
+// fixed here, never against a size the file states. Only what symbolization and the unwind tables
+// need is read: the headers, notes, named sections and symbol tables. Files in the other byte
+// order are refused: they cannot run on this machine.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,7 @@
 
 #include "common/result.h"
 
-namespace flamebpf::symbolize {
+namespace flamebpf {
 
 // The program header table and the section header table, each: 16384 section headers of 64 bytes.
 inline constexpr size_t kMaxElfHeaderTableBytes = 1 << 20;
@@ -89,6 +89,8 @@ public:
   const std::string& shown() const { return shown_; }
   // ELFCLASS64, else ELFCLASS32.
   bool is_64() const { return is_64_; }
+  // The architecture: EM_X86_64, EM_AARCH64, ...
+  uint16_t machine() const { return machine_; }
   // The section headers, in file order (index 0 is the null section).
   const std::vector<ElfSection>& sections() const { return sections_; }
   // The program headers, in file order.
@@ -123,8 +125,9 @@ private:
   ElfBytes bytes_;
   std::string shown_;
   bool is_64_ = true;
+  uint16_t machine_ = 0;
   std::vector<ElfSection> sections_;
   std::vector<ElfSegment> segments_;
 };
 
-} // namespace flamebpf::symbolize
+} // namespace flamebpf

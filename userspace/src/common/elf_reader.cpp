@@ -1,4 +1,4 @@
-#include "symbolize/elf_reader.h"
+#include "common/elf_reader.h"
 
 #include <algorithm>
 #include <bit>
@@ -7,7 +7,7 @@
 #include <elf.h>
 #include <unistd.h>
 
-namespace flamebpf::symbolize {
+namespace flamebpf {
 namespace {
 
 template <class T> T load(std::string_view bytes, size_t at = 0)
@@ -138,6 +138,7 @@ Result<> ElfReader::read_headers()
     if (!raw)
       return fail(error("truncated ELF header"));
     auto ehdr = load<Elf64_Ehdr>(*raw);
+    machine_ = ehdr.e_machine;
     header = {ehdr.e_phoff, ehdr.e_shoff, ehdr.e_phentsize, ehdr.e_shentsize,
               ehdr.e_phnum, ehdr.e_shnum, ehdr.e_shstrndx};
   } else {
@@ -145,6 +146,7 @@ Result<> ElfReader::read_headers()
     if (!raw)
       return fail(error("truncated ELF header"));
     auto ehdr = load<Elf32_Ehdr>(*raw);
+    machine_ = ehdr.e_machine;
     header = {ehdr.e_phoff, ehdr.e_shoff, ehdr.e_phentsize, ehdr.e_shentsize,
               ehdr.e_phnum, ehdr.e_shnum, ehdr.e_shstrndx};
   }
@@ -339,4 +341,4 @@ Result<bool> ElfReader::read_symbols(const ElfSection& table,
   return table.size > max_bytes;
 }
 
-} // namespace flamebpf::symbolize
+} // namespace flamebpf

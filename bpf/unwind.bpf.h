@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// The user-stack unwinder for process images that have unwind tables (bpf_abi.h, fb_unwind_row):
+// frame by frame, the row that holds at the pc says where the caller's pc, sp and frame pointer
+// are; where no row holds, the frame pointer does. Every step is bounded: the loop by
+// FB_MAX_STACK_DEPTH, each search by its map's size, and the stack by sp rising at every step.
+#ifndef FLAMEBPF_UNWIND_BPF_H
+#define FLAMEBPF_UNWIND_BPF_H
+
+#include "bpf_abi.h"
+
+// Rows of every table, one after another; userspace places each table's rows and writes them
+// through a memory mapping of the array.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __type(key, __u32);
+  __type(value, struct fb_unwind_row);
+  __uint(max_entries, 1); // set by userspace (--unwind-memory)
+} unwind_rows SEC(".maps");
+
+// Table slot -> where its rows are.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __type(key, __u32);
+  __type(value, struct fb_unwind_table);
+  __uint(max_entries, 8192);
+} unwind_tables SEC(".maps");
+
+// Process image -> its mappings with tables. An image with no entry is unwound by the kernel's
+// frame-pointer walker, as before tables existed.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, struct fb_image_key);
+  __type(value, struct fb_image_mappings);
+  __uint(max_entries, 1024);
+} image_mappings SEC(".maps");
+
+// Unwound user stacks, double-buffered as the stack maps are.
+#define FB_USER_STACK_MAP(map_name)                                                                \
+  struct {                                                                                         \
+    __uint(type, BPF_MAP_TYPE_HASH);                                                               \
+    __type(key, __u64);                                                                            \
+    __type(value, struct fb_user_stack);                                                           \
+    __uint(max_entries, 1024); /* set by userspace (--stack-storage) */                            \
+  } map_name SEC(".maps")
+
+FB_USER_STACK_MAP(ustacks_0);
+FB_USER_STACK_MAP(ustacks_1);
+
+// Set by userspace before load: nonzero when this kernel has what the unwinder needs (bpf_loop,
+// bpf_task_pt_regs); zero leaves every image to the frame-pointer walker, and the verifier skips
+// the unwinder's code.
+const volatile __u32 unwinder_enabled = 0;
+// Bumped by userspace after each change of image_mappings: the per-CPU caches below are stale.
+volatile __u64 mappings_generation = 0;
+
+// A stack may not span more than this; beyond it a step is taken to be wrong.
+#define FB_MAX_STACK_BYTES (512ULL << 20)
+// Binary-search steps: enough for 2^23 rows in one table, 2^8 mappings in one image.
+#define FB_ROW_SEARCH_STEPS 23
+#define FB_MAPPING_SEARCH_STEPS 8
+
+// The x86-64 signal frame at the sp of a signal trampoline (the handler's return has popped
+// rt_sigframe.pretcode, so sp is at its ucontext): the interrupted registers are in
+// uc_mcontext, 40 bytes in, as struct sigcontext.
+#define FB_SIGFRAME_MCONTEXT 40
+#define FB_SIGCONTEXT_RBP 80
+#define FB_SIGCONTEXT_RSP 120
+#define FB_SIGCONTEXT_RIP 128
+
+// The unwinder's per-CPU working state: too large for the 512-byte BPF stack.
+struct fb_unwind_state {
+  struct fb_user_stack stack; // the frames so far
+  __u64 hash;
+  __u64 pc, sp, fp;
+  __u64 first_sp;
+  struct fb_image_key image;
+  __u32 exact_pc; // the pc is where execution stands (first frame, signal), not a return address
+  __u32 done;
+  // The mapping that held the last pc, kept across samples of the same image until
+  // mappings_generation changes.
+  struct fb_image_key cached_image;
+  __u64 cached_generation;
+  struct fb_unwind_mapping cached_mapping;
+  __u32 cached_valid;
+  __u32 pad;
+  // The last image found to have no tables, under cached_plain_generation.
+  __u64 cached_plain_image;
+  __u64 cached_plain_generation;
+  __u64 counts[FB_COUNTER_MAX]; // events of this sample, added to fb_cpu_state at the end
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct fb_unwind_state);
+  __uint(max_entries, 1);
+} unwind_state SEC(".maps");
+
+static __always_inline struct fb_unwind_state* unwind_state_of_cpu(void)
+{
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&unwind_state, &zero);
+}
+
+static __always_inline void unwind_count(struct fb_unwind_state* state, __u32 counter)
+{
+  if (counter < FB_COUNTER_MAX)
+    state->counts[counter] += 1;
+}
+
+static __always_inline void unwind_stop(struct fb_unwind_state* state, __u32 counter)
+{
+  unwind_count(state, counter);
+  state->done = 1;
+}
+
+static __always_inline int read_user_word(__u64 address, __u64* value)
+{
+  return bpf_probe_read_user(value, sizeof(*value), (const void*)address);
+}
+
+// The mapping of state->image that holds pc; 0 if none.
+static __always_inline int find_mapping(struct fb_unwind_state* state,
+                                        struct fb_image_mappings* image,
+                                        __u64 pc,
+                                        struct fb_unwind_mapping* found)
+{
+  __u64 generation = mappings_generation;
+  if (state->cached_valid && state->cached_generation == generation &&
+      state->cached_image.tgid == state->image.tgid &&
+      state->cached_image.image_id == state->image.image_id && pc >= state->cached_mapping.start &&
+      pc < state->cached_mapping.end) {
+    *found = state->cached_mapping;
+    return 1;
+  }
+  __u32 count = image->count;
+  if (count > FB_MAX_IMAGE_MAPPINGS)
+    count = FB_MAX_IMAGE_MAPPINGS;
+  // The last mapping whose start is <= pc.
+  __u32 low = 0, high = count;
+  for (int step = 0; step < FB_MAPPING_SEARCH_STEPS && low < high; step++) {
+    __u32 middle = (low + high) / 2;
+    if (middle >= FB_MAX_IMAGE_MAPPINGS)
+      return 0;
+    if (image->mappings[middle].start <= pc)
+      low = middle + 1;
+    else
+      high = middle;
+  }
+  if (low == 0 || low > FB_MAX_IMAGE_MAPPINGS)
+    return 0;
+  struct fb_unwind_mapping* candidate = &image->mappings[low - 1];
+  if (pc >= candidate->end)
+    return 0;
+  *found = *candidate;
+  state->cached_mapping = *candidate;
+  state->cached_image = state->image;
+  state->cached_generation = generation;
+  state->cached_valid = 1;
+  return 1;
+}
+
+// The row of the table in slot `table` that holds at offset; 0 if the table has none.
+static __always_inline int
+find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unwind_row* found)
+{
+  struct fb_unwind_table* entry = bpf_map_lookup_elem(&unwind_tables, &table);
+  if (!entry) {
+    unwind_count(state, FB_COUNTER_UNWIND_BAD_ROW);
+    return 0;
+  }
+  __u32 first = entry->first_row;
+  __u32 count = entry->row_count;
+  if (count == 0 || offset > 0xffffffffULL)
+    return 0;
+  // The last row whose pc_offset is <= offset: rows [first + low - 1] after the search.
+  __u32 low = 0, high = count;
+  for (int step = 0; step < FB_ROW_SEARCH_STEPS + 1 && low < high; step++) {
+    __u32 middle = low + (high - low) / 2;
+    __u32 index = first + middle;
+    struct fb_unwind_row* row = bpf_map_lookup_elem(&unwind_rows, &index);
+    if (!row) {
+      unwind_count(state, FB_COUNTER_UNWIND_BAD_ROW);
+      return 0;
+    }
+    if (row->pc_offset <= (__u32)offset)
+      low = middle + 1;
+    else
+      high = middle;
+  }
+  if (low == 0)
+    return 0;
+  __u32 index = first + low - 1;
+  struct fb_unwind_row* row = bpf_map_lookup_elem(&unwind_rows, &index);
+  if (!row) {
+    unwind_count(state, FB_COUNTER_UNWIND_BAD_ROW);
+    return 0;
+  }
+  *found = *row;
+  return 1;
+}
+
+// Appends a frame and folds it into the stack's hash.
+static __always_inline int push_frame(struct fb_unwind_state* state, __u64 frame)
+{
+  __u32 length = state->stack.length;
+  if (length >= FB_MAX_STACK_DEPTH)
+    return 0;
+  state->stack.frames[length] = frame;
+  state->stack.length = length + 1;
+  // A multiply-rotate mix: order matters, so two stacks of the same frames differ.
+  __u64 hash = (state->hash ^ frame) * 0x9e3779b97f4a7c15ULL;
+  state->hash = (hash << 31) | (hash >> 33);
+  return 1;
+}
+
+// The classic frame-pointer step: [fp] is the caller's fp, [fp + 8] the return address.
+static __always_inline void frame_pointer_step(struct fb_unwind_state* state)
+{
+  __u64 fp = state->fp;
+  if (fp == 0) {
+    state->done = 1; // the outermost frame: its fp is zero by the ABI
+    return;
+  }
+  __u64 caller_fp = 0, return_address = 0;
+  if (read_user_word(fp, &caller_fp) || read_user_word(fp + 8, &return_address)) {
+    unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+    return;
+  }
+  if (return_address == 0) {
+    state->done = 1;
+    return;
+  }
+  state->pc = return_address;
+  state->sp = fp + 16;
+  state->fp = caller_fp;
+}
+
+// One frame: push the pc (or an interpreter frame's method), then move to the caller.
+static long unwind_step(__u32 index, void* context)
+{
+  struct fb_unwind_state* state = unwind_state_of_cpu();
+  if (!state || state->done)
+    return 1;
+  __u64 pc = state->pc;
+  __u64 sp = state->sp;
+  // A return address points after its call; the call itself is one byte earlier.
+  __u64 lookup_pc = state->exact_pc ? pc : pc - 1;
+  struct fb_unwind_row row = {.kind = FB_UNWIND_FRAME_POINTER};
+  struct fb_image_mappings* image = bpf_map_lookup_elem(&image_mappings, &state->image);
+  struct fb_unwind_mapping mapping;
+  if (image && find_mapping(state, image, lookup_pc, &mapping)) {
+    if (lookup_pc >= mapping.table_base)
+      find_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
+  } else if (image && !image->missed) {
+    image->missed = 1; // userspace reads the maps again: a library loaded since
+  }
+
+  if (row.kind == FB_UNWIND_JVM_INTERPRETER) {
+    __u64 method = 0;
+    if (read_user_word(state->fp - 24, &method)) {
+      unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+      return 1;
+    }
+    if (!push_frame(state, FB_FRAME_JVM_METHOD | method)) {
+      unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
+      return 1;
+    }
+  } else if (!push_frame(state, pc)) {
+    unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
+    return 1;
+  }
+  state->exact_pc = 0;
+
+  __u64 cfa = 0;
+  switch (row.kind) {
+  case FB_UNWIND_STOP:
+    state->done = 1;
+    return 1;
+  case FB_UNWIND_FRAME_POINTER:
+    frame_pointer_step(state);
+    break;
+  case FB_UNWIND_CFA_SP:
+  case FB_UNWIND_CFA_FP:
+  case FB_UNWIND_PLT: {
+    if (row.kind == FB_UNWIND_CFA_SP)
+      cfa = sp + row.cfa_offset;
+    else if (row.kind == FB_UNWIND_CFA_FP)
+      cfa = state->fp + row.cfa_offset;
+    else // a PLT entry pushes once, 11 bytes in; so does each entry of the classic PLT
+      cfa = sp + 8 + ((lookup_pc & 15) >= 11 ? 8 : 0);
+    __u64 return_address = 0;
+    if (read_user_word(cfa - 8, &return_address)) {
+      unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+      return 1;
+    }
+    if (row.fp_offset_words != 0) {
+      __u64 caller_fp = 0;
+      if (read_user_word(cfa + 8 * (__s64)row.fp_offset_words, &caller_fp)) {
+        unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+        return 1;
+      }
+      state->fp = caller_fp;
+    }
+    if (return_address == 0) {
+      unwind_stop(state, FB_COUNTER_UNWIND_NO_RETURN);
+      return 1;
+    }
+    state->pc = return_address;
+    state->sp = cfa;
+    break;
+  }
+  case FB_UNWIND_SIGNAL: {
+    __u64 context_at = sp + FB_SIGFRAME_MCONTEXT;
+    __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
+    if (read_user_word(context_at + FB_SIGCONTEXT_RIP, &caller_pc) ||
+        read_user_word(context_at + FB_SIGCONTEXT_RSP, &caller_sp) ||
+        read_user_word(context_at + FB_SIGCONTEXT_RBP, &caller_fp)) {
+      unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+      return 1;
+    }
+    state->pc = caller_pc;
+    state->sp = caller_sp;
+    state->fp = caller_fp;
+    // The interrupted pc is where execution stood, and its stack may be another (sigaltstack):
+    // the checks below start again from it.
+    state->exact_pc = 1;
+    state->first_sp = caller_sp;
+    if (caller_pc == 0) {
+      state->done = 1;
+      return 1;
+    }
+    return 0;
+  }
+  case FB_UNWIND_JVM_INTERPRETER: {
+    __u64 fp = state->fp;
+    __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
+    if (read_user_word(fp + 8, &caller_pc) || read_user_word(fp - 8, &caller_sp) ||
+        read_user_word(fp, &caller_fp)) {
+      unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
+      return 1;
+    }
+    state->pc = caller_pc;
+    state->sp = caller_sp;
+    state->fp = caller_fp;
+    if (caller_pc == 0) {
+      unwind_stop(state, FB_COUNTER_UNWIND_NO_RETURN);
+      return 1;
+    }
+    break;
+  }
+  default:
+    unwind_stop(state, FB_COUNTER_UNWIND_BAD_ROW);
+    return 1;
+  }
+  if (state->done)
+    return 1;
+  // Each caller's frame lies above its callee's, and a stack is not endless: a step that breaks
+  // either is wrong, and what it found is no frame.
+  if (state->sp <= sp) {
+    unwind_stop(state, FB_COUNTER_UNWIND_SP_BACKWARDS);
+    return 1;
+  }
+  if (state->sp - state->first_sp > FB_MAX_STACK_BYTES) {
+    unwind_stop(state, FB_COUNTER_UNWIND_TOO_DEEP);
+    return 1;
+  }
+  return 0;
+}
+
+// The user registers of the current task: those the sample interrupted if it was in user mode,
+// else those saved on kernel entry. 0 if there are none (a kernel thread).
+static __always_inline int
+user_registers(struct bpf_perf_event_data* ctx, __u64* pc, __u64* sp, __u64* fp)
+{
+  // Volatile: the context allows only whole-word loads, which clang would narrow to the low bits.
+  __u64 cs = *(volatile __u64*)&ctx->regs.cs;
+  if ((cs & 3) == 3) {
+    *pc = ctx->regs.ip;
+    *sp = ctx->regs.sp;
+    *fp = ctx->regs.bp;
+    return 1;
+  }
+  struct pt_regs* saved = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+  struct pt_regs regs;
+  if (!saved || bpf_probe_read_kernel(&regs, sizeof(regs), saved))
+    return 0;
+  if ((regs.cs & 3) != 3)
+    return 0;
+  *pc = regs.ip;
+  *sp = regs.sp;
+  *fp = regs.bp;
+  return 1;
+}
+
+// Whether the image has tables; the answer "none" is remembered per CPU until the mappings
+// change, so that a process unwound by frame pointers pays one comparison.
+static __always_inline int image_has_tables(struct fb_unwind_state* state,
+                                            struct fb_image_key* image)
+{
+  __u64 tag = ((__u64)image->tgid << 32) | image->image_id;
+  __u64 generation = mappings_generation;
+  if (state->cached_plain_image == tag && state->cached_plain_generation == generation)
+    return 0;
+  if (bpf_map_lookup_elem(&image_mappings, image))
+    return 1;
+  state->cached_plain_image = tag;
+  state->cached_plain_generation = generation;
+  return 0;
+}
+
+#endif /* FLAMEBPF_UNWIND_BPF_H */

@@ -1,0 +1,101 @@
+// The unwind tables' life in the sampler's maps, as flamebpf -v reports it at each drain: one
+// table per distinct file however many processes map it, and freed when the last of them exits.
+#include <chrono>
+#include <csignal>
+#include <gtest/gtest.h>
+#include <regex>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "harness.h"
+#include "temp_dir.h"
+#include "wait.h"
+
+namespace flamebpf::testing {
+namespace {
+
+// One "unwind tables:" line of the log.
+struct TablesLine {
+  uint64_t tables = 0;
+  uint64_t rows = 0;
+  uint64_t images = 0;
+  uint64_t built = 0;
+  uint64_t shared = 0;
+};
+
+std::vector<TablesLine> tables_lines(const std::string& log)
+{
+  static const std::regex line_pattern(
+      R"(unwind tables: (\d+) tables in (\d+) rows for (\d+) images; (\d+) files built, (\d+) shared)");
+  std::vector<TablesLine> lines;
+  for (const auto& line : lines_with(log, "unwind tables:")) {
+    std::smatch match;
+    if (!std::regex_search(line, match, line_pattern))
+      continue;
+    lines.push_back({std::stoull(match[1]), std::stoull(match[2]), std::stoull(match[3]),
+                     std::stoull(match[4]), std::stoull(match[5])});
+  }
+  return lines;
+}
+
+TEST(UnwindTablesTest, ProcessesShareTablesAndAnExitFreesTheTablesNoOneElseUses)
+{
+  ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+  // Two processes of one program, and a third of another (deep_chain also maps libstdc++, libm
+  // and libgcc_s) that is killed while flamebpf records.
+  Child first({SPLIT_SORTER_BINARY, "60"});
+  Child second({SPLIT_SORTER_BINARY, "60"});
+  Child leaving({DEEP_CHAIN_BINARY, "60"});
+  wait_until_busy(first.pid(), "split_sorter");
+  wait_until_busy(second.pid(), "split_sorter");
+  wait_until_busy(leaving.pid(), "deep_chain");
+  TempDir dir;
+  std::string log = dir.path().string() + "/log";
+  Child flamebpf({FLAMEBPF_BINARY, "--pid", std::to_string(first.pid()), "--pid",
+                  std::to_string(second.pid()), "--pid", std::to_string(leaving.pid()), "-d", "60",
+                  "--interval", "0.2", "-v", "-o", dir.path().string() + "/out.folded"},
+                 "", log);
+  auto all_three_seen = [&] {
+    auto lines = tables_lines(read_text(log));
+    return !lines.empty() && lines.back().images == 3;
+  };
+  bool unwinder_off = false;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        unwinder_off = read_text(log).find("frame pointers only") != std::string::npos;
+        return unwinder_off || all_three_seen();
+      },
+      std::chrono::seconds(30), "flamebpf to load the tables of all three processes"))
+      << read_text(log);
+  if (unwinder_off)
+    GTEST_SKIP() << "this kernel lacks what the table unwinder needs: " << read_text(log);
+  TablesLine all_three = tables_lines(read_text(log)).back();
+
+  // Every file's table is built once: the second split_sorter's files, and deep_chain's libc,
+  // ld.so and vDSO, are found among those built.
+  EXPECT_GT(all_three.tables, 0u);
+  EXPECT_EQ(all_three.tables, all_three.built) << read_text(log);
+  EXPECT_GE(all_three.shared, 4u) << read_text(log);
+
+  leaving.signal(SIGKILL);
+  leaving.wait();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto lines = tables_lines(read_text(log));
+        return lines.back().images == 2;
+      },
+      std::chrono::seconds(30), "flamebpf to forget the killed process"))
+      << read_text(log);
+  flamebpf.signal(SIGINT);
+  EXPECT_EQ(flamebpf.wait(), 0) << read_text(log);
+
+  // Its own files' tables are gone; those the split_sorters share stay.
+  TablesLine last = tables_lines(read_text(log)).back();
+  EXPECT_GT(last.tables, 0u);
+  EXPECT_LT(last.tables, all_three.tables) << read_text(log);
+  EXPECT_LT(last.rows, all_three.rows) << read_text(log);
+}
+
+} // namespace
+} // namespace flamebpf::testing

@@ -1,0 +1,280 @@
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "temp_dir.h"
+#include "unwind/table_loader.h"
+
+// Rows compare field by field (the ABI struct has no operator of its own).
+static bool operator==(const fb_unwind_row& a, const fb_unwind_row& b)
+{
+  return a.pc_offset == b.pc_offset && a.kind == b.kind && a.fp_offset_words == b.fp_offset_words &&
+         a.cfa_offset == b.cfa_offset;
+}
+
+namespace flamebpf::unwind {
+namespace {
+
+// The sampler's maps, in memory.
+class FakeMaps final : public TableMaps {
+public:
+  FakeMaps(uint32_t rows, uint32_t tables) : rows_(rows), tables_(tables) {}
+
+  uint32_t row_capacity() const override { return static_cast<uint32_t>(rows_.size()); }
+  uint32_t table_capacity() const override { return static_cast<uint32_t>(tables_.size()); }
+  Result<> write_rows(uint32_t first_row, std::span<const fb_unwind_row> rows) override
+  {
+    EXPECT_LE(first_row + rows.size(), rows_.size());
+    std::copy(rows.begin(), rows.end(), rows_.begin() + first_row);
+    events.push_back("rows");
+    return {};
+  }
+  Result<> set_table(uint32_t slot, const fb_unwind_table& table) override
+  {
+    EXPECT_LT(slot, tables_.size());
+    tables_.at(slot) = table;
+    events.push_back(table.row_count ? "table" : "free");
+    return {};
+  }
+  Result<> set_image(const fb_image_key& image, const fb_image_mappings& mappings) override
+  {
+    images[{image.tgid, image.image_id}] = mappings;
+    events.push_back("image");
+    return {};
+  }
+  const fb_image_mappings& image(uint32_t pid, uint32_t image_id)
+  {
+    return images[{pid, image_id}];
+  }
+  bool has_image(uint32_t pid, uint32_t image_id) const { return images.contains({pid, image_id}); }
+
+  void remove_image(const fb_image_key& image) override
+  {
+    images.erase({image.tgid, image.image_id});
+  }
+
+  // The rows a mapping's table holds, as the program finds them.
+  std::vector<fb_unwind_row> rows_of(const fb_unwind_mapping& mapping) const
+  {
+    const auto& table = tables_.at(mapping.table);
+    return {rows_.begin() + table.first_row, rows_.begin() + table.first_row + table.row_count};
+  }
+  size_t live_slots() const
+  {
+    return std::count_if(tables_.begin(), tables_.end(),
+                         [](const auto& table) { return table.row_count > 0; });
+  }
+
+  std::map<std::pair<uint32_t, uint32_t>, fb_image_mappings> images;
+  std::vector<std::string> events;
+
+private:
+  std::vector<fb_unwind_row> rows_;
+  std::vector<fb_unwind_table> tables_;
+};
+
+fb_unwind_row row(uint32_t pc_offset, uint8_t kind, int16_t cfa_offset = 0)
+{
+  return {pc_offset, kind, 0, cfa_offset};
+}
+
+// Tables by file path: what a file's CFI would give.
+struct FakeFiles {
+  std::map<std::string, FileTable> tables;
+  std::map<std::string, int> builds;
+
+  FileTableBuilder builder()
+  {
+    return [this](const std::string&, const procfs::Mapping& mapping) -> Result<FileTable> {
+      ++builds[mapping.path];
+      auto it = tables.find(mapping.path);
+      if (it == tables.end())
+        return fail(error("no CFI"));
+      return it->second;
+    };
+  }
+};
+
+FileTable file_table(uint64_t content_key, size_t rows)
+{
+  FileTable table;
+  table.content_key = content_key;
+  table.table.base_address = 0x1000;
+  for (size_t i = 0; i + 1 < rows; ++i)
+    table.table.rows.push_back(row(static_cast<uint32_t>(i * 16), FB_UNWIND_CFA_SP, 8));
+  table.table.rows.push_back(row(static_cast<uint32_t>(rows * 16), FB_UNWIND_FRAME_POINTER));
+  // One load segment: file offset 0x1000 at virtual address 0x1000.
+  table.segments.push_back({0x1000, 0x1000, 0x10000});
+  return table;
+}
+
+class TableLoaderTest : public ::testing::Test {
+protected:
+  void write_maps(uint32_t pid, const std::string& text)
+  {
+    auto dir = proc_.path() / std::to_string(pid);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "maps") << text;
+  }
+
+  testing::TempDir proc_;
+  FakeMaps maps_{1000, 16};
+  FakeFiles files_;
+};
+
+constexpr const char* kLibcAndApp =
+    "555555554000-555555555000 r--p 00000000 08:01 100 /usr/bin/app\n"
+    "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n"
+    "7ffff7c00000-7ffff7c10000 r-xp 00001000 08:01 200 /usr/lib/libc.so.6\n"
+    "7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0 [vdso]\n"
+    "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n";
+
+TEST_F(TableLoaderTest, InstallsEachExecutableMappingWithItsLoadBias)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);
+  write_maps(42, kLibcAndApp); // [vdso] has no table here: it fails, is counted, and is skipped
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(42, 7);
+
+  ASSERT_TRUE(maps_.has_image(42, 7));
+  const auto& image = maps_.image(42, 7);
+  ASSERT_EQ(image.count, 2u);
+  EXPECT_EQ(image.mappings[0].start, 0x555555555000u);
+  EXPECT_EQ(image.mappings[0].end, 0x555555556000u);
+  // Offset 0x1000 is virtual address 0x1000, so the bias is start - 0x1000; plus the table's base.
+  EXPECT_EQ(image.mappings[0].table_base, 0x555555555000u - 0x1000 + 0x1000);
+  EXPECT_EQ(image.mappings[1].start, 0x7ffff7c00000u);
+  EXPECT_EQ(maps_.rows_of(image.mappings[0]), files_.tables["/usr/bin/app"].table.rows);
+  EXPECT_EQ(maps_.rows_of(image.mappings[1]), files_.tables["/usr/lib/libc.so.6"].table.rows);
+  EXPECT_EQ(loader.counts().files_built, 2u);
+  EXPECT_EQ(loader.counts().files_failed, 1u);
+  EXPECT_EQ(loader.rows_used(), 8u);
+  // Rows and slots are in place before the image points at them.
+  EXPECT_EQ(maps_.events.back(), "image");
+}
+
+TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndFreeItWithTheLastUser)
+{
+  files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);
+  // Another container's copy of the same library: another inode and path, the same CFI.
+  files_.tables["/other/libc.so.6"] = file_table(2, 5);
+  write_maps(1, "7ffff7c00000-7ffff7c10000 r-xp 00001000 08:01 200 /usr/lib/libc.so.6\n");
+  write_maps(2, "7ffff7a00000-7ffff7a10000 r-xp 00001000 08:01 200 /usr/lib/libc.so.6\n");
+  write_maps(3, "7ffff7b00000-7ffff7b10000 r-xp 00001000 00:2a 900 /other/libc.so.6\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(1, 1);
+  loader.on_process_seen(2, 1);
+  loader.on_process_seen(3, 1);
+
+  EXPECT_EQ(files_.builds["/usr/lib/libc.so.6"], 1); // the second process's libc is not read again
+  EXPECT_EQ(loader.counts().files_built, 1u);
+  EXPECT_EQ(loader.live_tables(), 1u);
+  EXPECT_EQ(loader.table_users(2), 3u);
+  EXPECT_EQ(loader.rows_used(), 5u);
+  EXPECT_EQ(maps_.image(1, 1).mappings[0].table, maps_.image(3, 1).mappings[0].table);
+
+  loader.forget_image(1, 1);
+  loader.forget_image(2, 1);
+  EXPECT_EQ(loader.table_users(2), 1u);
+  EXPECT_EQ(maps_.live_slots(), 1u);
+  EXPECT_FALSE(maps_.has_image(1, 1));
+  loader.forget_image(3, 1);
+  EXPECT_EQ(loader.live_tables(), 0u);
+  EXPECT_EQ(loader.rows_used(), 0u);
+  EXPECT_EQ(maps_.live_slots(), 0u);
+  EXPECT_TRUE(maps_.images.empty());
+}
+
+TEST_F(TableLoaderTest, AnImageWithoutRowsStaysOnTheFramePointerPath)
+{
+  FileTable frame_pointer_only;
+  frame_pointer_only.content_key = 5;
+  frame_pointer_only.table.rows.push_back(row(0, FB_UNWIND_FRAME_POINTER));
+  frame_pointer_only.segments.push_back({0x1000, 0x1000, 0x10000});
+  files_.tables["/usr/bin/app"] = frame_pointer_only;
+  write_maps(9, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(9, 1);
+  EXPECT_TRUE(maps_.images.empty());
+  EXPECT_EQ(loader.rows_used(), 0u);
+}
+
+TEST_F(TableLoaderTest, AMissReadsTheMapsAgainAndPicksUpALoadedLibrary)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  files_.tables["/usr/lib/libplugin.so"] = file_table(3, 4);
+  write_maps(5, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(5, 1);
+  ASSERT_EQ(maps_.image(5, 1).count, 1u);
+
+  write_maps(5, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n"
+                "7ffff7000000-7ffff7010000 r-xp 00001000 08:01 300 /usr/lib/libplugin.so\n");
+  loader.on_mapping_missed(5, 1);
+  EXPECT_EQ(maps_.image(5, 1).count, 2u);
+  EXPECT_EQ(maps_.image(5, 1).missed, 0u);
+  EXPECT_EQ(loader.counts().maps_rereads, 1u);
+  EXPECT_EQ(loader.table_users(1), 1u); // read again, the app's table is not counted twice
+
+  // The plugin is unloaded: its table goes with the next read.
+  write_maps(5, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n");
+  loader.on_mapping_missed(5, 1);
+  EXPECT_EQ(loader.table_users(3), 0u);
+  EXPECT_EQ(loader.rows_used(), 3u);
+}
+
+TEST_F(TableLoaderTest, AFullRowArrayLeavesNewFilesToFramePointers)
+{
+  FakeMaps small(6, 16);
+  files_.tables["/usr/bin/app"] = file_table(1, 4);
+  files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);
+  write_maps(42, kLibcAndApp);
+  TableLoader loader(small, proc_.path().string(), files_.builder());
+  loader.on_process_seen(42, 1);
+  EXPECT_EQ(loader.counts().files_no_room, 1u);
+  ASSERT_EQ(small.image(42, 1).count, 1u);
+  EXPECT_EQ(small.image(42, 1).mappings[0].start, 0x555555555000u);
+
+  // Room made by the exit: the next process gets libc's table.
+  loader.forget_image(42, 1);
+  write_maps(43, "7ffff7c00000-7ffff7c10000 r-xp 00001000 08:01 200 /usr/lib/libc.so.6\n");
+  loader.on_process_seen(43, 1);
+  EXPECT_EQ(small.image(43, 1).count, 1u);
+}
+
+TEST_F(TableLoaderTest, ACodeTableIsReplacedWholeAfterItsRowsAreWritten)
+{
+  write_maps(77, "");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(77, 1);
+  UnwindTable code;
+  code.base_address = 0x7f0000000000;
+  code.rows = {row(0, FB_UNWIND_CFA_SP, 16), row(0x100, FB_UNWIND_FRAME_POINTER)};
+  ASSERT_TRUE(loader.install_code_table(77, 1, 0x7f0000000000, 0x7f0000001000, code));
+  const auto& first = maps_.image(77, 1);
+  ASSERT_EQ(first.count, 1u);
+  EXPECT_EQ(first.mappings[0].table_base, 0x7f0000000000u);
+  uint32_t first_slot = first.mappings[0].table;
+
+  maps_.events.clear();
+  code.rows = {row(0, FB_UNWIND_CFA_SP, 32), row(0x80, FB_UNWIND_CFA_SP, 8),
+               row(0x100, FB_UNWIND_FRAME_POINTER)};
+  ASSERT_TRUE(loader.install_code_table(77, 1, 0x7f0000000000, 0x7f0000001000, code));
+  EXPECT_EQ(maps_.events, (std::vector<std::string>{"rows", "table", "image", "free"}));
+  const auto& second = maps_.image(77, 1);
+  EXPECT_NE(second.mappings[0].table, first_slot);
+  EXPECT_EQ(maps_.rows_of(second.mappings[0]), code.rows);
+  EXPECT_EQ(loader.rows_used(), 3u);
+
+  loader.forget_image(77, 1);
+  EXPECT_EQ(loader.rows_used(), 0u);
+  EXPECT_EQ(maps_.live_slots(), 0u);
+}
+
+} // namespace
+} // namespace flamebpf::unwind

@@ -1,0 +1,957 @@
+#include "unwind/cfi_table.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <elf.h>
+#include <limits>
+#include <optional>
+#include <sys/random.h>
+#include <unordered_map>
+#include <vector>
+
+// The parser is our own. libdw's dwarf_getcfi_elf needs a libelf Elf*, which flamebpf never builds
+// over a target's file (libelf has no byte budget: a 128-byte sparse ELF made it take 2 GB), and
+// libunwind's DWARF code unwinds one live context rather than exporting tables.
+
+namespace flamebpf::unwind {
+namespace {
+
+// x86-64 DWARF register numbers.
+constexpr uint64_t kRegisterSp = 7;
+constexpr uint64_t kRegisterFp = 6;
+
+// Distinct CIEs one file may have; real files have a few hundred at most.
+constexpr size_t kMaxCies = 1 << 16;
+
+// GCC's and binutils' CFA of a PLT entry: rsp + 8, plus 8 once the entry's push has run
+// (rip & 15 >= 11).
+constexpr std::array<uint8_t, 11> kPltCfaExpression = {
+    0x77, 0x08,       // DW_OP_breg7 (rsp) 8
+    0x80, 0x00,       // DW_OP_breg16 (rip) 0
+    0x3f, 0x1a,       // DW_OP_lit15, DW_OP_and
+    0x3b, 0x2a,       // DW_OP_lit11, DW_OP_ge
+    0x33, 0x24, 0x22, // DW_OP_lit3, DW_OP_shl, DW_OP_plus
+};
+
+// Bounds-checked reads over a byte range: a read past the end yields 0 and clears ok for good,
+// so that callers check once after a group of reads.
+class Cursor {
+public:
+  Cursor(std::string_view bytes, size_t position, size_t end)
+      : bytes_(bytes), position_(position), end_(std::min(end, bytes.size()))
+  {
+    if (position_ > end_)
+      ok_ = false;
+  }
+
+  bool ok() const { return ok_; }
+  size_t position() const { return position_; }
+  size_t end() const { return end_; }
+  bool at_end() const { return position_ >= end_; }
+
+  template <class T> T fixed()
+  {
+    T value{};
+    if (!take(sizeof value))
+      return value;
+    std::memcpy(&value, bytes_.data() + position_ - sizeof value, sizeof value);
+    return value;
+  }
+  uint8_t byte() { return fixed<uint8_t>(); }
+
+  uint64_t uleb()
+  {
+    uint64_t value = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      uint8_t part = byte();
+      if (!ok_)
+        return 0;
+      if (shift < 64)
+        value |= static_cast<uint64_t>(part & 0x7f) << shift;
+      else if ((part & 0x7f) != 0)
+        ok_ = false; // does not fit 64 bits
+      if (!(part & 0x80))
+        return value;
+    }
+  }
+
+  int64_t sleb()
+  {
+    uint64_t value = 0;
+    unsigned shift = 0;
+    uint8_t part = 0;
+    do {
+      part = byte();
+      if (!ok_)
+        return 0;
+      if (shift < 64)
+        value |= static_cast<uint64_t>(part & 0x7f) << shift;
+      shift += 7;
+    } while (part & 0x80);
+    if (shift < 64 && (part & 0x40))
+      value |= ~uint64_t{0} << shift;
+    return static_cast<int64_t>(value);
+  }
+
+  // A NUL-terminated string; without its NUL, "" and not ok.
+  std::string_view string()
+  {
+    size_t nul = bytes_.find('\0', position_);
+    if (nul == std::string_view::npos || nul >= end_) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view text = bytes_.substr(position_, nul - position_);
+    position_ = nul + 1;
+    return text;
+  }
+
+  // length bytes, skipped; their view.
+  std::string_view block(uint64_t length)
+  {
+    if (!take(length))
+      return {};
+    return bytes_.substr(position_ - length, length);
+  }
+
+private:
+  bool take(uint64_t length)
+  {
+    if (!ok_ || length > end_ - position_) {
+      ok_ = false;
+      position_ = end_;
+      return false;
+    }
+    position_ += length;
+    return true;
+  }
+
+  std::string_view bytes_;
+  size_t position_;
+  size_t end_;
+  bool ok_ = true;
+};
+
+// DW_EH_PE_* pointer encodings.
+constexpr uint8_t kPointerOmit = 0xff;
+constexpr uint8_t kPointerIndirect = 0x80;
+
+// A pointer in encoding at the cursor; nullopt when it cannot be read or is one flamebpf does not
+// follow (indirect, or relative to text, a function or alignment). datarel is taken from 0, as
+// binutils does: nothing on x86-64 defines another base for it.
+std::optional<uint64_t>
+read_pointer(Cursor& cursor, uint8_t encoding, uint64_t section_address, uint8_t address_size)
+{
+  if (encoding == kPointerOmit || (encoding & kPointerIndirect))
+    return std::nullopt;
+  uint64_t field = section_address + cursor.position();
+  uint64_t value = 0;
+  switch (encoding & 0x0f) {
+  case 0x00: // absptr
+    value = address_size == 4 ? cursor.fixed<uint32_t>() : cursor.fixed<uint64_t>();
+    break;
+  case 0x01:
+    value = cursor.uleb();
+    break;
+  case 0x02:
+    value = cursor.fixed<uint16_t>();
+    break;
+  case 0x03:
+    value = cursor.fixed<uint32_t>();
+    break;
+  case 0x04:
+    value = cursor.fixed<uint64_t>();
+    break;
+  case 0x09:
+    value = static_cast<uint64_t>(cursor.sleb());
+    break;
+  case 0x0a:
+    value = static_cast<uint64_t>(int64_t{cursor.fixed<int16_t>()});
+    break;
+  case 0x0b:
+    value = static_cast<uint64_t>(int64_t{cursor.fixed<int32_t>()});
+    break;
+  case 0x0c:
+    value = cursor.fixed<uint64_t>();
+    break;
+  default:
+    return std::nullopt;
+  }
+  if (!cursor.ok())
+    return std::nullopt;
+  switch (encoding & 0x70) {
+  case 0x00:
+    return value; // absolute
+  case 0x10:
+    return value + field; // pcrel
+  case 0x30:
+    return value; // datarel
+  default:
+    return std::nullopt;
+  }
+}
+
+// The rule of one register, as far as the table needs it.
+struct RegisterRule {
+  enum Kind : uint8_t {
+    unset,     // no instruction named the register
+    undefined, // DW_CFA_undefined: not recoverable (for the return address: the outermost frame)
+    same,      // DW_CFA_same_value
+    at_cfa,    // saved at CFA + offset
+    other,     // in another register, an expression, a value rule: not for the sampler
+  };
+  Kind kind = unset;
+  int64_t offset = 0;
+  bool operator==(const RegisterRule&) const = default;
+};
+
+struct CfaRule {
+  enum Kind : uint8_t {
+    register_offset, // reg + offset
+    plt,             // GCC's PLT expression
+    expression,      // any other DWARF expression
+  };
+  Kind kind = register_offset;
+  uint64_t reg = kRegisterSp;
+  int64_t offset = 0;
+};
+
+// The rules the table is made of, at one address.
+struct RuleState {
+  CfaRule cfa;
+  RegisterRule fp;
+  RegisterRule ra;
+};
+
+struct Cie {
+  uint64_t code_alignment = 1;
+  int64_t data_alignment = 1;
+  uint64_t return_address_register = 16;
+  uint8_t pointer_encoding = 0; // of the FDEs' addresses
+  uint8_t address_size = 8;
+  bool has_augmentation_data = false; // 'z': FDEs carry a length-prefixed augmentation
+  bool signal_frame = false;          // 'S'
+  RuleState initial;
+};
+
+// Where one FDE is and what it covers.
+struct FdeSpan {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint32_t instructions = 0; // offset of its instructions in the section
+  uint32_t instructions_end = 0;
+  uint32_t cie = 0; // the offset of its CIE
+};
+
+bool fits_s16(int64_t value)
+{
+  return value >= std::numeric_limits<int16_t>::min() &&
+         value <= std::numeric_limits<int16_t>::max();
+}
+
+fb_unwind_row frame_pointer_row(uint32_t pc_offset)
+{
+  return fb_unwind_row{pc_offset, FB_UNWIND_FRAME_POINTER, 0, 0};
+}
+
+// The row for state, or nullopt when the sampler cannot follow it (then: the frame pointer).
+std::optional<fb_unwind_row> row_for(const RuleState& state, bool signal_frame)
+{
+  fb_unwind_row row{0, FB_UNWIND_FRAME_POINTER, 0, 0};
+  if (signal_frame) {
+    row.kind = FB_UNWIND_SIGNAL;
+    return row;
+  }
+  if (state.ra.kind == RegisterRule::undefined) {
+    row.kind = FB_UNWIND_STOP;
+    return row;
+  }
+  if (state.cfa.kind == CfaRule::plt) {
+    row.kind = FB_UNWIND_PLT;
+    return row;
+  }
+  if (state.cfa.kind != CfaRule::register_offset || !fits_s16(state.cfa.offset))
+    return std::nullopt;
+  if (state.cfa.reg == kRegisterSp)
+    row.kind = FB_UNWIND_CFA_SP;
+  else if (state.cfa.reg == kRegisterFp)
+    row.kind = FB_UNWIND_CFA_FP;
+  else
+    return std::nullopt;
+  row.cfa_offset = static_cast<int16_t>(state.cfa.offset);
+  // The return address is at CFA - 8 on x86-64, whatever the CFI says; any other rule is one the
+  // sampler cannot follow.
+  if (state.ra.kind == RegisterRule::at_cfa ? state.ra.offset != -8
+                                            : state.ra.kind != RegisterRule::unset)
+    return std::nullopt;
+  switch (state.fp.kind) {
+  case RegisterRule::unset:
+  case RegisterRule::same:
+  case RegisterRule::undefined:
+    break;
+  case RegisterRule::at_cfa:
+    if (state.fp.offset % 8 != 0 || state.fp.offset / 8 < std::numeric_limits<int8_t>::min() ||
+        state.fp.offset / 8 > std::numeric_limits<int8_t>::max() || state.fp.offset == 0)
+      return std::nullopt;
+    row.fp_offset_words = static_cast<int8_t>(state.fp.offset / 8);
+    break;
+  case RegisterRule::other:
+    return std::nullopt;
+  }
+  return row;
+}
+
+bool same_rule(const fb_unwind_row& a, const fb_unwind_row& b)
+{
+  return a.kind == b.kind && a.fp_offset_words == b.fp_offset_words && a.cfa_offset == b.cfa_offset;
+}
+
+// Appends row to rows, merged with the last one when they say the same, or replacing it when it
+// held for no byte.
+void append_row(std::vector<fb_unwind_row>& rows, const fb_unwind_row& row)
+{
+  if (!rows.empty() && rows.back().pc_offset == row.pc_offset)
+    rows.pop_back();
+  if (!rows.empty() && same_rule(rows.back(), row))
+    return;
+  rows.push_back(row);
+}
+
+class Builder {
+public:
+  Builder(const CfiSection& cfi, CfiCounts& counts) : cfi_(cfi), counts_(counts) {}
+
+  Result<UnwindTable> build();
+
+private:
+  // Reads the section's entries: CIEs into cies_, FDEs into spans_.
+  void read_entries();
+  // The CIE at offset, parsed once; null if malformed or over kMaxCies.
+  const Cie* cie_at(uint64_t offset);
+  std::optional<Cie> parse_cie(uint64_t offset);
+  // Runs the instructions of [begin, end) from state; with rows, emits one (address, state) per
+  // advance, from address start up to limit. False if malformed.
+  bool run(size_t begin,
+           size_t end,
+           const Cie& cie,
+           RuleState& state,
+           uint64_t start,
+           uint64_t limit,
+           std::vector<std::pair<uint64_t, RuleState>>* rows);
+
+  const CfiSection& cfi_;
+  CfiCounts& counts_;
+  std::unordered_map<uint64_t, std::optional<Cie>> cies_;
+  std::vector<FdeSpan> spans_;
+};
+
+// The length and id fields of the entry at offset: the entry's end, the id's offset and the id,
+// and whether the id field is 8 bytes (64-bit DWARF).
+struct EntryHeader {
+  size_t end = 0;
+  size_t id_offset = 0;
+  uint64_t id = 0;
+  bool wide = false;
+  bool terminator = false; // .eh_frame's zero length
+  bool id_ok = true;       // the entry is long enough for its id
+};
+
+std::optional<EntryHeader> read_entry_header(std::string_view bytes, size_t offset)
+{
+  Cursor cursor(bytes, offset, bytes.size());
+  EntryHeader header;
+  uint64_t length = cursor.fixed<uint32_t>();
+  if (length == 0xffffffff) {
+    length = cursor.fixed<uint64_t>();
+    header.wide = true;
+  }
+  if (!cursor.ok())
+    return std::nullopt;
+  if (length == 0) {
+    header.terminator = true;
+    header.end = cursor.position();
+    return header;
+  }
+  if (length > cursor.end() - cursor.position())
+    return std::nullopt;
+  header.end = cursor.position() + length;
+  header.id_offset = cursor.position();
+  Cursor id(bytes, header.id_offset, header.end);
+  header.id = header.wide ? id.fixed<uint64_t>() : id.fixed<uint32_t>();
+  header.id_ok = id.ok();
+  return header;
+}
+
+std::optional<Cie> Builder::parse_cie(uint64_t offset)
+{
+  auto header = read_entry_header(cfi_.bytes, offset);
+  if (!header || header->terminator || !header->id_ok)
+    return std::nullopt;
+  uint64_t cie_id = cfi_.eh_frame ? 0 : (header->wide ? ~uint64_t{0} : 0xffffffff);
+  if (header->id != cie_id)
+    return std::nullopt;
+  Cursor cursor(cfi_.bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
+  Cie cie;
+  uint8_t version = cursor.byte();
+  if (version != 1 && version != 3 && version != 4)
+    return std::nullopt;
+  std::string_view augmentation = cursor.string();
+  if (version == 4) {
+    cie.address_size = cursor.byte();
+    uint8_t segment_size = cursor.byte();
+    if (segment_size != 0 || (cie.address_size != 4 && cie.address_size != 8))
+      return std::nullopt;
+  }
+  cie.code_alignment = cursor.uleb();
+  cie.data_alignment = cursor.sleb();
+  cie.return_address_register = version == 1 ? cursor.byte() : cursor.uleb();
+  if (!cursor.ok() || cie.code_alignment == 0)
+    return std::nullopt;
+  if (augmentation == "S") {
+    cie.signal_frame = true; // as the assembler writes it into .debug_frame
+  } else if (!augmentation.empty()) {
+    if (augmentation[0] != 'z')
+      return std::nullopt; // an old augmentation whose data's length is unknown
+    cie.has_augmentation_data = true;
+    uint64_t length = cursor.uleb();
+    if (!cursor.ok() || length > cursor.end() - cursor.position())
+      return std::nullopt;
+    Cursor data(cfi_.bytes, cursor.position(), cursor.position() + length);
+    for (char letter : augmentation.substr(1)) {
+      switch (letter) {
+      case 'R':
+        cie.pointer_encoding = data.byte();
+        break;
+      case 'L':
+        data.byte();
+        break; // the LSDA's encoding: unwinding needs no LSDA
+      case 'P':
+        // The personality routine, skipped: only its encoding's size matters.
+        if (uint8_t encoding = data.byte(); encoding != kPointerOmit)
+          read_pointer(data, encoding & 0x7f, cfi_.address, cie.address_size);
+        break;
+      case 'S':
+        cie.signal_frame = true;
+        break;
+      default:
+        break; // the rest of the data is skipped by its length
+      }
+      if (!data.ok())
+        return std::nullopt;
+    }
+    cursor.block(length);
+  }
+  // The initial rules. A CIE that does not name the return address's rule leaves it at CFA - 8,
+  // which is what x86-64 code does.
+  if (!run(cursor.position(), header->end, cie, cie.initial, 0, 0, nullptr))
+    return std::nullopt;
+  return cie;
+}
+
+const Cie* Builder::cie_at(uint64_t offset)
+{
+  auto found = cies_.find(offset);
+  if (found == cies_.end()) {
+    if (cies_.size() >= kMaxCies)
+      return nullptr;
+    found = cies_.emplace(offset, parse_cie(offset)).first;
+  }
+  return found->second ? &*found->second : nullptr;
+}
+
+void Builder::read_entries()
+{
+  std::string_view bytes = cfi_.bytes;
+  size_t offset = 0;
+  while (offset < bytes.size()) {
+    auto header = read_entry_header(bytes, offset);
+    if (!header) {
+      // A length past the end: nothing after it can be found.
+      ++counts_.fdes_malformed;
+      return;
+    }
+    if (header->terminator) {
+      if (cfi_.eh_frame)
+        return;
+      offset = header->end;
+      continue;
+    }
+    size_t entry = offset;
+    offset = header->end;
+    if (!header->id_ok) {
+      ++counts_.fdes_malformed;
+      continue;
+    }
+    bool is_cie =
+        cfi_.eh_frame ? header->id == 0 : header->id == (header->wide ? ~uint64_t{0} : 0xffffffff);
+    if (is_cie)
+      continue; // parsed when an FDE names it
+    ++counts_.fdes;
+    uint64_t cie_offset = header->id;
+    if (cfi_.eh_frame) {
+      // .eh_frame's CIE pointer counts back from the pointer itself.
+      if (header->id > header->id_offset) {
+        ++counts_.fdes_malformed;
+        continue;
+      }
+      cie_offset = header->id_offset - header->id;
+    }
+    const Cie* cie = cie_offset < entry || !cfi_.eh_frame ? cie_at(cie_offset) : nullptr;
+    if (!cie) {
+      ++counts_.fdes_malformed;
+      continue;
+    }
+    Cursor cursor(bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
+    auto start = read_pointer(cursor, cie->pointer_encoding, cfi_.address, cie->address_size);
+    // The range is a plain number: only the format part of the encoding applies.
+    auto range = read_pointer(cursor, cie->pointer_encoding & 0x0f, 0, cie->address_size);
+    if (!start || !range || *start + *range < *start) {
+      ++counts_.fdes_malformed;
+      continue;
+    }
+    if (cie->has_augmentation_data)
+      cursor.block(cursor.uleb());
+    if (!cursor.ok()) {
+      ++counts_.fdes_malformed;
+      continue;
+    }
+    if (*range == 0)
+      continue; // describes no code (a discarded function)
+    if (spans_.size() >= kMaxCfiRows) {
+      ++counts_.fdes_dropped;
+      continue;
+    }
+    spans_.push_back(FdeSpan{*start, *start + *range, static_cast<uint32_t>(cursor.position()),
+                             static_cast<uint32_t>(header->end),
+                             static_cast<uint32_t>(cie_offset)});
+  }
+}
+
+bool Builder::run(size_t begin,
+                  size_t end,
+                  const Cie& cie,
+                  RuleState& state,
+                  uint64_t start,
+                  uint64_t limit,
+                  std::vector<std::pair<uint64_t, RuleState>>* rows)
+{
+  Cursor cursor(cfi_.bytes, begin, end);
+  std::vector<RuleState> remembered;
+  uint64_t address = start;
+  // Emits the rules that held up to next, then moves there. False when next is before the
+  // current address, or when the rules after it no longer matter (past the FDE's end).
+  bool stop = false;
+  auto advance_to = [&](uint64_t next) {
+    if (!rows)
+      return true; // a CIE's initial instructions have no addresses
+    if (next < address)
+      return false;
+    if (next > address) {
+      rows->emplace_back(address, state);
+      if (rows->size() >= kMaxCfiRows)
+        return false;
+    }
+    address = next;
+    if (address >= limit)
+      stop = true;
+    return true;
+  };
+  auto advance_by = [&](uint64_t delta) {
+    uint64_t scaled = 0;
+    uint64_t next = 0;
+    if (__builtin_mul_overflow(delta, cie.code_alignment, &scaled) ||
+        __builtin_add_overflow(address, scaled, &next))
+      return false;
+    return advance_to(next);
+  };
+  auto rule_of = [&](uint64_t reg) -> RegisterRule* {
+    if (reg == kRegisterFp)
+      return &state.fp;
+    if (reg == cie.return_address_register)
+      return &state.ra;
+    return nullptr;
+  };
+  auto set_at_cfa = [&](uint64_t reg, int64_t offset) {
+    if (RegisterRule* rule = rule_of(reg))
+      *rule = {RegisterRule::at_cfa, offset};
+  };
+  auto set_kind = [&](uint64_t reg, RegisterRule::Kind kind) {
+    if (RegisterRule* rule = rule_of(reg))
+      *rule = {kind, 0};
+  };
+  auto restore = [&](uint64_t reg) {
+    if (reg == kRegisterFp)
+      state.fp = cie.initial.fp;
+    else if (reg == cie.return_address_register)
+      state.ra = cie.initial.ra;
+  };
+  auto scaled_offset = [&](int64_t factor_offset, int64_t& out) {
+    return !__builtin_mul_overflow(factor_offset, cie.data_alignment, &out);
+  };
+
+  while (!cursor.at_end() && !stop) {
+    uint8_t opcode = cursor.byte();
+    uint8_t operand = opcode & 0x3f;
+    bool ok = true;
+    int64_t offset = 0;
+    switch (opcode >> 6) {
+    case 1:
+      ok = advance_by(operand);
+      break; // DW_CFA_advance_loc
+    case 2:  // DW_CFA_offset
+      ok = scaled_offset(static_cast<int64_t>(cursor.uleb()), offset);
+      set_at_cfa(operand, offset);
+      break;
+    case 3:
+      restore(operand);
+      break; // DW_CFA_restore
+    default:
+      switch (opcode) {
+      case 0x00:
+        break;     // DW_CFA_nop
+      case 0x01: { // DW_CFA_set_loc
+        auto next = read_pointer(cursor, cie.pointer_encoding, cfi_.address, cie.address_size);
+        ok = next && advance_to(*next);
+        break;
+      }
+      case 0x02:
+        ok = advance_by(cursor.byte());
+        break;
+      case 0x03:
+        ok = advance_by(cursor.fixed<uint16_t>());
+        break;
+      case 0x04:
+        ok = advance_by(cursor.fixed<uint32_t>());
+        break;
+      case 0x1d:
+        ok = advance_by(cursor.fixed<uint64_t>());
+        break;     // DW_CFA_MIPS_advance_loc8
+      case 0x05: { // DW_CFA_offset_extended
+        uint64_t reg = cursor.uleb();
+        ok = scaled_offset(static_cast<int64_t>(cursor.uleb()), offset);
+        set_at_cfa(reg, offset);
+        break;
+      }
+      case 0x11: { // DW_CFA_offset_extended_sf
+        uint64_t reg = cursor.uleb();
+        ok = scaled_offset(cursor.sleb(), offset);
+        set_at_cfa(reg, offset);
+        break;
+      }
+      case 0x2f: { // DW_CFA_GNU_negative_offset_extended
+        uint64_t reg = cursor.uleb();
+        ok = scaled_offset(-static_cast<int64_t>(cursor.uleb() & 0x7fffffffffffffff), offset);
+        set_at_cfa(reg, offset);
+        break;
+      }
+      case 0x06:
+        restore(cursor.uleb());
+        break; // DW_CFA_restore_extended
+      case 0x07:
+        set_kind(cursor.uleb(), RegisterRule::undefined);
+        break; // DW_CFA_undefined
+      case 0x08:
+        set_kind(cursor.uleb(), RegisterRule::same);
+        break;     // DW_CFA_same_value
+      case 0x09: { // DW_CFA_register
+        uint64_t reg = cursor.uleb();
+        cursor.uleb();
+        set_kind(reg, RegisterRule::other);
+        break;
+      }
+      case 0x14: // DW_CFA_val_offset
+      case 0x15: // DW_CFA_val_offset_sf
+      {
+        uint64_t reg = cursor.uleb();
+        if (opcode == 0x14)
+          cursor.uleb();
+        else
+          cursor.sleb();
+        set_kind(reg, RegisterRule::other);
+        break;
+      }
+      case 0x10: // DW_CFA_expression
+      case 0x16: // DW_CFA_val_expression
+      {
+        uint64_t reg = cursor.uleb();
+        cursor.block(cursor.uleb());
+        set_kind(reg, RegisterRule::other);
+        break;
+      }
+      case 0x0a: // DW_CFA_remember_state
+        if (remembered.size() >= kMaxCfaStateDepth)
+          return false;
+        remembered.push_back(state);
+        break;
+      case 0x0b: // DW_CFA_restore_state
+        if (remembered.empty())
+          return false;
+        state = remembered.back();
+        remembered.pop_back();
+        break;
+      case 0x0c: // DW_CFA_def_cfa
+        state.cfa.reg = cursor.uleb();
+        state.cfa.offset = static_cast<int64_t>(cursor.uleb());
+        state.cfa.kind = CfaRule::register_offset;
+        break;
+      case 0x12: // DW_CFA_def_cfa_sf
+        state.cfa.reg = cursor.uleb();
+        ok = scaled_offset(cursor.sleb(), state.cfa.offset);
+        state.cfa.kind = CfaRule::register_offset;
+        break;
+      case 0x0d: // DW_CFA_def_cfa_register
+        state.cfa.reg = cursor.uleb();
+        state.cfa.kind = CfaRule::register_offset;
+        break;
+      case 0x0e:
+        state.cfa.offset = static_cast<int64_t>(cursor.uleb());
+        break; // def_cfa_offset
+      case 0x13:
+        ok = scaled_offset(cursor.sleb(), state.cfa.offset);
+        break;     // def_cfa_offset_sf
+      case 0x0f: { // def_cfa_expression
+        std::string_view expression = cursor.block(cursor.uleb());
+        bool plt = expression.size() == kPltCfaExpression.size() &&
+                   std::memcmp(expression.data(), kPltCfaExpression.data(), expression.size()) == 0;
+        state.cfa.kind = plt ? CfaRule::plt : CfaRule::expression;
+        break;
+      }
+      case 0x2e:
+        cursor.uleb();
+        break; // DW_CFA_GNU_args_size: the sampler needs no argument size
+      case 0x2d:
+        break; // DW_CFA_GNU_window_save: SPARC's, no operands
+      default:
+        return false; // its operands' size is unknown
+      }
+    }
+    if (!ok || !cursor.ok())
+      return false;
+  }
+  if (rows && !stop)
+    advance_to(limit);
+  return true;
+}
+
+Result<UnwindTable> Builder::build()
+{
+  read_entries();
+  // Stable: of FDEs that start at one address, the first in the section is taken.
+  std::stable_sort(spans_.begin(), spans_.end(),
+                   [](const FdeSpan& a, const FdeSpan& b) { return a.start < b.start; });
+
+  UnwindTable table;
+  bool known_code = cfi_.code_end > cfi_.code_start;
+  uint64_t code_start = cfi_.code_start;
+  uint64_t code_end = cfi_.code_end;
+  if (!known_code) {
+    code_start = spans_.empty() ? 0 : spans_.front().start;
+    code_end = code_start;
+    for (const FdeSpan& span : spans_)
+      code_end = std::max(code_end, span.end);
+  }
+  if (code_end - code_start > std::numeric_limits<uint32_t>::max())
+    return fail(error("code spans more than 4 GiB"));
+  table.base_address = code_start;
+
+  std::vector<fb_unwind_row>& rows = table.rows;
+  std::vector<std::pair<uint64_t, RuleState>> fde_rows;
+  std::vector<fb_unwind_row> converted;
+  uint64_t covered = code_start; // the end of the last FDE taken
+  rows.push_back(frame_pointer_row(0));
+  for (size_t index = 0; index < spans_.size(); ++index) {
+    const FdeSpan& span = spans_[index];
+    if (span.start < covered || span.start < code_start || span.end > code_end) {
+      ++counts_.fdes_dropped; // overlaps the last FDE, or describes no code of this file
+      continue;
+    }
+    const Cie* cie = cie_at(span.cie);
+    if (!cie) {
+      ++counts_.fdes_malformed;
+      continue;
+    }
+    RuleState state = cie->initial;
+    fde_rows.clear();
+    if (!run(span.instructions, span.instructions_end, *cie, state, span.start, span.end,
+             &fde_rows)) {
+      if (rows.size() + fde_rows.size() + 2 >= kMaxCfiRows) {
+        counts_.fdes_dropped += spans_.size() - index;
+        break;
+      }
+      ++counts_.fdes_malformed;
+      continue;
+    }
+    converted.clear();
+    for (const auto& [address, rule] : fde_rows) {
+      auto row = row_for(rule, cie->signal_frame);
+      if (!row)
+        ++counts_.rows_frame_pointer;
+      fb_unwind_row converted_row = row.value_or(frame_pointer_row(0));
+      converted_row.pc_offset = static_cast<uint32_t>(address - code_start);
+      converted.push_back(converted_row);
+    }
+    // Keep one row free for the end of the table.
+    if (rows.size() + converted.size() + 2 > kMaxCfiRows) {
+      counts_.fdes_dropped += spans_.size() - index;
+      break;
+    }
+    if (span.start > covered)
+      append_row(rows, frame_pointer_row(static_cast<uint32_t>(covered - code_start)));
+    for (const fb_unwind_row& row : converted)
+      append_row(rows, row);
+    covered = span.end;
+  }
+  append_row(rows, frame_pointer_row(static_cast<uint32_t>(covered - code_start)));
+  return table;
+}
+
+// SipHash-2-4 (Aumasson and Bernstein): a keyed hash whose outputs an attacker who does not know
+// the key cannot make collide, unlike FNV or xxHash.
+class SipHash {
+public:
+  explicit SipHash(const std::array<uint64_t, 2>& key)
+  {
+    v_[0] = key[0] ^ 0x736f6d6570736575ULL;
+    v_[1] = key[1] ^ 0x646f72616e646f6dULL;
+    v_[2] = key[0] ^ 0x6c7967656e657261ULL;
+    v_[3] = key[1] ^ 0x7465646279746573ULL;
+  }
+
+  void update(std::string_view bytes)
+  {
+    for (char byte : bytes) {
+      tail_ |= static_cast<uint64_t>(static_cast<uint8_t>(byte)) << (8 * (length_ % 8));
+      ++length_;
+      if (length_ % 8 == 0) {
+        compress(tail_);
+        tail_ = 0;
+      }
+    }
+  }
+  void update(uint64_t value)
+  {
+    char bytes[sizeof value];
+    std::memcpy(bytes, &value, sizeof value);
+    update(std::string_view(bytes, sizeof bytes));
+  }
+
+  uint64_t finish()
+  {
+    compress(tail_ | (length_ << 56));
+    v_[2] ^= 0xff;
+    for (int round = 0; round < 4; ++round)
+      sip_round();
+    return v_[0] ^ v_[1] ^ v_[2] ^ v_[3];
+  }
+
+private:
+  static uint64_t rotate(uint64_t value, int bits)
+  {
+    return (value << bits) | (value >> (64 - bits));
+  }
+  void sip_round()
+  {
+    v_[0] += v_[1];
+    v_[1] = rotate(v_[1], 13) ^ v_[0];
+    v_[0] = rotate(v_[0], 32);
+    v_[2] += v_[3];
+    v_[3] = rotate(v_[3], 16) ^ v_[2];
+    v_[0] += v_[3];
+    v_[3] = rotate(v_[3], 21) ^ v_[0];
+    v_[2] += v_[1];
+    v_[1] = rotate(v_[1], 17) ^ v_[2];
+    v_[2] = rotate(v_[2], 32);
+  }
+  void compress(uint64_t word)
+  {
+    v_[3] ^= word;
+    sip_round();
+    sip_round();
+    v_[0] ^= word;
+  }
+
+  uint64_t v_[4];
+  uint64_t tail_ = 0;
+  uint64_t length_ = 0;
+};
+
+const std::array<uint64_t, 2>& content_hash_key()
+{
+  static const std::array<uint64_t, 2> key = [] {
+    std::array<uint64_t, 2> drawn{};
+    // getrandom of 16 bytes from the urandom pool neither blocks after boot nor returns short.
+    if (getrandom(drawn.data(), sizeof drawn, 0) != static_cast<ssize_t>(sizeof drawn))
+      drawn = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+    return drawn;
+  }();
+  return key;
+}
+
+} // namespace
+
+Result<CfiTable> build_cfi_table(const CfiSection& cfi)
+{
+  CfiTable built;
+  built.counts.cfi_bytes = cfi.bytes.size();
+  Builder builder(cfi, built.counts);
+  auto table = builder.build();
+  if (!table)
+    return fail(table.error());
+  built.table = std::move(*table);
+  SipHash hash(content_hash_key());
+  hash.update(uint64_t{cfi.eh_frame});
+  hash.update(cfi.address);
+  hash.update(cfi.code_start);
+  hash.update(cfi.code_end);
+  hash.update(cfi.bytes);
+  built.content_key = hash.finish();
+  return built;
+}
+
+Result<CfiTable> build_cfi_table(const ElfReader& elf)
+{
+  if (elf.machine() != EM_X86_64 || !elf.is_64())
+    return fail(error("cannot unwind " + elf.shown() + ": not an x86-64 file"));
+  CfiSection cfi;
+  uint64_t code_start = std::numeric_limits<uint64_t>::max();
+  uint64_t code_end = 0;
+  for (const ElfSegment& segment : elf.segments()) {
+    if (segment.type != PT_LOAD || !(segment.flags & PF_X) || segment.file_size == 0)
+      continue;
+    code_start = std::min(code_start, segment.vaddr);
+    code_end = std::max(code_end, segment.vaddr + std::min(segment.file_size, ~segment.vaddr));
+  }
+  if (code_end > code_start) {
+    cfi.code_start = code_start;
+    cfi.code_end = code_end;
+  }
+  const ElfSection* section = elf.section_named(".eh_frame");
+  if (!section || section->type == SHT_NOBITS || section->size == 0) {
+    section = elf.section_named(".debug_frame");
+    cfi.eh_frame = false;
+  }
+  if (!section || section->type == SHT_NOBITS || section->size == 0) {
+    CfiTable none;
+    none.table.base_address = cfi.code_start;
+    none.table.rows.push_back(frame_pointer_row(0));
+    SipHash hash(content_hash_key());
+    hash.update(std::string_view("no CFI"));
+    hash.update(cfi.code_start);
+    none.content_key = hash.finish();
+    return none;
+  }
+  auto content = elf.read_section(*section, kMaxCfiSectionBytes);
+  if (!content)
+    return fail(content.error());
+  cfi.bytes = content->bytes;
+  cfi.address = section->address;
+  auto built = build_cfi_table(cfi);
+  if (!built)
+    return fail(error("cannot unwind " + elf.shown() + ": " + built.error().message));
+  built->section = section->name;
+  built->counts.section_cut = content->cut;
+  return built;
+}
+
+} // namespace flamebpf::unwind

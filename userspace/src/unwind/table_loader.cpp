@@ -1,0 +1,345 @@
+#include "unwind/table_loader.h"
+
+#include <algorithm>
+#include <elf.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common/contained_file.h"
+#include "common/elf_reader.h"
+#include "common/log.h"
+#include "common/mapped_file.h"
+#include "common/procfs.h"
+#include "unwind/cfi_table.h"
+
+namespace flamebpf::unwind {
+namespace {
+
+// A process's maps are a few KiB; a JVM's with many threads, a few hundred.
+constexpr size_t kMaxMapsBytes = 4 << 20;
+
+Result<FileTable> table_of(const ElfReader& elf)
+{
+  auto cfi = build_cfi_table(elf);
+  if (!cfi)
+    return fail(cfi.error());
+  FileTable built;
+  built.table = std::move(cfi->table);
+  built.content_key = cfi->content_key;
+  for (const auto& segment : elf.segments())
+    if (segment.type == PT_LOAD)
+      built.segments.push_back({segment.offset, segment.vaddr, segment.file_size});
+  return built;
+}
+
+// The vDSO is the same image in every process: flamebpf reads its own, once.
+Result<FileTable> vdso_table()
+{
+  static const Result<FileTable> built = []() -> Result<FileTable> {
+    auto address = getauxval(AT_SYSINFO_EHDR);
+    if (address == 0)
+      return fail(error("no vDSO in flamebpf's own auxiliary vector"));
+    auto maps = procfs::read_file("/proc/self/maps", kMaxMapsBytes);
+    if (!maps)
+      return fail(maps.error());
+    for (const auto& mapping : procfs::parse_proc_maps(*maps)) {
+      if (mapping.path != "[vdso]" || mapping.start != address)
+        continue;
+      std::string_view bytes(reinterpret_cast<const char*>(address), mapping.end - mapping.start);
+      auto elf = ElfReader::open(ElfBytes::memory(bytes), "[vdso]");
+      if (!elf)
+        return fail(elf.error());
+      return table_of(*elf);
+    }
+    return fail(error("flamebpf's own vDSO is not in its maps"));
+  }();
+  return built;
+}
+
+bool has_rows(const UnwindTable& table)
+{
+  // One row of the frame pointer (or none) unwinds as no table does.
+  return std::any_of(table.rows.begin(), table.rows.end(),
+                     [](const fb_unwind_row& row) { return row.kind != FB_UNWIND_FRAME_POINTER; });
+}
+
+// The address that the file's virtual address 0 lands at in mapping: start minus the virtual
+// address of the mapped offset. nullopt if no load segment holds that offset.
+std::optional<uint64_t> load_bias(const std::vector<LoadSegment>& segments,
+                                  const procfs::Mapping& mapping)
+{
+  for (const auto& segment : segments) {
+    if (mapping.offset >= segment.offset && mapping.offset - segment.offset < segment.file_size)
+      return mapping.start - (segment.vaddr + (mapping.offset - segment.offset));
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+Result<FileTable> build_file_table(const std::string& process_dir, const procfs::Mapping& mapping)
+{
+  if (mapping.path == "[vdso]")
+    return vdso_table();
+  auto file = open_mapped_file(process_dir, mapping);
+  if (!file)
+    return fail(file.error());
+  struct stat status {};
+  if (::fstat(file->get(), &status) != 0)
+    return fail(system_error(errno, "cannot stat " + mapping.path));
+  auto elf = ElfReader::open(ElfBytes::file(file->get(), static_cast<uint64_t>(status.st_size)),
+                             process_dir + "/root" + mapping.path);
+  if (!elf)
+    return fail(elf.error());
+  return table_of(*elf);
+}
+
+TableLoader::TableLoader(TableMaps& maps, std::string proc_root, FileTableBuilder builder)
+    : maps_(maps), proc_root_(std::move(proc_root)), builder_(std::move(builder)),
+      rows_(maps.row_capacity())
+{
+  // Slot 0 stays empty: no mapping points at it, so a zeroed mapping finds no rows.
+  for (uint32_t slot = maps.table_capacity(); slot > 1; --slot)
+    free_slots_.push_back(slot - 1);
+}
+
+void TableLoader::on_process_seen(uint32_t pid, uint32_t image_id)
+{
+  ImageKey key{pid, image_id};
+  load_image(key, images_[key]);
+}
+
+void TableLoader::on_mapping_missed(uint32_t pid, uint32_t image_id)
+{
+  auto it = images_.find({pid, image_id});
+  if (it == images_.end())
+    return;
+  ++counts_.maps_rereads;
+  load_image(it->first, it->second);
+}
+
+void TableLoader::forget_image(uint32_t pid, uint32_t image_id)
+{
+  auto it = images_.find({pid, image_id});
+  if (it == images_.end())
+    return;
+  maps_.remove_image({pid, image_id});
+  for (uint64_t content_key : it->second.content_keys)
+    release_use(content_key);
+  for (const auto& [start, code] : it->second.code)
+    release(code.placed);
+  images_.erase(it);
+}
+
+void TableLoader::load_image(const ImageKey& key, Image& image)
+{
+  std::string process_dir = proc_root_ + "/" + std::to_string(key.first);
+  auto text = procfs::read_file(process_dir + "/maps", kMaxMapsBytes);
+  if (!text) {
+    spdlog::debug("no unwind tables for process {}: {}", key.first, text.error().message);
+    return;
+  }
+  std::vector<fb_unwind_mapping> mappings;
+  std::set<uint64_t> content_keys;
+  for (const auto& mapping : procfs::parse_proc_maps(*text)) {
+    if (!mapping.executable || (!mapping.file_backed() && mapping.path != "[vdso]"))
+      continue;
+    const KnownFile* file = file_for(process_dir, mapping);
+    if (!file)
+      continue;
+    auto bias = load_bias(file->segments, mapping);
+    auto table = tables_.find(file->content_key);
+    if (!bias || table == tables_.end())
+      continue;
+    // Counted once per image, whatever number of its mappings use the table.
+    if (content_keys.insert(file->content_key).second &&
+        !image.content_keys.contains(file->content_key))
+      ++table->second.users;
+    mappings.push_back({mapping.start, mapping.end, *bias + table->second.base_address,
+                        table->second.placed.slot, 0});
+  }
+  // The uses of the tables the image no longer maps end after the new mappings are in.
+  std::set<uint64_t> dropped;
+  std::set_difference(image.content_keys.begin(), image.content_keys.end(), content_keys.begin(),
+                      content_keys.end(), std::inserter(dropped, dropped.end()));
+  image.file_mappings = std::move(mappings);
+  image.content_keys = std::move(content_keys);
+  install(key, image);
+  for (uint64_t content_key : dropped)
+    release_use(content_key);
+}
+
+const TableLoader::KnownFile* TableLoader::file_for(const std::string& process_dir,
+                                                    const procfs::Mapping& mapping)
+{
+  FileKey key = mapping.path == "[vdso]"
+                    ? FileKey{~0ull, 0}
+                    : FileKey{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
+  if (failed_files_.contains(key))
+    return nullptr;
+  if (auto known = files_.find(key); known != files_.end()) {
+    if (!known->second.has_rows)
+      return nullptr;
+    if (tables_.contains(known->second.content_key)) {
+      ++counts_.files_shared;
+      return &known->second;
+    }
+  }
+  auto built = builder_(process_dir, mapping);
+  if (!built) {
+    ++counts_.files_failed;
+    failed_files_.insert(key);
+    spdlog::info("{}: no unwind table ({}); its frames are unwound by the frame pointer",
+                 mapping.path, built.error().message);
+    return nullptr;
+  }
+  KnownFile& known = files_[key];
+  known.content_key = built->content_key;
+  known.segments = std::move(built->segments);
+  known.has_rows = has_rows(built->table);
+  if (!known.has_rows)
+    return nullptr;
+  if (tables_.contains(known.content_key)) {
+    ++counts_.files_shared; // another file with the same CFI
+    return &known;
+  }
+  auto placed = place(built->table, mapping.path);
+  if (!placed) {
+    files_.erase(key); // tried again when room is made
+    return nullptr;
+  }
+  ++counts_.files_built;
+  tables_[known.content_key] = {*placed, built->table.base_address, 0};
+  return &known;
+}
+
+std::optional<TableLoader::Placed> TableLoader::place(const UnwindTable& table,
+                                                      const std::string& shown)
+{
+  auto no_room = [&](const std::string& why) -> std::optional<Placed> {
+    ++counts_.files_no_room;
+    if (!full_logged_) {
+      full_logged_ = true;
+      spdlog::warn("{}: {}; this and further code is unwound by frame pointers (raise "
+                   "--unwind-memory)",
+                   shown, why);
+    }
+    return std::nullopt;
+  };
+  if (table.rows.size() > UINT32_MAX)
+    return no_room("its table is larger than the row array");
+  auto count = static_cast<uint32_t>(table.rows.size());
+  if (free_slots_.empty())
+    return no_room("every unwind table slot is taken");
+  auto first = rows_.take(count);
+  if (!first)
+    return no_room("the unwind table memory is full");
+  uint32_t slot = free_slots_.back();
+  Placed placed{slot, *first, count};
+  if (auto written = maps_.write_rows(*first, table.rows); !written) {
+    rows_.give_back(*first, count);
+    spdlog::warn("{}: {}", shown, written.error().message);
+    return std::nullopt;
+  }
+  if (auto set = maps_.set_table(slot, {*first, count}); !set) {
+    rows_.give_back(*first, count);
+    spdlog::warn("{}: {}", shown, set.error().message);
+    return std::nullopt;
+  }
+  free_slots_.pop_back();
+  return placed;
+}
+
+void TableLoader::release(const Placed& placed)
+{
+  (void)maps_.set_table(placed.slot, {0, 0});
+  rows_.give_back(placed.first_row, placed.row_count);
+  free_slots_.push_back(placed.slot);
+}
+
+void TableLoader::release_use(uint64_t content_key)
+{
+  auto table = tables_.find(content_key);
+  if (table == tables_.end() || --table->second.users > 0)
+    return;
+  release(table->second.placed);
+  tables_.erase(table);
+}
+
+void TableLoader::install(const ImageKey& key, const Image& image)
+{
+  std::vector<fb_unwind_mapping> all = image.file_mappings;
+  for (const auto& [start, code] : image.code)
+    all.push_back({start, code.end, code.base_address, code.placed.slot, 0});
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  auto mappings = std::make_unique<fb_image_mappings>();
+  for (const auto& mapping : all) {
+    if (mappings->count == FB_MAX_IMAGE_MAPPINGS)
+      break; // the rest are unwound by the frame pointer
+    // Overlaps cannot be searched: the first one wins.
+    if (mappings->count > 0 && mapping.start < mappings->mappings[mappings->count - 1].end)
+      continue;
+    mappings->mappings[mappings->count++] = mapping;
+  }
+  fb_image_key image_key{key.first, key.second};
+  if (mappings->count == 0) {
+    maps_.remove_image(image_key);
+    return;
+  }
+  if (auto set = maps_.set_image(image_key, *mappings); !set) {
+    spdlog::debug("process {}: {}", key.first, set.error().message);
+    return;
+  }
+  ++counts_.images_installed;
+}
+
+Result<> TableLoader::install_code_table(
+    uint32_t pid, uint32_t image_id, uint64_t start, uint64_t end, const UnwindTable& table)
+{
+  if (start >= end || table.rows.empty() || table.base_address > start)
+    return fail(error("a code table must cover a nonempty range at or after its base address"));
+  ImageKey key{pid, image_id};
+  auto placed = place(table, "code of process " + std::to_string(pid));
+  if (!placed)
+    return fail(error("no room for the code table of process " + std::to_string(pid)));
+  Image& image = images_[key];
+  std::optional<Placed> old;
+  if (auto it = image.code.find(start); it != image.code.end())
+    old = it->second.placed;
+  image.code[start] = {end, table.base_address, *placed};
+  install(key, image);
+  if (old)
+    release(*old);
+  return {};
+}
+
+void TableLoader::remove_code_table(uint32_t pid, uint32_t image_id, uint64_t start)
+{
+  auto it = images_.find({pid, image_id});
+  if (it == images_.end())
+    return;
+  auto code = it->second.code.find(start);
+  if (code == it->second.code.end())
+    return;
+  Placed placed = code->second.placed;
+  it->second.code.erase(code);
+  install(it->first, it->second);
+  release(placed);
+}
+
+size_t TableLoader::live_tables() const
+{
+  size_t live = tables_.size();
+  for (const auto& [key, image] : images_)
+    live += image.code.size();
+  return live;
+}
+
+uint32_t TableLoader::table_users(uint64_t content_key) const
+{
+  auto it = tables_.find(content_key);
+  return it == tables_.end() ? 0 : it->second.users;
+}
+
+} // namespace flamebpf::unwind

@@ -1,0 +1,147 @@
+// Loads the unwind tables of the processes the sampler meets: reads a new process image's maps,
+// builds (or finds) the table of each executable file it maps, and installs the image's mappings
+// in the sampler's maps (TableMaps). A table is shared by every image that maps a file with the
+// same CFI (CfiTable::content_key), counted by the images that use it, and freed when the last
+// one is forgotten. Until its mappings are installed, and when none of its files has rows, an
+// image is unwound by the kernel's frame-pointer walker.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/proc_maps.h"
+#include "common/result.h"
+#include "unwind/row_space.h"
+#include "unwind/table_maps.h"
+#include "unwind/unwind_table.h"
+
+namespace flamebpf::unwind {
+
+// Where a file's load segment lies, to find each mapping's load bias.
+struct LoadSegment {
+  uint64_t offset = 0; // in the file
+  uint64_t vaddr = 0;
+  uint64_t file_size = 0;
+};
+
+// One code file's table, as a builder hands it to the loader.
+struct FileTable {
+  UnwindTable table;                 // rows relative to table.base_address, an ELF virtual address
+  uint64_t content_key = 0;          // equal only for equal tables (CfiTable::content_key)
+  std::vector<LoadSegment> segments; // the file's PT_LOAD segments
+};
+
+// Builds the table of the file behind mapping in the process whose /proc directory is
+// process_dir ("[vdso]" included).
+using FileTableBuilder =
+    std::function<Result<FileTable>(const std::string& process_dir, const procfs::Mapping&)>;
+
+// The builder flamebpf uses: the mapped file opened the contained way (common/mapped_file.h) and
+// its CFI read by build_cfi_table; the vDSO from flamebpf's own, which every process shares.
+[[nodiscard]] Result<FileTable> build_file_table(const std::string& process_dir,
+                                                 const procfs::Mapping& mapping);
+
+// What the loader did, for the statistics and tests.
+struct LoaderCounts {
+  uint64_t files_built = 0;      // tables built from a file
+  uint64_t files_shared = 0;     // mappings whose table another file's (or image's) already held
+  uint64_t files_failed = 0;     // files whose table could not be built (logged once per file)
+  uint64_t files_no_room = 0;    // tables left out because the row array was full
+  uint64_t images_installed = 0; // images whose mappings went to the sampler (again after a miss)
+  uint64_t maps_rereads = 0;     // maps read again after the program met an unknown pc
+};
+
+class TableLoader {
+public:
+  // maps must outlive the loader. proc_root is "/proc" but in tests.
+  explicit TableLoader(TableMaps& maps,
+                       std::string proc_root = "/proc",
+                       FileTableBuilder builder = build_file_table);
+
+  // A process image's first sample: load the tables of its executable mappings and install them.
+  void on_process_seen(uint32_t pid, uint32_t image_id);
+  // The program met a pc of the image outside its installed mappings (a library loaded since):
+  // its maps are read again. The pipeline calls this at most once per image and interval.
+  void on_mapping_missed(uint32_t pid, uint32_t image_id);
+  // The image exited: its mappings leave the sampler and the tables no other image uses are
+  // freed.
+  void forget_image(uint32_t pid, uint32_t image_id);
+
+  // Installs (or replaces) a table for the code at [start, end) of a process image, such as a
+  // JVM's compiled code: table.base_address is the absolute address of pc_offset 0 (no load
+  // bias). The new rows are written before the image points at them, so a sample sees the old
+  // table or the new, whole; then the old rows are freed. Fails if the rows do not fit.
+  [[nodiscard]] Result<> install_code_table(
+      uint32_t pid, uint32_t image_id, uint64_t start, uint64_t end, const UnwindTable& table);
+  // Removes the table installed for the code at start, if any.
+  void remove_code_table(uint32_t pid, uint32_t image_id, uint64_t start);
+
+  const LoaderCounts& counts() const { return counts_; }
+  // Tables in the sampler's maps now (file tables, shared ones once, and code tables).
+  size_t live_tables() const;
+  // Images that use the file table with this content key.
+  uint32_t table_users(uint64_t content_key) const;
+  // Rows taken in the row array.
+  uint32_t rows_used() const { return rows_.used(); }
+  // Process images the loader follows (with tables installed or not).
+  size_t images() const { return images_.size(); }
+
+private:
+  using ImageKey = std::pair<uint32_t, uint32_t>; // pid, image_id
+  using FileKey = std::pair<uint64_t, uint64_t>;  // device, inode
+  struct Placed {                                 // rows of one table in the sampler's maps
+    uint32_t slot = 0;
+    uint32_t first_row = 0;
+    uint32_t row_count = 0;
+  };
+  struct SharedTable {
+    Placed placed;
+    uint64_t base_address = 0;
+    uint32_t users = 0; // images
+  };
+  struct KnownFile {
+    uint64_t content_key = 0;
+    std::vector<LoadSegment> segments;
+    bool has_rows = false; // false: a table of the frame pointer only, never installed
+  };
+  struct CodeTable {
+    uint64_t end = 0;
+    uint64_t base_address = 0;
+    Placed placed;
+  };
+  struct Image {
+    std::vector<fb_unwind_mapping> file_mappings;
+    std::set<uint64_t> content_keys;    // the shared tables it holds a use of
+    std::map<uint64_t, CodeTable> code; // by start
+  };
+
+  // Reads the image's maps and (re)installs it.
+  void load_image(const ImageKey& key, Image& image);
+  // The table for mapping, built or found; nullptr if it has no rows or cannot be had.
+  const KnownFile* file_for(const std::string& process_dir, const procfs::Mapping& mapping);
+  // Places rows in the maps; nullopt (counted and logged once) if they do not fit.
+  std::optional<Placed> place(const UnwindTable& table, const std::string& shown);
+  void release(const Placed& placed);
+  void release_use(uint64_t content_key);
+  // Writes the image's mappings to the maps, or removes it when it has none.
+  void install(const ImageKey& key, const Image& image);
+
+  TableMaps& maps_;
+  std::string proc_root_;
+  FileTableBuilder builder_;
+  RowSpace rows_;
+  std::vector<uint32_t> free_slots_;
+  std::map<FileKey, KnownFile> files_;
+  std::set<FileKey> failed_files_;
+  std::unordered_map<uint64_t, SharedTable> tables_; // by content key
+  std::map<ImageKey, Image> images_;
+  LoaderCounts counts_;
+  bool full_logged_ = false;
+};
+
+} // namespace flamebpf::unwind
