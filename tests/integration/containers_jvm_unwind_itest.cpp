@@ -2,10 +2,7 @@
 // sampler unwinds compiled code by the frame sizes flamebpf's agent records, and names
 // interpreted frames by their Method*. JDK 17 and JDK 25, without and with
 // -XX:+PreserveFramePointer (both paths), and a JVM whose records file is garbage.
-//
-// DISABLED_ until the sampler loads the JVMs' tables (unwind/jit_table.h's install point is wired
-// to the BPF unwinder's loader): without it, stacks of a JVM without frame pointers stop at the
-// first compiled frame, which is what these tests rule out.
+
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -131,7 +128,7 @@ protected:
   std::string log_;
 };
 
-TEST_P(JvmUnwindContainerTest, DISABLED_CompleteStacksWithTheSplitRight)
+TEST_P(JvmUnwindContainerTest, CompleteStacksWithTheSplitRight)
 {
   bool frame_pointers = std::get<1>(GetParam());
   std::vector<std::string> options;
@@ -145,7 +142,7 @@ TEST_P(JvmUnwindContainerTest, DISABLED_CompleteStacksWithTheSplitRight)
 
 // A container that writes garbage into its JVM's records (the file is in its /tmp): flamebpf
 // neither crashes nor believes it, counts it, and the stacks are what frame pointers give.
-TEST_P(JvmUnwindContainerTest, DISABLED_GarbageRecordsAreCountedAndStacksStayAsFramePointersGive)
+TEST_P(JvmUnwindContainerTest, GarbageRecordsAreCountedAndStacksStayAsFramePointersGive)
 {
   if (!std::get<1>(GetParam()))
     GTEST_SKIP() << "only with frame pointers: they are what the stacks fall back to";

@@ -381,7 +381,7 @@ void AgentAttacher::check_frame_pointers(const Request& request,
                                          const Result<AttachTarget>& target,
                                          bool attached)
 {
-  if (options_.unwinds_by_agent_records && target && target->ns_pid != 0 &&
+  if (unwinds_by_agent_records_ && target && target->ns_pid != 0 &&
       open_contained(options_.proc_root + "/" + std::to_string(request.pid) + "/root",
                      "/tmp/flamebpf-" + std::to_string(target->ns_pid) + ".unwind")) {
     spdlog::debug("JVM {} ({}): its agent records its frames; frame pointers are not needed",

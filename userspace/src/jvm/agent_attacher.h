@@ -8,6 +8,7 @@
 // backing off, until it handles the signal or starting_patience has passed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -32,9 +33,6 @@ struct AttacherOptions {
   // runs already).
   std::chrono::milliseconds starting_patience{60000};
   std::string proc_root = "/proc";
-  // The sampler unwinds JIT-compiled code by the frame sizes the agent records
-  // (/tmp/flamebpf-<pid>.unwind): a JVM whose agent writes them needs no frame pointers.
-  bool unwinds_by_agent_records = false;
 };
 
 class AgentAttacher {
@@ -64,6 +62,11 @@ public:
   // Waits until every JVM handed in so far was handled, or until deadline. JVMs still starting
   // are not waited for.
   void wait_idle(std::chrono::steady_clock::time_point deadline);
+
+  // From now on the sampler unwinds JIT-compiled code by the frame sizes the agent records
+  // (/tmp/flamebpf-<pid>.unwind): a JVM whose agent writes them needs no frame pointers, and
+  // gets no warning for lacking them.
+  void unwind_by_agent_records() { unwinds_by_agent_records_ = true; }
 
   // JVMs the agent was loaded into, and those where that failed.
   uint64_t attached() const;
@@ -101,6 +104,7 @@ private:
   std::span<const unsigned char> library_;
   std::string file_name_; // the worker's own, set on first use
   AttacherOptions options_;
+  std::atomic<bool> unwinds_by_agent_records_{false};
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
