@@ -87,6 +87,15 @@ TEST(JvmRecords, NewCodeReplacesWhatItOverlapsAndUnloadRemoves)
   EXPECT_TRUE(records.code().empty());
 }
 
+TEST(JvmRecords, TheFirstInterpreterRangeHolds)
+{
+  JvmRecords records;
+  EXPECT_TRUE(records.apply(*parse_jvm_record_line("interpreter 1000 800")));
+  EXPECT_TRUE(records.apply(*parse_jvm_record_line("interpreter 1000 800"))); // replayed
+  EXPECT_FALSE(records.apply(*parse_jvm_record_line("interpreter 0 ffffffffffff")));
+  EXPECT_EQ(records.interpreter(), (std::pair<uint64_t, uint64_t>{0x1000, 0x1800}));
+}
+
 TEST(JvmRecords, NamesMethodsWithinTheirBudget)
 {
   JvmRecords records;

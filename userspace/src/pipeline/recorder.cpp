@@ -195,7 +195,8 @@ void Recorder::install_jit_tables()
     uint64_t end = start + table.rows.back().pc_offset;
     std::pair key{update.pid, update.image_id};
     // A table whose code starts elsewhere now replaces the old one, which no longer covers it.
-    if (auto old = jit_table_starts_.find(key); old != jit_table_starts_.end() && old->second != start)
+    if (auto old = jit_table_starts_.find(key);
+        old != jit_table_starts_.end() && old->second != start)
       unwind_tables_->remove_code_table(update.pid, update.image_id, old->second);
     jit_table_starts_[key] = start;
     if (auto installed =
@@ -319,6 +320,9 @@ Result<RecordSummary> Recorder::run()
       break;
     if (schedule.perf_maps_due(now)) {
       symbolizer_->poll_perf_maps();
+      // As often as perf maps: new JIT code unwinds by frame pointers until its rows are in.
+      if (unwind_tables_)
+        install_jit_tables();
       schedule.perf_maps_read(now);
     }
     if (schedule.drain_due(now)) {

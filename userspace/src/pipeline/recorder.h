@@ -53,7 +53,8 @@ private:
   // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
   // before it loaded the VM.
   void hand_new_jvms_to_attacher();
-  // Installs the unwind tables of JVMs whose agents' records changed (once per interval).
+  // Installs the unwind tables of JVMs whose agents' records changed (as often as perf maps are
+  // read).
   void install_jit_tables();
   // Follows the targets that came and went (all of them resolved again with reresolve).
   void refresh_targets(bool reresolve);

@@ -289,7 +289,7 @@ bool ProcessImage::jvm_records_usable()
   return jvm_records && !jvm_records_stalled;
 }
 
-const unwind::JvmRecords* ProcessTable::jvm_records(const ImageKey& key)
+const unwind::JvmRecords* ProcessTable::jvm_records(const ImageKey& key, bool read_now)
 {
   get(key);
   ProcessImage& image = processes_.at(key);
@@ -299,9 +299,11 @@ const unwind::JvmRecords* ProcessTable::jvm_records(const ImageKey& key)
     image.jvm_records =
         std::make_shared<unwind::JvmRecordsReader>(key.pid, image.ns_pid, proc_root_);
   }
-  if (image.jvm_records_generation != generation_ && image.jvm_records_usable()) {
+  bool new_generation = image.jvm_records_generation != generation_;
+  if ((new_generation || read_now) && image.jvm_records_usable()) {
     image.jvm_records_generation = generation_;
-    image.jvm_records->begin_interval();
+    if (new_generation)
+      image.jvm_records->begin_interval();
     // As perf maps: the work holds the reader, and a stalled read leaves the frames unnamed.
     auto outcome = stall_guard_.run<bool>([reader = image.jvm_records] {
       reader->refresh();
@@ -323,7 +325,7 @@ std::vector<JitTableUpdate> ProcessTable::take_jit_tables()
   for (auto& [key, image] : processes_) {
     if (!image.jvm)
       continue;
-    const unwind::JvmRecords* records = jvm_records(key);
+    const unwind::JvmRecords* records = jvm_records(key, true);
     if (!records)
       continue;
     // The code cache is anonymous executable memory: a record of code anywhere else is garbage.

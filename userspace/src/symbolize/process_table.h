@@ -178,12 +178,13 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
-  // The process's JVM unwind records, read up to now (at most one refresh per generation); null
-  // if the process's pid namespace cannot be known or a read of them stalls.
-  const unwind::JvmRecords* jvm_records(const ImageKey& key);
-  // The unwind tables of the JVMs whose agents' records changed since the last call, each JVM's
-  // rebuilt at most once per generation, covering only code inside the JVM's anonymous
-  // executable mappings.
+  // The process's JVM unwind records, read up to now (at most one refresh per generation, unless
+  // read_now: then again, within the generation's budget of bytes); null if the process's pid
+  // namespace cannot be known or a read of them stalls.
+  const unwind::JvmRecords* jvm_records(const ImageKey& key, bool read_now = false);
+  // The unwind tables of the JVMs whose agents' records changed since the last call (their
+  // records are read now: a JVM's new code needs its rows before its samples unwind well),
+  // covering only code inside the JVM's anonymous executable mappings.
   std::vector<JitTableUpdate> take_jit_tables();
   // The perf maps found so far, of processes still known.
   std::vector<PerfMapStatus> perf_maps() const;

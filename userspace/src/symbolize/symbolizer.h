@@ -73,7 +73,7 @@ public:
   std::vector<PerfMapStatus> perf_maps() const { return processes_.perf_maps(); }
 
   // The unwind tables of JVMs whose agents' records changed (see ProcessTable::take_jit_tables),
-  // for the sampler's unwinder; once per interval.
+  // for the sampler's unwinder; as often as perf maps are read.
   std::vector<JitTableUpdate> take_jit_tables() { return processes_.take_jit_tables(); }
 
   // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).

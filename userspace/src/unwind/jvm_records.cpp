@@ -130,10 +130,16 @@ bool JvmRecords::apply(const JvmRecord& record)
     ++generation_;
     return true;
   }
-  case JvmRecord::Kind::kInterpreter:
-    interpreter_ = {record.code.start, record.code.start + record.code.size};
+  case JvmRecord::Kind::kInterpreter: {
+    // A JVM has one interpreter, generated at its start: the agent's first record of it holds,
+    // and a later one that says otherwise is not believed.
+    std::pair range{record.code.start, record.code.start + record.code.size};
+    if (interpreter_)
+      return *interpreter_ == range;
+    interpreter_ = range;
     ++generation_;
     return true;
+  }
   case JvmRecord::Kind::kUnload:
     if (code_.erase(record.code.start))
       ++generation_;

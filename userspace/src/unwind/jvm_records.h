@@ -61,7 +61,7 @@ public:
 
   // Code by start address; never overlapping.
   const std::map<uint64_t, JvmCode>& code() const { return code_; }
-  // The interpreter's range, if the agent said.
+  // The interpreter's range, if the agent said: its first record of it.
   std::optional<std::pair<uint64_t, uint64_t>> interpreter() const { return interpreter_; }
   // The name of an interpreted frame's Method*, if the agent named it.
   std::optional<std::string_view> method_name(uint64_t method) const;
