@@ -5,21 +5,32 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <jvmti.h>
 #include <jvmticmlr.h>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
+#include "code_blobs.h"
 #include "method_name.h"
 #include "perf_map_writer.h"
+#include "unwind_records.h"
 
 namespace flamebpf::agent {
 namespace {
 
 PerfMapWriter g_writer;
 std::atomic<bool> g_started{false};
+// The unwind records beside the map, written only when the JVM's own tables say where its blobs
+// and their frame sizes are (g_blobs is set before any event is turned on, and never changes).
+PerfMapWriter g_unwind_writer;
+const CodeBlobFinder* g_blobs = nullptr;
+// Interpreted methods named so far, against a budget: each costs a jmethodID the JVM keeps.
+std::atomic<uint64_t> g_method_records{0};
+constexpr uint64_t kMaxMethodRecords = 1 << 20;
 
 // A JVMTI-allocated string, deallocated on scope exit.
 class JvmtiString {
@@ -63,6 +74,72 @@ const jvmtiCompiledMethodLoadInlineRecord* inline_record(const void* compile_inf
       return reinterpret_cast<const jvmtiCompiledMethodLoadInlineRecord*>(header);
   }
   return nullptr;
+}
+
+// The frame of the code at [start, start + size) as its blob describes it. Code no blob holds
+// gets no record: flamebpf unwinds it by frame pointers, as before.
+void write_code_record(uint64_t start, uint64_t size)
+{
+  if (!g_blobs)
+    return;
+  auto blob = g_blobs->find(start);
+  if (!blob)
+    return;
+  int32_t complete = -1;
+  if (blob->frame_complete >= 0) {
+    uint64_t at = blob->code_begin + static_cast<uint64_t>(blob->frame_complete);
+    complete = at <= start ? 0 : at - start < size ? static_cast<int32_t>(at - start) : -1;
+  }
+  // The code is this JVM's own, announced as installed: its bytes are readable here.
+  Prologue prologue;
+  if (blob->frame_words > 0 && start == blob->code_begin)
+    prologue = find_prologue(reinterpret_cast<const uint8_t*>(start),
+                             std::min<uint64_t>(size, kMaxPrologueSearch), blob->frame_words);
+  g_unwind_writer.append_lines(code_record(start, size, blob->frame_words, complete, prologue));
+}
+
+// Names the methods of klass for the interpreter frames that may hold them. HotSpot's jmethodID
+// is a pointer to the slot that holds the Method*, which is what interpreter frames hold.
+void write_method_records(jvmtiEnv* jvmti, jclass klass)
+{
+  if (!g_blobs || g_method_records.load() >= kMaxMethodRecords)
+    return;
+  jint count = 0;
+  jmethodID* methods = nullptr;
+  if (jvmti->GetClassMethods(klass, &count, &methods) != JVMTI_ERROR_NONE)
+    return; // a class not prepared yet, or an array or primitive class: no methods of its own
+  JvmtiString class_signature(jvmti);
+  if (jvmti->GetClassSignature(klass, class_signature.out(), nullptr) == JVMTI_ERROR_NONE) {
+    std::string lines;
+    for (jint i = 0; i < count && g_method_records.load() < kMaxMethodRecords; ++i) {
+      uint64_t method = 0;
+      if (methods[i])
+        std::memcpy(&method, reinterpret_cast<const void*>(methods[i]), sizeof method);
+      JvmtiString name(jvmti);
+      JvmtiString descriptor(jvmti);
+      if (!method || jvmti->GetMethodName(methods[i], name.out(), descriptor.out(), nullptr) !=
+                         JVMTI_ERROR_NONE)
+        continue;
+      lines += method_record(
+          method, method_display_name(class_signature.view(), name.view(), descriptor.view()));
+      ++g_method_records;
+    }
+    // One write a class, so a reader never sees part of a line.
+    g_unwind_writer.append_lines(lines);
+  }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(methods));
+}
+
+// Names the methods of every class loaded so far (at attach, or once the VM has started).
+void write_loaded_method_records(jvmtiEnv* jvmti)
+{
+  jint count = 0;
+  jclass* classes = nullptr;
+  if (!g_blobs || jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE)
+    return;
+  for (jint i = 0; i < count; ++i)
+    write_method_records(jvmti, classes[i]);
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
 }
 
 // Writes a compiled method as pieces: each stretch of code whose inlining chain is the same gets
@@ -135,11 +212,25 @@ void JNICALL on_compiled_method_load(jvmtiEnv* jvmti,
     return;
   write_compiled_method(jvmti, method, reinterpret_cast<uint64_t>(code_addr),
                         static_cast<uint64_t>(code_size), compile_info);
+  write_code_record(reinterpret_cast<uint64_t>(code_addr), static_cast<uint64_t>(code_size));
 }
 
 void JNICALL on_compiled_method_unload(jvmtiEnv*, jmethodID, const void* code_addr)
 {
   g_writer.remove(reinterpret_cast<uint64_t>(code_addr));
+  if (g_blobs)
+    g_unwind_writer.append_lines(unload_record(reinterpret_cast<uint64_t>(code_addr)));
+}
+
+void JNICALL on_class_prepare(jvmtiEnv* jvmti, JNIEnv*, jthread, jclass klass)
+{
+  write_method_records(jvmti, klass);
+}
+
+void JNICALL on_vm_init(jvmtiEnv* jvmti, JNIEnv*, jthread)
+{
+  // Classes prepared before the VM started posted no ClassPrepare.
+  write_loaded_method_records(jvmti);
 }
 
 void JNICALL on_dynamic_code_generated(jvmtiEnv*,
@@ -151,6 +242,42 @@ void JNICALL on_dynamic_code_generated(jvmtiEnv*,
     return;
   g_writer.add(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length),
                standard_utf8(name ? std::string_view(name) : std::string_view("[stub]")));
+  if (g_blobs && name && std::strcmp(name, "Interpreter") == 0)
+    g_unwind_writer.append_lines(
+        interpreter_record(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length)));
+  else
+    write_code_record(reinterpret_cast<uint64_t>(address), static_cast<uint64_t>(length));
+}
+
+// Reads where the JVM keeps its blobs, and opens the unwind records for them. Without either,
+// the agent writes no records and flamebpf unwinds Java frames by frame pointers; the perf map
+// is unaffected. jvmti's functions live in libjvm, which holds the tables.
+void start_unwind_records(jvmtiEnv* jvmti)
+{
+  static std::optional<CodeBlobFinder> finder;
+  if (g_blobs)
+    return;
+  std::string error;
+  auto structs =
+      VmStructs::of_libjvm(reinterpret_cast<const void*>(jvmti->functions->Allocate), &error);
+  if (structs)
+    finder = CodeBlobFinder::make(*structs, &error);
+  if (!finder) {
+    std::fprintf(stderr,
+                 "flamebpf agent: cannot read this JVM's code layout (%s); Java stacks need "
+                 "frame pointers\n",
+                 error.c_str());
+    return;
+  }
+  if (!g_unwind_writer.is_open()) {
+    if (!g_unwind_writer.open_named("/tmp", "flamebpf-" + std::to_string(::getpid()) + ".unwind") ||
+        !g_unwind_writer.append_lines(kUnwindRecordsHeader)) {
+      std::fprintf(stderr, "flamebpf agent: cannot write its unwind records %s\n",
+                   g_unwind_writer.open_error().c_str());
+      return;
+    }
+  }
+  g_blobs = &*finder;
 }
 
 void report(const char* what, jvmtiError error)
@@ -196,6 +323,8 @@ jint start(JavaVM* vm, bool attached)
   callbacks.CompiledMethodLoad = on_compiled_method_load;
   callbacks.CompiledMethodUnload = on_compiled_method_unload;
   callbacks.DynamicCodeGenerated = on_dynamic_code_generated;
+  callbacks.ClassPrepare = on_class_prepare;
+  callbacks.VMInit = on_vm_init;
   if (jvmtiError error = jvmti->SetEventCallbacks(&callbacks, sizeof callbacks);
       error != JVMTI_ERROR_NONE) {
     report("SetEventCallbacks", error);
@@ -206,8 +335,10 @@ jint start(JavaVM* vm, bool attached)
                  g_writer.open_error().c_str());
     return refuse();
   }
-  for (jvmtiEvent event : {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
-                           JVMTI_EVENT_DYNAMIC_CODE_GENERATED}) {
+  start_unwind_records(jvmti);
+  for (jvmtiEvent event :
+       {JVMTI_EVENT_COMPILED_METHOD_LOAD, JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+        JVMTI_EVENT_DYNAMIC_CODE_GENERATED, JVMTI_EVENT_CLASS_PREPARE, JVMTI_EVENT_VM_INIT}) {
     if (jvmtiError error = jvmti->SetEventNotificationMode(JVMTI_ENABLE, event, nullptr);
         error != JVMTI_ERROR_NONE) {
       report("SetEventNotificationMode", error);
@@ -223,6 +354,7 @@ jint start(JavaVM* vm, bool attached)
       if (jvmtiError error = jvmti->GenerateEvents(event); error != JVMTI_ERROR_NONE)
         report("GenerateEvents", error);
     }
+    write_loaded_method_records(jvmti);
   }
   return JNI_OK;
 }

@@ -107,11 +107,16 @@ int PerfMapWriter::create_beside(std::string& name)
 
 bool PerfMapWriter::open(const std::string& directory, int pid)
 {
+  return open_named(directory, "perf-" + std::to_string(pid) + ".map");
+}
+
+bool PerfMapWriter::open_named(const std::string& directory, const std::string& file_name)
+{
   Lock lock(mutex_);
   if (fd_ >= 0)
     return true;
   open_error_.clear();
-  name_ = "perf-" + std::to_string(pid) + ".map";
+  name_ = file_name;
   path_ = directory + "/" + name_;
   if (dir_fd_ < 0)
     dir_fd_ = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -192,6 +197,12 @@ void PerfMapWriter::add(uint64_t start, uint64_t size, const std::vector<Line>& 
     return;
   live_[start] = Owner{size, file_bytes_ - text.size(), text.size()};
   live_bytes_ += text.size();
+}
+
+bool PerfMapWriter::append_lines(std::string_view lines)
+{
+  Lock lock(mutex_);
+  return append(lines);
 }
 
 void PerfMapWriter::add(uint64_t start, uint64_t size, std::string_view name)

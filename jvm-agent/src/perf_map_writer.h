@@ -29,6 +29,8 @@ public:
   // readers, and nothing that was there is opened or trusted. Never blocks. False if it cannot
   // be done (e.g. another user's file in a sticky /tmp); open_error() says why.
   bool open(const std::string& directory, int pid);
+  // The same for a file of another name beside the map (the agent's unwind records).
+  bool open_named(const std::string& directory, const std::string& file_name);
   // Whether open succeeded.
   bool is_open() const;
   // Why open failed, as "<path>: <reason>".
@@ -45,6 +47,10 @@ public:
   void add(uint64_t start, uint64_t size, const std::vector<Line>& lines);
   // The same for code described by one line.
   void add(uint64_t start, uint64_t size, std::string_view name);
+
+  // Appends whole lines that describe no code of their own (records of another kind, in a file
+  // opened with open_named): one write, never dropped by a rewrite. False if not written.
+  bool append_lines(std::string_view lines);
 
   // The code (method or blob) starting at owner was unloaded: its lines are dead. Rewrites the
   // file when dead lines make up most of it.

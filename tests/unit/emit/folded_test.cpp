@@ -109,6 +109,14 @@ TEST(FoldedFrame, KernelSuffixAndSanitizing)
   EXPECT_EQ(folded_frame(kernel("")), "[unknown]_[k]");
 }
 
+TEST(FoldedFrame, InterpretedMethodsHaveNoSuffix)
+{
+  // flamegraph.pl's java palette: _[j] compiled, _[i] inlined, nothing for an interpreted method.
+  EXPECT_EQ(folded_frame({"org.example.Foo.bar", "", FrameKind::kInterpreted}),
+            "org.example.Foo.bar");
+  EXPECT_EQ(folded_frame({"org.example.Foo.bar", "", FrameKind::kJit}), "org.example.Foo.bar_[j]");
+}
+
 TEST(FoldedStack, CommThenFramesRootFirst)
 {
   Stack stack{1, "burner", "", {native("main"), native("run"), kernel("tick")}, 3};

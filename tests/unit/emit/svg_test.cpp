@@ -174,6 +174,10 @@ TEST(Palette, ByKindWithStableHues)
   EXPECT_GT(cpp.r, cpp.b);
   Rgb native = frame_colour("memcpy", FrameKind::kNative);
   EXPECT_GT(native.r, native.g); // red
+  Rgb interpreted = frame_colour("org.example.Foo.bar", FrameKind::kInterpreted);
+  EXPECT_GT(interpreted.g, interpreted.r); // green, as Java
+  EXPECT_GT(interpreted.g, interpreted.b);
+  EXPECT_NE(interpreted, jit); // but not a compiled method's
   // Different names get different shades of the same hue.
   EXPECT_NE(frame_colour("a", FrameKind::kJit), frame_colour("b", FrameKind::kJit));
 }

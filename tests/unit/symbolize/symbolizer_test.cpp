@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "bpf_abi.h"
 #include "common/procfs.h"
 #include "symbolize/java_frames.h"
 #include "symbolize/symbolizer.h"
@@ -445,6 +446,33 @@ TEST_F(FakeJit, FramesAreNamedByThePerfMap)
                                                           {"Leaf.spin", "", FrameKind::kJit}}));
   EXPECT_EQ(profile.symbolize_stats.truncated_names, 0u);
   EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 0u);
+}
+
+TEST_F(FakeJit, InterpretedFramesAreNamedByTheJvmRecords)
+{
+  map({{0x100, 0x100, "Leaf.spin()"}});
+  testing::write_file(proc() + "/" + std::to_string(pid_) + "/root/tmp/flamebpf-1.unwind",
+                      "flamebpf-unwind 1\nmethod 7f3b0b400338 org.example.Foo.bar(long)\n");
+  auto kernel = KernelSymbols::parse(kKernelSymbols);
+  ASSERT_TRUE(kernel.has_value());
+  Symbolizer symbolizer(std::make_unique<KallsymsNames>(std::move(*kernel)), {}, proc());
+  profile::RawProfile raw;
+  profile::RawSample sample;
+  sample.tgid = pid_;
+  sample.image_id = kImageId;
+  // Innermost first: compiled code, then two interpreter frames by their Method*, one the
+  // records name and one they do not. A Method* is no return address: never moved back a byte.
+  sample.user_frames = {kCode + 0x110, FB_FRAME_JVM_METHOD | 0x7f3b0b400338,
+                        FB_FRAME_JVM_METHOD | 0x7f3b0b400339};
+  sample.count = 1;
+  raw.samples.push_back(sample);
+  auto profile = symbolizer.symbolize(raw, {});
+  ASSERT_TRUE(profile.has_value());
+  ASSERT_EQ(profile->stacks.size(), 1u);
+  EXPECT_EQ(profile->stacks[0].frames,
+            (std::vector<Frame>{{"Interpreter", "", FrameKind::kInterpreted},
+                                {"org.example.Foo.bar", "", FrameKind::kInterpreted},
+                                {"Leaf.spin", "", FrameKind::kJit}}));
 }
 
 TEST_F(FakeJit, InlineChainBeyondItsBudgetIsCutVisibly)

@@ -48,6 +48,8 @@ std::string folded_frame(const profile::Frame& frame)
     text += "_[j]";
   else if (frame.kind == profile::FrameKind::kInlined)
     text += "_[i]";
+  // An interpreted method has no suffix: the palette's name for a Java method that is not
+  // compiled.
   return text;
 }
 

@@ -42,6 +42,9 @@ Rgb frame_colour(std::string_view name, profile::FrameKind kind)
     return {channel(50, 60, v1), channel(190, 55, v2), channel(50, 60, v1)};
   case profile::FrameKind::kInlined:
     return {channel(60, 60, v1), channel(195, 50, v2), channel(195, 50, v2)};
+  case profile::FrameKind::kInterpreted:
+    // Java's green, duller: the same methods as the compiled frames, slower.
+    return {channel(120, 40, v1), channel(160, 40, v2), channel(90, 40, v1)};
   case profile::FrameKind::kKernel:
     return {channel(230, 25, v1), channel(130, 60, v2), channel(30, 40, v1)};
   case profile::FrameKind::kUnknown:

@@ -26,6 +26,7 @@ using profile::FrameKind;
 constexpr std::string_view kUnknownName = "[unknown]";
 constexpr std::string_view kKernelMapping = "[kernel.kallsyms]";
 constexpr std::string_view kJitMapping = "[jit]";
+constexpr std::string_view kInterpreterMapping = "[interpreter]";
 // The Function of a process name; no FrameKind, so that it never merges with a frame's.
 constexpr int kProcessKind = -1;
 
@@ -48,6 +49,8 @@ std::string mapping_name(const Frame& frame)
   case FrameKind::kJit:
   case FrameKind::kInlined:
     return std::string(kJitMapping);
+  case FrameKind::kInterpreted:
+    return std::string(kInterpreterMapping);
   case FrameKind::kNative:
   case FrameKind::kUnknown:
     break;

@@ -381,6 +381,13 @@ void AgentAttacher::check_frame_pointers(const Request& request,
                                          const Result<AttachTarget>& target,
                                          bool attached)
 {
+  if (unwinds_by_agent_records_ && target && target->ns_pid != 0 &&
+      open_contained(options_.proc_root + "/" + std::to_string(request.pid) + "/root",
+                     "/tmp/flamebpf-" + std::to_string(target->ns_pid) + ".unwind")) {
+    spdlog::debug("JVM {} ({}): its agent records its frames; frame pointers are not needed",
+                  request.pid, request.where);
+    return;
+  }
   std::optional<bool> preserved;
   bool known = false;
   if (target && (attached || (options_.attach && request.keeps_perf_map))) {

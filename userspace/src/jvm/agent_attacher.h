@@ -8,6 +8,7 @@
 // backing off, until it handles the signal or starting_patience has passed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -62,6 +63,11 @@ public:
   // are not waited for.
   void wait_idle(std::chrono::steady_clock::time_point deadline);
 
+  // From now on the sampler unwinds JIT-compiled code by the frame sizes the agent records
+  // (/tmp/flamebpf-<pid>.unwind): a JVM whose agent writes them needs no frame pointers, and
+  // gets no warning for lacking them.
+  void unwind_by_agent_records() { unwinds_by_agent_records_ = true; }
+
   // JVMs the agent was loaded into, and those where that failed.
   uint64_t attached() const;
   uint64_t failed() const;
@@ -90,13 +96,15 @@ private:
   // Whether the process is gone (or a zombie) now or within grace.
   bool exits_within(const Request& request, std::chrono::milliseconds grace) const;
   // Warns if the JVM runs without frame pointers: asks the JVM itself when an agent is loaded
-  // (its attach listener runs then), else reads its command line.
+  // (its attach listener runs then), else reads its command line. No warning when the JVM's
+  // agent writes unwind records and the sampler unwinds by them.
   void
   check_frame_pointers(const Request& request, const Result<AttachTarget>& target, bool attached);
 
   std::span<const unsigned char> library_;
   std::string file_name_; // the worker's own, set on first use
   AttacherOptions options_;
+  std::atomic<bool> unwinds_by_agent_records_{false};
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;

@@ -145,8 +145,10 @@ Result<> Recorder::start()
   if (!sampler)
     return fail(sampler.error());
   sampler_.emplace(std::move(*sampler));
-  if (auto* table_maps = sampler_->table_maps())
+  if (auto* table_maps = sampler_->table_maps()) {
     unwind_tables_.emplace(*table_maps);
+    attacher_.unwind_by_agent_records();
+  }
   spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler_->scope(),
                 config_.frequency_hz,
                 static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
@@ -189,6 +191,26 @@ void Recorder::hand_new_jvms_to_attacher()
   auto names = targets_.names();
   for (const auto& jvm : found)
     attacher_.on_jvm(jvm.key.pid, jvm.keeps_perf_map, describe_jvm(names, jvm));
+}
+
+void Recorder::install_jit_tables()
+{
+  for (const auto& update : symbolizer_->take_jit_tables()) {
+    const auto& table = update.table;
+    uint64_t start = table.base_address;
+    uint64_t end = start + table.rows.back().pc_offset;
+    std::pair key{update.pid, update.image_id};
+    // A table whose code starts elsewhere now replaces the old one, which no longer covers it.
+    if (auto old = jit_table_starts_.find(key);
+        old != jit_table_starts_.end() && old->second != start)
+      unwind_tables_->remove_code_table(update.pid, update.image_id, old->second);
+    jit_table_starts_[key] = start;
+    if (auto installed =
+            unwind_tables_->install_code_table(update.pid, update.image_id, start, end, table);
+        !installed)
+      spdlog::debug("JVM {}: its unwind table is not installed: {}", update.pid,
+                    installed.error().message);
+  }
 }
 
 void Recorder::refresh_targets(bool reresolve)
@@ -248,10 +270,12 @@ Result<> Recorder::drain()
     // Libraries loaded since the image's maps were read: once per interval at most.
     for (const auto& image : sampler_->missed_images())
       unwind_tables_->on_mapping_missed(image.tgid, image.image_id);
+    install_jit_tables();
   }
   for (const auto& image : symbolizer_->forget_exited_processes()) {
     if (unwind_tables_)
       unwind_tables_->forget_image(image.pid, image.image_id);
+    jit_table_starts_.erase({image.pid, image.image_id});
     sampler_->forget_image(image.pid, image.image_id);
     attacher_.forget_if_gone(image.pid);
   }
@@ -319,6 +343,9 @@ Result<RecordSummary> Recorder::run()
       break;
     if (schedule.perf_maps_due(now)) {
       symbolizer_->poll_perf_maps();
+      // As often as perf maps: new JIT code unwinds by frame pointers until its rows are in.
+      if (unwind_tables_)
+        install_jit_tables();
       schedule.perf_maps_read(now);
     }
     if (schedule.drain_due(now)) {

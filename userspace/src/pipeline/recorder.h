@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -54,6 +55,9 @@ private:
   // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
   // before it loaded the VM.
   void hand_new_jvms_to_attacher();
+  // Installs the unwind tables of JVMs whose agents' records changed (as often as perf maps are
+  // read).
+  void install_jit_tables();
   // Follows the targets that came and went (all of them resolved again with reresolve).
   void refresh_targets(bool reresolve);
   void watch_targets();
@@ -79,6 +83,8 @@ private:
   std::optional<unwind::TableLoader> unwind_tables_;
   bool tables_queued_ = false; // processes wait for their unwind tables
   Schedule::Steady::time_point next_table_slice_;
+  // Where each JVM image's installed code table starts, by (pid, image id).
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> jit_table_starts_;
   target::CgroupWatcher watcher_;
   profile::Accumulator accumulator_; // the current interval
   Schedule::Wall::time_point interval_start_;

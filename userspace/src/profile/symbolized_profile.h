@@ -12,11 +12,12 @@
 namespace flamebpf::profile {
 
 enum class FrameKind : uint8_t {
-  kKernel,  // from /proc/kallsyms
-  kNative,  // from an ELF file's symbols, or JIT code that is no Java method (stubs)
-  kUnknown, // unresolved: shown as "[unknown]" or "module+0xoffset"
-  kJit,     // a JIT-compiled Java method, from a perf map
-  kInlined, // a Java method the JIT inlined into the frame before it
+  kKernel,      // from /proc/kallsyms
+  kNative,      // from an ELF file's symbols, or JIT code that is no Java method (stubs)
+  kUnknown,     // unresolved: shown as "[unknown]" or "module+0xoffset"
+  kJit,         // a JIT-compiled Java method, from a perf map
+  kInlined,     // a Java method the JIT inlined into the frame before it
+  kInterpreted, // a Java method run by the interpreter, named from the JVM agent's records
 };
 
 struct Frame {

@@ -82,4 +82,10 @@ perf_map_frames(std::string_view name, bool java_signatures, uint64_t* dropped)
   }
 }
 
+profile::Frame interpreted_frame(std::string_view name, bool java_signatures)
+{
+  auto method = java_method(name, java_signatures);
+  return {method ? std::move(*method) : std::string(name), "", profile::FrameKind::kInterpreted};
+}
+
 } // namespace flamebpf::symbolize

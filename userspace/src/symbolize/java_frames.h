@@ -27,4 +27,9 @@ inline constexpr size_t kMaxInlineFrames = 64;
 std::vector<profile::Frame>
 perf_map_frames(std::string_view name, bool java_signatures, uint64_t* dropped = nullptr);
 
+// The frame of an interpreted method that the JVM agent named (method_name.h's form): the same
+// display form as a compiled method's, of kind kInterpreted; a name that is not Java's is kept
+// as it is.
+profile::Frame interpreted_frame(std::string_view name, bool java_signatures);
+
 } // namespace flamebpf::symbolize

@@ -281,6 +281,87 @@ const ProcessImage& ProcessTable::refresh(const ImageKey& key)
   return processes_.at(key);
 }
 
+bool ProcessImage::jvm_records_usable()
+{
+  if (jvm_records_stalled &&
+      jvm_records_stalled->wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+    jvm_records_stalled.reset();
+  return jvm_records && !jvm_records_stalled;
+}
+
+const unwind::JvmRecords* ProcessTable::jvm_records(const ImageKey& key, bool read_now)
+{
+  get(key);
+  ProcessImage& image = processes_.at(key);
+  if (!image.jvm_records) {
+    if (image.ns_pid == 0)
+      return nullptr;
+    image.jvm_records =
+        std::make_shared<unwind::JvmRecordsReader>(key.pid, image.ns_pid, proc_root_);
+  }
+  bool new_generation = image.jvm_records_generation != generation_;
+  if ((new_generation || read_now) && image.jvm_records_usable()) {
+    image.jvm_records_generation = generation_;
+    if (new_generation)
+      image.jvm_records->begin_interval();
+    // As perf maps: the work holds the reader, and a stalled read leaves the frames unnamed.
+    auto outcome = stall_guard_.run<bool>([reader = image.jvm_records] {
+      reader->refresh();
+      return true;
+    });
+    if (outcome && outcome->stalled) {
+      image.jvm_records_stalled = outcome->result;
+      spdlog::warn("unwind records of pid {}: no answer within {} ms (its file system stalls); "
+                   "its interpreted frames stay unnamed until it answers",
+                   key.pid, kStallLimit.count());
+    }
+  }
+  return image.jvm_records_usable() ? &image.jvm_records->records() : nullptr;
+}
+
+std::vector<JitTableUpdate> ProcessTable::take_jit_tables()
+{
+  std::vector<JitTableUpdate> updates;
+  for (auto& [key, image] : processes_) {
+    if (!image.jvm)
+      continue;
+    const unwind::JvmRecords* records = jvm_records(key, true);
+    if (!records)
+      continue;
+    // The code cache is anonymous executable memory: a record of code anywhere else is garbage.
+    auto code_cache = [](const ProcessImage& of) {
+      std::vector<unwind::CodeRange> ranges;
+      for (const auto& mapped : of.code) {
+        if (mapped.mapping.path.empty())
+          ranges.push_back({mapped.mapping.start, mapped.mapping.end});
+      }
+      return ranges;
+    };
+    JitTableUpdate update{key.pid, key.image_id, {}, {}};
+    auto table = image.jit_table.rebuild(*records, code_cache(image), &update.drops);
+    if (!table)
+      continue;
+    if (update.drops.outside_code_cache > 0) {
+      // The code cache may have grown since its maps were read: read them again, once per
+      // generation, before calling the records garbage.
+      const ProcessImage& current = refresh(key);
+      if (auto again = unwind::build_jit_table(*records, code_cache(current), &update.drops))
+        table = std::move(again);
+    }
+    if (update.drops.total() > 0 && !image.jit_drops_reported) {
+      spdlog::warn("unwind records of pid {}: {} code records dropped ({} with frames too large, "
+                   "{} outside its code cache, {} over the table's budget); that code unwinds by "
+                   "frame pointers",
+                   key.pid, update.drops.total(), update.drops.frame_too_large,
+                   update.drops.outside_code_cache, update.drops.over_budget);
+      image.jit_drops_reported = true;
+    }
+    update.table = std::move(*table);
+    updates.push_back(std::move(update));
+  }
+  return updates;
+}
+
 const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
 {
   get(key);

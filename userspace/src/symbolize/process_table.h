@@ -17,6 +17,8 @@
 #include "common/stall_guard.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/perf_map.h"
+#include "unwind/jit_table.h"
+#include "unwind/jvm_records.h"
 
 namespace flamebpf::symbolize {
 
@@ -52,11 +54,30 @@ struct ProcessImage {
   // until it ends, the reader is its and the map names nothing.
   std::optional<std::shared_future<bool>> perf_map_stalled;
 
+  // The JVM agent's unwind records (unwind/jvm_records.h), which name interpreted frames; opened
+  // on the first interpreted frame, and read at most once per generation, as perf_map.
+  std::shared_ptr<unwind::JvmRecordsReader> jvm_records;
+  uint64_t jvm_records_generation = 0;
+  std::optional<std::shared_future<bool>> jvm_records_stalled;
+  // The JVM's unwind table, rebuilt from jvm_records when they change.
+  unwind::JitTableKeeper jit_table;
+  bool jit_drops_reported = false;
+
   // Whether perf_map may be used now: there is one and no stalled refresh holds it.
   bool perf_map_usable();
+  // The same for jvm_records.
+  bool jvm_records_usable();
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
+};
+
+// A JVM's unwind table, rebuilt from its agent's records, for the sampler to install.
+struct JitTableUpdate {
+  uint32_t pid = 0;
+  uint32_t image_id = 0;
+  unwind::UnwindTable table;
+  unwind::JitTableDrops drops; // garbage records the build dropped
 };
 
 // The symbols of ELF files, shared by every process that maps them, keyed by file identity. No
@@ -157,6 +178,14 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
+  // The process's JVM unwind records, read up to now (at most one refresh per generation, unless
+  // read_now: then again, within the generation's budget of bytes); null if the process's pid
+  // namespace cannot be known or a read of them stalls.
+  const unwind::JvmRecords* jvm_records(const ImageKey& key, bool read_now = false);
+  // The unwind tables of the JVMs whose agents' records changed since the last call (their
+  // records are read now: a JVM's new code needs its rows before its samples unwind well),
+  // covering only code inside the JVM's anonymous executable mappings.
+  std::vector<JitTableUpdate> take_jit_tables();
   // The perf maps found so far, of processes still known.
   std::vector<PerfMapStatus> perf_maps() const;
   // Reads what JVMs appended to their perf maps since the last call, so that the map of a JVM

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "bpf_abi.h"
 #include "common/log.h"
 #include "symbolize/java_frames.h"
 #include "symbolize/name_cut.h"
@@ -99,6 +100,15 @@ bool Symbolizer::add_user_frames(const ImageKey& key,
   return dropped;
 }
 
+profile::Frame Symbolizer::method_frame(const ImageKey& key, uint64_t method)
+{
+  if (const unwind::JvmRecords* records = processes_.jvm_records(key)) {
+    if (auto name = records->method_name(method))
+      return interpreted_frame(*name, options_.java_signatures);
+  }
+  return {"Interpreter", "", profile::FrameKind::kInterpreted};
+}
+
 bool Symbolizer::name_user_address(const ImageKey& key,
                                    uint64_t address,
                                    std::vector<profile::Frame>& out,
@@ -174,7 +184,11 @@ std::vector<profile::Frame> Symbolizer::user_frames(const profile::RawSample& sa
   std::string full; // which budget ran out
   for (size_t i = 0; i < sample.user_frames.size() && full.empty(); ++i) {
     group.clear();
-    *cut |= add_user_frames(key, call_site(sample.user_frames[i], i == 0), group, profile);
+    uint64_t address = sample.user_frames[i];
+    if (address & FB_FRAME_JVM_METHOD)
+      group.push_back(method_frame(key, address & ~FB_FRAME_JVM_METHOD)); // no code address
+    else
+      *cut |= add_user_frames(key, call_site(address, i == 0), group, profile);
     for (auto frame = group.rbegin(); frame != group.rend(); ++frame) {
       if (inner_first.size() >= room) {
         full = fmt::format("{} frames (after inline expansion)", options_.max_stack_frames);

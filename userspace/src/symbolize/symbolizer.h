@@ -72,6 +72,10 @@ public:
   // The JIT perf maps being read, for statistics.
   std::vector<PerfMapStatus> perf_maps() const { return processes_.perf_maps(); }
 
+  // The unwind tables of JVMs whose agents' records changed (see ProcessTable::take_jit_tables),
+  // for the sampler's unwinder; as often as perf maps are read.
+  std::vector<JitTableUpdate> take_jit_tables() { return processes_.take_jit_tables(); }
+
   // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).
   void poll_perf_maps() { processes_.poll_perf_maps(); }
 
@@ -91,6 +95,10 @@ private:
                        uint64_t address,
                        std::vector<profile::Frame>& out,
                        profile::SymbolizedProfile& profile);
+  // The frame of an interpreted method whose Method* the unwinder found in its frame, named by
+  // the process's JVM records; "Interpreter" if they do not name it. Never a code address, so
+  // never moved back to a call site.
+  profile::Frame method_frame(const ImageKey& key, uint64_t method);
   // add_user_frames without the budget on names; sets *cut_when_read if the perf map's reader
   // cut the name.
   bool name_user_address(const ImageKey& key,
