@@ -325,7 +325,7 @@ range_of() { sort -g "$1" | sed -n '1p;$p' | paste -sd-; }
 yes_no() { awk "BEGIN { print ($1) ? \"yes\" : \"NO\" }"; }
 
 print_cfi() {
-  local hz e y f yd fd c ratio rec scr bytes verdicts=() fp_verdicts=()
+  local hz e y f yd fd c ratio shallow rec scr bytes verdicts=() fp_verdicts=()
   echo
   echo "unwinding from CFI: tests/progs/deep_chain.cpp, 30 frames (main;run;27 levels;spin), one copy pinned per CPU;"
   echo "  deep: built -O2 -fomit-frame-pointer (flamebpf unwinds it from .eh_frame); deep-fp: the same with frame pointers;"
@@ -335,14 +335,17 @@ print_cfi() {
     f=$(median_of "$W/kns.flamebpf@$hz")
     yd=$(median_of "$W/kns.yardstick@deep-fp@$hz") fd=$(median_of "$W/kns.flamebpf@deep-fp@$hz")
     c=$(median_of "$W/kns.flamebpf@deep@$hz")
-    ratio=$(awk -v e="$e" -v y="$y" -v c="$c" 'BEGIN { printf "%.2f", (c - e) / (y - e) }')
+    # The yardstick walks the same 30 frames by their frame pointers (deep-fp): the least an
+    # in-kernel stack of that depth costs. Against its cost on burner's few frames too.
+    ratio=$(awk -v e="$e" -v y="$yd" -v c="$c" 'BEGIN { printf "%.2f", (c - e) / (y - e) }')
+    shallow=$(awk -v e="$e" -v y="$y" -v c="$c" 'BEGIN { printf "%.2f", (c - e) / (y - e) }')
     verdicts+=("$hz:$(yes_no "$ratio <= 3")")
     fp_verdicts+=("$hz:$(yes_no "($fd - $e) / ($yd - $e) <= 1.1")")
     printf "  %5s Hz: empty %s ns; yardstick %s ns, deep-fp %s ns; flamebpf %s ns, deep-fp %s ns [%s], deep (CFI) %s ns [%s]\n" \
       "$hz" "$e" "$y" "$yd" "$f" "$fd" "$(range_of "$W/kns.flamebpf@deep-fp@$hz")" "$c" \
       "$(range_of "$W/kns.flamebpf@deep@$hz")"
-    printf "           net: CFI deep / yardstick %sx (target <= 3x); deep-fp flamebpf / yardstick %sx (target <= 1.1x)\n" \
-      "$ratio" "$(awk -v e="$e" -v y="$yd" -v f="$fd" 'BEGIN { printf "%.2f", (f - e) / (y - e) }')"
+    printf "           net: CFI deep / yardstick on deep-fp %sx (target <= 3x; %sx of the yardstick on burner); deep-fp flamebpf / yardstick %sx (target <= 1.1x)\n" \
+      "$ratio" "$shallow" "$(awk -v e="$e" -v y="$yd" -v f="$fd" 'BEGIN { printf "%.2f", (f - e) / (y - e) }')"
     read -r rec scr bytes < <(sort -g "$W/perfdwarf.$hz" | awk '{ r[NR] = $1; s[NR] = $2; b[NR] = $3 }
       END { m = int((NR + 1) / 2); print r[m], s[m], b[m] }')
     printf "           perf record --call-graph dwarf on deep: %s us of perf record CPU + %s us of perf script CPU, %s bytes per sample\n" \
