@@ -186,7 +186,9 @@ TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndFreeItWithTheLastUser
   EXPECT_EQ(loader.table_users(2), 1u);
   EXPECT_EQ(maps_.live_slots(), 1u);
   EXPECT_FALSE(maps_.has_image(1, 1));
+  EXPECT_EQ(loader.known_files(), 2u);
   loader.forget_image(3, 1);
+  EXPECT_EQ(loader.known_files(), 0u); // new containers' inodes must not pile up
   EXPECT_EQ(loader.live_tables(), 0u);
   EXPECT_EQ(loader.rows_used(), 0u);
   EXPECT_EQ(maps_.live_slots(), 0u);

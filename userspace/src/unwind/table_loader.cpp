@@ -256,14 +256,23 @@ TableLoader::keep_file(const FileKey& key, const procfs::Mapping& mapping, Resul
 {
   if (!built) {
     ++counts_.files_failed;
+    if (failed_files_.size() >= kMaxKnownFiles)
+      failed_files_.clear(); // tried (and logged) once more, rather than remembered without end
     failed_files_.insert(key);
     spdlog::info("{}: no unwind table ({}); its frames are unwound by the frame pointer",
                  mapping.path, built.error().message);
     return nullptr;
   }
+  if (reported_files_.size() >= kMaxKnownFiles)
+    reported_files_.clear();
   if (!built->trouble.empty() && reported_files_.insert(key).second) {
     ++counts_.files_malformed;
     spdlog::info("{}: {}; that code is unwound by the frame pointer", mapping.path, built->trouble);
+  }
+  if (files_.size() >= kMaxKnownFiles) {
+    // Files with no rows hold no table whose release would forget them; they are cheap to read
+    // again, so they are what is dropped.
+    std::erase_if(files_, [](const auto& entry) { return !entry.second.has_rows; });
   }
   KnownFile& known = files_[key];
   known.content_key = built->content_key;
@@ -336,6 +345,9 @@ void TableLoader::release_use(uint64_t content_key)
     return;
   release(table->second.placed);
   tables_.erase(table);
+  // What is known of the files behind the table goes with it: containers bring new inodes of the
+  // same libraries all the time, and a file mapped again is simply read again.
+  std::erase_if(files_, [&](const auto& entry) { return entry.second.content_key == content_key; });
 }
 
 void TableLoader::install(const ImageKey& key, const Image& image)

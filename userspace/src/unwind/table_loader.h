@@ -70,6 +70,9 @@ public:
   // A file whose reading takes longer (its file system stalls) is left to finish on its own; its
   // code is unwound by the frame pointer until it has, so no target's file can hold up sampling.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
+  // Files remembered without a table (no rows, failed, or malformed and logged): beyond this many,
+  // they are forgotten and read again if mapped again.
+  static constexpr size_t kMaxKnownFiles = 4096;
 
   // maps must outlive the loader. proc_root is "/proc" but in tests.
   explicit TableLoader(TableMaps& maps,
@@ -109,6 +112,8 @@ public:
   uint32_t rows_used() const { return rows_.used(); }
   // Process images the loader follows (with tables installed or not).
   size_t images() const { return images_.size(); }
+  // Files (device and inode) whose table the loader remembers.
+  size_t known_files() const { return files_.size(); }
 
 private:
   using ImageKey = std::pair<uint32_t, uint32_t>; // pid, image_id
