@@ -18,10 +18,11 @@ build_packages=(
 # playwright-core from npm, which tests/browser/run.sh installs); golang-go's `go tool pprof` reads
 # the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets;
 # xz-utils compresses the MiniDebugInfo of the ELF fixtures; systemd's systemd-analyze checks the
-# service unit; libfuse3 builds tests/progs/stall_fs, a FUSE file system that stalls.
+# service unit; libfuse3 builds tests/progs/stall_fs, a FUSE file system that stalls; linux-perf
+# is the oracle the unwinding tests compare stacks with (perf record --call-graph dwarf).
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
-  libfuse3-dev fuse3)
+  libfuse3-dev fuse3 linux-perf)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then
