@@ -35,18 +35,11 @@ Result<profile::RawProfile> Drainer::drain()
   if (!counts)
     return fail(counts.error());
 
-  // Many samples share a stack; read each stack once.
-  std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
-  auto frames_of = [&](int32_t stack_id, bool& lost) -> std::vector<uint64_t> {
-    if (stack_id < 0) {
-      // -EFAULT means "no such stack" (user mode for the kernel stack, a kernel thread for the
-      // user stack); any other error is a stack the kernel could not keep.
-      lost = stack_id != -EFAULT;
-      return {};
-    }
-    auto [it, inserted] = stacks.try_emplace(stack_id);
+  // Many samples share a stack; read each stack once, from whichever map holds it.
+  auto read_once = [](auto& cache, auto key, auto read, bool& lost) -> std::vector<uint64_t> {
+    auto [it, inserted] = cache.try_emplace(key);
     if (inserted) {
-      auto frames = maps_.read_stack(*idle, stack_id);
+      auto frames = read(key);
       if (frames)
         it->second = std::move(*frames);
       else
@@ -55,19 +48,21 @@ Result<profile::RawProfile> Drainer::drain()
     lost = it->second.empty();
     return it->second;
   };
-
+  std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+  auto frames_of = [&](int32_t stack_id, bool& lost) -> std::vector<uint64_t> {
+    if (stack_id < 0) {
+      // -EFAULT means "no such stack" (user mode for the kernel stack, a kernel thread for the
+      // user stack); any other error is a stack the kernel could not keep.
+      lost = stack_id != -EFAULT;
+      return {};
+    }
+    return read_once(
+        stacks, stack_id, [&](int32_t id) { return maps_.read_stack(*idle, id); }, lost);
+  };
   std::unordered_map<uint64_t, std::vector<uint64_t>> unwound;
   auto frames_unwound = [&](uint64_t hash, bool& lost) -> std::vector<uint64_t> {
-    auto [it, inserted] = unwound.try_emplace(hash);
-    if (inserted) {
-      auto frames = maps_.read_user_stack(*idle, hash);
-      if (frames)
-        it->second = std::move(*frames);
-      else
-        spdlog::debug("{}", frames.error().message);
-    }
-    lost = it->second.empty();
-    return it->second;
+    return read_once(
+        unwound, hash, [&](uint64_t key) { return maps_.read_user_stack(*idle, key); }, lost);
   };
 
   raw.samples.reserve(counts->size());
