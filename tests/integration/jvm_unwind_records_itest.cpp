@@ -94,12 +94,14 @@ TEST_P(JvmUnwindRecords, FrameSizesAgreeWithTheCodeAndTheJdksDebugger)
                 "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Frames::interpreted", "-cp",
                 dir_.path().string(), "Frames"},
                options);
+  // The match points into the text it was found in, so the text outlives the wait.
+  std::string printed;
   std::smatch ready;
   static const std::regex ready_line("ready ([0-9]+)");
   ASSERT_TRUE(wait_until(
       [&] {
-        std::string text = read_all(out);
-        return std::regex_search(text, ready, ready_line);
+        printed = read_all(out);
+        return std::regex_search(printed, ready, ready_line);
       },
       60s, "the workload to warm up"));
   jvm_pid_ = std::stoi(ready[1]);
