@@ -45,6 +45,9 @@ struct fb_process_notice {
   __u32 image_id;         /* as in fb_sample_key */
   __u64 target_cgroup_id; /* as in fb_sample_key */
   __u64 sample_time_ns;   /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) of the first sample */
+  /* The sampled task's own cgroup2 id: names the target of a process that exits before
+   * userspace can read its cgroup, when its container had not joined the filter yet */
+  __u64 cgroup_id;
   char comm[FB_COMM_LEN]; /* the thread-group leader's comm: the process name */
 };
 

@@ -134,6 +134,7 @@ notice_new_image(struct fb_cpu_state* cpu, __u64 task, struct fb_sample_key* key
   notice->image_id = key->image_id;
   notice->target_cgroup_id = key->target_cgroup_id;
   notice->sample_time_ns = bpf_ktime_get_ns();
+  notice->cgroup_id = bpf_get_current_cgroup_id();
   // The thread-group leader's name is the process's.
   __u64 leader = 0;
   bpf_probe_read_kernel(&leader, sizeof(leader), (void*)(task + task_group_leader_offset));

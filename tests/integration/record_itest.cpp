@@ -508,7 +508,12 @@ TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
   ASSERT_EQ(exit_code, 0) << context;
 
   auto host = read_folded(dir_.path().string() + "/all.host.folded");
-  EXPECT_EQ(count_with_prefix(host, "burner_new;"), 0u) << hottest_stacks(host) << context;
+  std::map<std::string, uint64_t> burners_in_host;
+  for (const auto& [stack, count] : host)
+    if (stack.starts_with("burner_new;"))
+      burners_in_host.emplace(stack, count);
+  EXPECT_EQ(count_with_prefix(host, "burner_new;"), 0u)
+      << hottest_stacks(burners_in_host) << hottest_stacks(host) << context;
   // Each container's file (named by its short ID; other containers on the host have theirs) holds
   // its 0.4 s of CPU at 999 Hz, with room for a loaded machine.
   for (const auto& container : containers) {

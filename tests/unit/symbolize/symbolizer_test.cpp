@@ -282,6 +282,29 @@ TEST_F(SymbolizerSelf, CommFromTheFirstSampleOfAProcessAlreadyGone)
   EXPECT_EQ(symbolized->stacks[0].comm, "gone_too_soon");
 }
 
+TEST_F(SymbolizerSelf, AProcessGoneBeforeItsCgroupWasReadBelongsToTheCgroupOfItsFirstSample)
+{
+  // Its container joined the kernel's filter after the process exited: only the cgroup id its
+  // first sample carried says where it ran.
+  ImageKey gone{0x7ffffff1u, kImageId};
+  symbolizer_->on_process_seen(gone, "short_lived", 77);
+  ImageKey unknown{0x7ffffff2u, kImageId};
+  symbolizer_->on_process_seen(unknown, "elsewhere", 79);
+  profile::RawProfile raw;
+  for (const auto& key : {gone, unknown}) {
+    profile::RawSample sample;
+    sample.tgid = key.pid;
+    sample.image_id = key.image_id;
+    sample.count = 1;
+    raw.samples.push_back(sample);
+  }
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  ASSERT_EQ(symbolized->stacks.size(), 2u);
+  EXPECT_EQ(symbolized->stacks[0].target, "docker/abc");
+  EXPECT_EQ(symbolized->stacks[1].target, "host");
+}
+
 // The symbol cache is keyed by file, not by process: forty processes of one program (as fifty JVMs
 // share libjvm.so) open its files once, and the cache outlives the processes' intervals.
 TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)

@@ -14,7 +14,7 @@ static_assert(sizeof(fb_unwind_table) == 8);
 static_assert(sizeof(fb_unwind_mapping) == 32);
 static_assert(sizeof(fb_image_mappings) == 8 + 32 * FB_MAX_IMAGE_MAPPINGS);
 static_assert(sizeof(fb_user_stack) == 8 + 8 * FB_MAX_STACK_DEPTH);
-static_assert(sizeof(fb_process_notice) == 40);
+static_assert(sizeof(fb_process_notice) == 48);
 static_assert(sizeof(fb_image_key) == 8);
 
 Drainer::Drainer(MapReader& maps) : maps_(maps), interval_start_(std::chrono::system_clock::now())

@@ -70,7 +70,7 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
 // Where a JVM is, for messages: its target, else its cgroup (a container not yet a target).
 std::string describe_jvm(const profile::TargetNames& names, const symbolize::JvmFound& jvm)
 {
-  const std::string& name = profile::target_of(names, 0, jvm.key.pid, jvm.cgroup);
+  const std::string& name = profile::target_of(names, 0, jvm.key.pid, {jvm.cgroup, jvm.cgroup_id});
   if (name != names.unmatched)
     return "target " + name;
   if (!jvm.cgroup.empty() && jvm.cgroup != "/")
@@ -175,7 +175,7 @@ void Recorder::on_notice(const fb_process_notice& notice)
                   static_cast<double>(notice.sample_time_ns) / 1e9);
   }
   std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
-  symbolizer_->on_process_seen({notice.tgid, notice.image_id}, comm);
+  symbolizer_->on_process_seen({notice.tgid, notice.image_id}, comm, notice.cgroup_id);
   if (unwind_tables_) {
     unwind_tables_->queue_process(notice.tgid, notice.image_id);
     tables_queued_ = true;

@@ -20,12 +20,19 @@ struct TargetNames {
   std::string unmatched = "host"; // samples of no target: the host outside every container
 };
 
+// Where a process was when sampled: its cgroup2 path as read from /proc ("" when it exited before
+// it could be read) and the cgroup2 id its first sample was taken in (0 if not known).
+struct ProcessCgroup {
+  std::string_view path;
+  uint64_t id = 0;
+};
+
 // The name of the target a sample belongs to: the one the kernel matched (target_cgroup_id, 0 for
-// none), the process's own --pid target, else the deepest cgroup target containing
-// process_cgroup (as the kernel would have matched it), else targets.unmatched.
+// none), the process's own --pid target, else the cgroup target the process was in (the deepest
+// containing its path, as the kernel would have matched it), else targets.unmatched.
 const std::string& target_of(const TargetNames& targets,
                              uint64_t target_cgroup_id,
                              uint32_t tgid,
-                             std::string_view process_cgroup);
+                             ProcessCgroup process_cgroup);
 
 } // namespace flamebpf::profile

@@ -159,10 +159,12 @@ ProcessTable::ProcessTable(std::string proc_root)
 {
 }
 
-void ProcessTable::capture(const ImageKey& key, const std::string& comm)
+void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_t cgroup_id)
 {
   uint32_t pid = key.pid;
   ProcessImage& image = processes_[key];
+  if (cgroup_id != 0)
+    image.cgroup_id = cgroup_id;
   if (!comm.empty())
     image.comm = comm;
   else if (image.comm.empty())

@@ -44,6 +44,7 @@ struct ProcessImage {
   bool keeps_perf_map = false;  // an agent that keeps /tmp/perf-<pid>.map current is loaded
   uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
   std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
+  uint64_t cgroup_id = 0;       // cgroup2 id its first sample was taken in; 0 if not known
   uint64_t capture_generation = 0;
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
@@ -160,8 +161,9 @@ public:
   // proc_root is normally "/proc"; tests may point it elsewhere.
   explicit ProcessTable(std::string proc_root = "/proc");
 
-  // Reads the process's maps and opens its code; comm may be empty to read it from /proc.
-  void capture(const ImageKey& key, const std::string& comm);
+  // Reads the process's maps and opens its code; comm may be empty to read it from /proc, and
+  // cgroup_id (that of the first sample) 0 when not known.
+  void capture(const ImageKey& key, const std::string& comm, uint64_t cgroup_id = 0);
   // The process image, capturing it now if it was never seen.
   const ProcessImage& get(const ImageKey& key);
   // The process image if known, without capturing it.

@@ -42,9 +42,10 @@ Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
 {
 }
 
-const ProcessImage& Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm)
+const ProcessImage&
+Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm, uint64_t cgroup_id)
 {
-  processes_.capture(key, comm);
+  processes_.capture(key, comm, cgroup_id);
   return processes_.get(key);
 }
 
@@ -53,7 +54,7 @@ std::vector<JvmFound> Symbolizer::take_new_jvms()
   std::vector<JvmFound> found;
   for (const auto& key : processes_.take_new_jvms()) {
     if (const ProcessImage* image = processes_.find(key))
-      found.push_back({key, image->keeps_perf_map, image->cgroup});
+      found.push_back({key, image->keeps_perf_map, image->cgroup, image->cgroup_id});
   }
   return found;
 }
@@ -233,9 +234,10 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.pid = sample.tgid;
     stack.count = sample.count;
     ImageKey key{sample.tgid, sample.image_id};
-    stack.comm = processes_.get(key).comm;
+    const ProcessImage& image = processes_.get(key);
+    stack.comm = image.comm;
     stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
-                                      processes_.get(key).cgroup);
+                                      {image.cgroup, image.cgroup_id});
     size_t bytes = 0;
     bool cut = false;
     auto user = user_frames(sample, &bytes, &cut, out);

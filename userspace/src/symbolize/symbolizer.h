@@ -49,6 +49,7 @@ struct JvmFound {
   ImageKey key;
   bool keeps_perf_map = false; // an agent that keeps its perf map current is loaded
   std::string cgroup;          // its cgroup2 path, as ProcessImage::cgroup
+  uint64_t cgroup_id = 0;      // as ProcessImage::cgroup_id
 };
 
 class Symbolizer {
@@ -57,8 +58,10 @@ public:
                       SymbolizerOptions options = {},
                       std::string proc_root = "/proc");
 
-  // Records a process on its first sample, while it still runs.
-  const ProcessImage& on_process_seen(const ImageKey& key, const std::string& comm);
+  // Records a process on its first sample, while it still runs: the name and cgroup2 id (0 if not
+  // known) that sample was taken with.
+  const ProcessImage&
+  on_process_seen(const ImageKey& key, const std::string& comm, uint64_t cgroup_id = 0);
 
   // The JVMs found since the last call, each image once: on its first sample, or later when the
   // launcher was sampled before it loaded the VM.
