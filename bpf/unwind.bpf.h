@@ -77,6 +77,11 @@ struct fb_unwind_state {
   struct fb_image_key image;
   __u32 exact_pc; // the pc is where execution stands (first frame, signal), not a return address
   __u32 done;
+  // A binary search's bounds, kept here rather than in registers: each step reads them back as
+  // values the verifier knows nothing of, so that all paths through the search look alike to it
+  // and it checks a few states per step, not each path's own ranges (measured: 206k instructions
+  // and 0.38 s of loading).
+  __u32 search_low, search_high;
   // The mapping that held the last pc, kept across samples of the same image until
   // mappings_generation changes.
   struct fb_image_key cached_image;
@@ -108,6 +113,8 @@ static __always_inline void unwind_count(struct fb_unwind_state* state, __u32 co
   if (counter < FB_COUNTER_MAX)
     state->counts[counter] += 1;
 }
+
+#define FB_SEARCH_BOUND(field) (*(volatile __u32*)&(field))
 
 static __always_inline void unwind_stop(struct fb_unwind_state* state, __u32 counter)
 {
@@ -146,16 +153,21 @@ static __always_inline int find_mapping(struct fb_unwind_state* state,
   if (count > FB_MAX_IMAGE_MAPPINGS)
     count = FB_MAX_IMAGE_MAPPINGS;
   // The last mapping whose start is <= pc.
-  __u32 low = 0, high = count;
-  for (int step = 0; step < FB_MAPPING_SEARCH_STEPS && low < high; step++) {
-    __u32 middle = (low + high) / 2;
+  FB_SEARCH_BOUND(state->search_low) = 0;
+  FB_SEARCH_BOUND(state->search_high) = count;
+  for (int step = 0; step < FB_MAPPING_SEARCH_STEPS; step++) {
+    __u32 low = FB_SEARCH_BOUND(state->search_low), high = FB_SEARCH_BOUND(state->search_high);
+    if (low >= high)
+      break;
+    __u32 middle = low + (high - low) / 2;
     if (middle >= FB_MAX_IMAGE_MAPPINGS)
       return 0;
     if (image->mappings[middle].start <= pc)
-      low = middle + 1;
+      FB_SEARCH_BOUND(state->search_low) = middle + 1;
     else
-      high = middle;
+      FB_SEARCH_BOUND(state->search_high) = middle;
   }
+  __u32 low = FB_SEARCH_BOUND(state->search_low);
   if (low == 0 || low > FB_MAX_IMAGE_MAPPINGS)
     return 0;
   struct fb_unwind_mapping* candidate = &image->mappings[low - 1];
@@ -183,8 +195,12 @@ find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unw
   if (count == 0 || offset > 0xffffffffULL)
     return 0;
   // The last row whose pc_offset is <= offset: rows [first + low - 1] after the search.
-  __u32 low = 0, high = count;
-  for (int step = 0; step < FB_ROW_SEARCH_STEPS + 1 && low < high; step++) {
+  FB_SEARCH_BOUND(state->search_low) = 0;
+  FB_SEARCH_BOUND(state->search_high) = count;
+  for (int step = 0; step < FB_ROW_SEARCH_STEPS + 1; step++) {
+    __u32 low = FB_SEARCH_BOUND(state->search_low), high = FB_SEARCH_BOUND(state->search_high);
+    if (low >= high)
+      break;
     __u32 middle = low + (high - low) / 2;
     __u32 index = first + middle;
     struct fb_unwind_row* row = bpf_map_lookup_elem(&unwind_rows, &index);
@@ -193,10 +209,11 @@ find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unw
       return 0;
     }
     if (row->pc_offset <= (__u32)offset)
-      low = middle + 1;
+      FB_SEARCH_BOUND(state->search_low) = middle + 1;
     else
-      high = middle;
+      FB_SEARCH_BOUND(state->search_high) = middle;
   }
+  __u32 low = FB_SEARCH_BOUND(state->search_low);
   if (low == 0)
     return 0;
   __u32 index = first + low - 1;
