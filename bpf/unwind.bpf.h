@@ -53,12 +53,24 @@ FB_USER_STACK_MAP(ustacks_1);
 const volatile __u32 unwinder_enabled = 0;
 // Bumped by userspace after each change of image_mappings: the per-CPU caches below are stale.
 volatile __u64 mappings_generation = 0;
+// Bumped by userspace after each change of unwind_tables: the per-CPU row caches are stale.
+volatile __u64 tables_generation = 0;
 
 // A stack may not span more than this; beyond it a step is taken to be wrong.
 #define FB_MAX_STACK_BYTES (512ULL << 20)
 // Binary-search steps: enough for 2^23 rows in one table, 2^8 mappings in one image.
 #define FB_ROW_SEARCH_STEPS 23
 #define FB_MAPPING_SEARCH_STEPS 8
+// Rows remembered per CPU: a busy program's samples mostly repeat the stacks before them, and a
+// remembered row costs one comparison instead of a search of its table.
+#define FB_ROW_CACHE_SIZE 128
+
+struct fb_row_cache_entry {
+  __u32 offset;     // the row's lookup offset into its table
+  __u32 table;      // the table's slot
+  __u64 generation; // tables_generation + 1 when filled: a zeroed entry matches nothing
+  struct fb_unwind_row row;
+};
 
 // The x86-64 signal frame at the sp of a signal trampoline (the handler's return has popped
 // rt_sigframe.pretcode, so sp is at its ucontext): the interrupted registers are in
@@ -93,6 +105,7 @@ struct fb_unwind_state {
   __u64 cached_plain_image;
   __u64 cached_plain_generation;
   __u64 counts[FB_COUNTER_MAX]; // events of this sample, added to fb_cpu_state at the end
+  struct fb_row_cache_entry row_cache[FB_ROW_CACHE_SIZE];
 };
 
 struct {
@@ -226,6 +239,29 @@ find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unw
   return 1;
 }
 
+// find_row through the CPU's row cache.
+static __always_inline void
+cached_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unwind_row* found)
+{
+  if (offset > 0xffffffffULL)
+    return;
+  __u64 generation = tables_generation + 1;
+  // Fibonacci hashing: the top bits of the product mix every bit of the offset.
+  __u32 slot = (((__u32)offset ^ (table << 20)) * 2654435769u) >> 25;
+  struct fb_row_cache_entry* entry = &state->row_cache[slot & (FB_ROW_CACHE_SIZE - 1)];
+  if (entry->generation == generation && entry->table == table && entry->offset == (__u32)offset) {
+    *found = entry->row;
+    return;
+  }
+  // Only rows found are remembered: a failed search is counted each time it happens.
+  if (!find_row(state, table, offset, found))
+    return;
+  entry->offset = (__u32)offset;
+  entry->table = table;
+  entry->generation = generation;
+  entry->row = *found;
+}
+
 // Appends a frame and folds it into the stack's hash.
 static __always_inline int push_frame(struct fb_unwind_state* state, __u64 frame)
 {
@@ -248,11 +284,12 @@ static __always_inline void frame_pointer_step(struct fb_unwind_state* state)
     state->done = 1; // the outermost frame: its fp is zero by the ABI
     return;
   }
-  __u64 caller_fp = 0, return_address = 0;
-  if (read_user_word(fp, &caller_fp) || read_user_word(fp + 8, &return_address)) {
+  __u64 saved[2]; // the caller's fp, then the return address: one read
+  if (bpf_probe_read_user(saved, sizeof(saved), (const void*)fp)) {
     unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
     return;
   }
+  __u64 caller_fp = saved[0], return_address = saved[1];
   if (return_address == 0) {
     state->done = 1;
     return;
@@ -284,7 +321,7 @@ static long unwind_step(__u32 index, void* context)
     }
   }
   if (found && lookup_pc >= mapping.table_base)
-    find_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
+    cached_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
 
   if (row.kind == FB_UNWIND_JVM_INTERPRETER) {
     __u64 method = 0;

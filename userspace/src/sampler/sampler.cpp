@@ -186,6 +186,8 @@ public:
     if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.unwind_tables), &slot, &table, BPF_ANY) !=
         0)
       return fail(system_error(errno, "cannot set unwind table " + std::to_string(slot)));
+    // After the change: a row remembered from the old table is looked up again.
+    __atomic_add_fetch(&skeleton_->bss->tables_generation, 1ull, __ATOMIC_SEQ_CST);
     return {};
   }
 
