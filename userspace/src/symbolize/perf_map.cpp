@@ -137,8 +137,7 @@ void PerfMapReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
   device_ = device;
   inode_ = inode;
   offset_ = 0;
-  partial_.clear();
-  skipping_ = false;
+  lines_.clear();
   table_.clear();
   if (!fd_.valid())
     modified_.reset();
@@ -279,7 +278,7 @@ void PerfMapReader::read_new()
       note_over_budget();
       break;
     }
-    if (skipping_) {
+    if (lines_.skipping()) {
       // A hole (a sparse file's NULs) inside a line being skipped need not be read.
       off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_DATA);
       if (data < 0 && errno == ENXIO)
@@ -304,47 +303,19 @@ void PerfMapReader::read_new()
 
 size_t PerfMapReader::take_lines(std::string_view text)
 {
-  size_t parsed = 0;
-  while (!text.empty()) {
-    size_t newline = text.find('\n');
-    std::string_view piece = text.substr(0, newline);
-    bool complete = newline != std::string_view::npos;
-    text.remove_prefix(complete ? newline + 1 : text.size());
-    if (skipping_) {
-      skipping_ = !complete;
-      continue;
-    }
-    if (partial_.size() + piece.size() > kMaxLine) {
+  auto taken = lines_.take(text, [this](std::string_view line) {
+    auto entry = parse_perf_map_line(line);
+    if (!entry) {
       ++bad_lines_;
-      partial_.clear();
-      skipping_ = !complete;
-      continue;
+    } else if (table_.size() >= kMaxEntries) {
+      ++ignored_lines_;
+    } else {
+      long_names_ += entry->truncated;
+      names_over_budget_ += !table_.insert(std::move(*entry));
     }
-    parsed += piece.size() + (complete ? 1 : 0);
-    if (!complete) {
-      // The writer has not finished this line: it waits for the next refresh.
-      partial_.append(piece);
-      continue;
-    }
-    std::string_view line = piece;
-    if (!partial_.empty()) {
-      partial_.append(piece);
-      line = partial_;
-    }
-    if (!line.empty()) {
-      auto entry = parse_perf_map_line(line);
-      if (!entry) {
-        ++bad_lines_;
-      } else if (table_.size() >= kMaxEntries) {
-        ++ignored_lines_;
-      } else {
-        long_names_ += entry->truncated;
-        names_over_budget_ += !table_.insert(std::move(*entry));
-      }
-    }
-    partial_.clear();
-  }
-  return parsed;
+  });
+  bad_lines_ += taken.overlong;
+  return taken.kept_bytes;
 }
 
 } // namespace flamebpf::symbolize

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/line_assembler.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::symbolize {
@@ -158,8 +159,8 @@ private:
   // counts a refusal once per file.
   bool owner_trusted(uint32_t owner, uint64_t device, uint64_t inode);
   void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
-  // Takes the lines of text (the rest of a line waits in partial_); returns how many of its
-  // bytes were parsed, as opposed to skipped as part of an overlong line.
+  // Takes the lines of text (the rest of a line waits in lines_); returns how many of its bytes
+  // were parsed, as opposed to skipped as part of an overlong line.
   size_t take_lines(std::string_view text);
   void note_over_budget();
   // refresh() without the report.
@@ -173,9 +174,8 @@ private:
   UniqueFd fd_;
   uint64_t device_ = 0;
   uint64_t inode_ = 0;
-  uint64_t offset_ = 0;   // bytes of the file consumed
-  std::string partial_;   // an incomplete last line, waiting for its end
-  bool skipping_ = false; // inside a line longer than kMaxLine
+  uint64_t offset_ = 0; // bytes of the file consumed
+  LineAssembler lines_{kMaxLine};
   PerfMapTable table_;
   std::optional<std::chrono::system_clock::time_point> modified_;
   // This interval's spending.

@@ -189,8 +189,7 @@ void JvmRecordsReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
   device_ = device;
   inode_ = inode;
   offset_ = 0;
-  partial_.clear();
-  skipping_ = false;
+  lines_.clear();
   records_.clear();
 }
 
@@ -260,39 +259,14 @@ void JvmRecordsReader::refresh()
 
 void JvmRecordsReader::take_lines(std::string_view text)
 {
-  while (!text.empty()) {
-    size_t newline = text.find('\n');
-    std::string_view piece = text.substr(0, newline);
-    bool complete = newline != std::string_view::npos;
-    text.remove_prefix(complete ? newline + 1 : text.size());
-    if (skipping_) {
-      skipping_ = !complete;
-      continue;
-    }
-    if (partial_.size() + piece.size() > kMaxLine) {
+  auto taken = lines_.take(text, [this](std::string_view line) {
+    auto record = parse_jvm_record_line(line);
+    if (!record)
       ++bad_lines_;
-      partial_.clear();
-      skipping_ = !complete;
-      continue;
-    }
-    if (!complete) {
-      partial_.append(piece); // the agent has not finished this line yet
-      continue;
-    }
-    std::string_view line = piece;
-    if (!partial_.empty()) {
-      partial_.append(piece);
-      line = partial_;
-    }
-    if (!line.empty()) {
-      auto record = parse_jvm_record_line(line);
-      if (!record)
-        ++bad_lines_;
-      else if (!records_.apply(*record))
-        ++ignored_records_;
-    }
-    partial_.clear();
-  }
+    else if (!records_.apply(*record))
+      ++ignored_records_;
+  });
+  bad_lines_ += taken.overlong;
 }
 
 } // namespace flamebpf::unwind

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/line_assembler.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::unwind {
@@ -120,8 +121,7 @@ private:
   uint64_t device_ = 0;
   uint64_t inode_ = 0;
   uint64_t offset_ = 0;
-  std::string partial_;
-  bool skipping_ = false;
+  LineAssembler lines_{kMaxLine};
   size_t read_in_interval_ = 0;
   JvmRecords records_;
   uint64_t bad_lines_ = 0;
