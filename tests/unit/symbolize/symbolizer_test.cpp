@@ -93,6 +93,20 @@ protected:
     return raw;
   }
 
+  // A RawProfile of one sample of each image, with no frames.
+  static profile::RawProfile samples_of(std::initializer_list<ImageKey> images)
+  {
+    profile::RawProfile raw;
+    for (const auto& key : images) {
+      profile::RawSample sample;
+      sample.tgid = key.pid;
+      sample.image_id = key.image_id;
+      sample.count = 1;
+      raw.samples.push_back(sample);
+    }
+    return raw;
+  }
+
   // The frames of raw's only stack.
   std::vector<Frame> frames_of(const profile::RawProfile& raw)
   {
@@ -270,13 +284,7 @@ TEST_F(SymbolizerSelf, CommFromTheFirstSampleOfAProcessAlreadyGone)
   // No such pid (above pid_max): nothing but the sample's name is known.
   ImageKey gone{0x7ffffff0u, kImageId};
   symbolizer_->on_process_seen(gone, "gone_too_soon");
-  profile::RawProfile raw;
-  profile::RawSample sample;
-  sample.tgid = gone.pid;
-  sample.image_id = gone.image_id;
-  sample.count = 1;
-  raw.samples.push_back(sample);
-  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  auto symbolized = symbolizer_->symbolize(samples_of({gone}), targets_);
   ASSERT_TRUE(symbolized.has_value());
   ASSERT_EQ(symbolized->stacks.size(), 1u);
   EXPECT_EQ(symbolized->stacks[0].comm, "gone_too_soon");
@@ -290,15 +298,7 @@ TEST_F(SymbolizerSelf, AProcessGoneBeforeItsCgroupWasReadBelongsToTheCgroupOfIts
   symbolizer_->on_process_seen(gone, "short_lived", 77);
   ImageKey unknown{0x7ffffff2u, kImageId};
   symbolizer_->on_process_seen(unknown, "elsewhere", 79);
-  profile::RawProfile raw;
-  for (const auto& key : {gone, unknown}) {
-    profile::RawSample sample;
-    sample.tgid = key.pid;
-    sample.image_id = key.image_id;
-    sample.count = 1;
-    raw.samples.push_back(sample);
-  }
-  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  auto symbolized = symbolizer_->symbolize(samples_of({gone, unknown}), targets_);
   ASSERT_TRUE(symbolized.has_value());
   ASSERT_EQ(symbolized->stacks.size(), 2u);
   EXPECT_EQ(symbolized->stacks[0].target, "docker/abc");
