@@ -503,7 +503,7 @@ TEST(CfiTable, MalformedEntriesCostOnlyThemselves)
                                  {0x41, FB_UNWIND_CFA_SP, 16, 0},
                                  {0x50, FB_UNWIND_FRAME_POINTER, 0, 0},
                              }));
-  EXPECT_EQ(built->counts.fdes, 5u);
+  EXPECT_EQ(built->counts.fdes, 6u);           // five, and the entry whose length runs past the end
   EXPECT_EQ(built->counts.fdes_malformed, 3u); // two CIE pointers and the length
   EXPECT_EQ(built->counts.fdes_dropped, 2u);   // outside the code, overlapping
 }

@@ -511,11 +511,11 @@ void Builder::read_entries()
     std::string_view bytes = cfi_.bytes;
     if (header->terminator || (header->id_ok && is_cie(*header)))
       return;
+    ++counts_.fdes;
     if (!header->id_ok) {
       ++counts_.fdes_malformed;
       return;
     }
-    ++counts_.fdes;
     uint64_t cie_offset = header->id;
     if (cfi_.eh_frame) {
       // .eh_frame's CIE pointer counts back from the pointer itself.
@@ -554,9 +554,12 @@ void Builder::read_entries()
                              static_cast<uint32_t>(header->end),
                              static_cast<uint32_t>(cie_offset)});
   });
-  // A length past the end: nothing after it can be found.
-  if (!whole)
+  // A length past the end: nothing after it can be found. It counts as one FDE read, so that
+  // no more are malformed than were read.
+  if (!whole) {
+    ++counts_.fdes;
     ++counts_.fdes_malformed;
+  }
 }
 
 bool Builder::run(size_t begin,
