@@ -134,10 +134,14 @@ TEST_F(StalledFileTest, MappedCodeOnAStalledFileSystemCostsOneLine)
 
 TEST_F(StalledFileTest, PerfMapOnAStalledFileSystemCostsOneLine)
 {
-  // The JIT's perf map, in a /tmp of its own, links into the file system.
+  // The JIT's perf map, in a /tmp of its own, links into the file system. The spinner is run
+  // from its directory, entered before /tmp is covered: the build tree may be below /tmp.
   std::string log = dir_.path().string() + "/spinner.log";
+  std::filesystem::path spinner_binary(JIT_SPINNER_BINARY);
   Child spinner({"/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                 "mount -t tmpfs tmpfs /tmp && exec " + std::string(JIT_SPINNER_BINARY) +
+                 "cd " + spinner_binary.parent_path().string() +
+                     " && mount -t tmpfs tmpfs /tmp && exec ./" +
+                     spinner_binary.filename().string() +
                      " --link /tmp/perf-%p.map=" + mount_point_ + "/stalled.map none"},
                 "", log);
   ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
@@ -157,12 +161,15 @@ TEST_F(StalledFileTest, JvmWhoseTmpStallsCostsOneLineNotTheRun)
   // perf map is and the agent would go, is the file system; it runs in a directory of its own.
   char work[] = "/var/tmp/flamebpf-jvm.XXXXXX";
   ASSERT_NE(::mkdtemp(work), nullptr);
+  // A copy beside it: the build tree may be below /tmp, which the file system covers.
+  std::string spinner_copy = std::string(work) + "/jit_spinner";
+  std::filesystem::copy_file(JIT_SPINNER_BINARY, spinner_copy);
   std::string log = dir_.path().string() + "/jvm.log";
   auto jvm = std::make_unique<Child>(
       std::vector<std::string>{
           "/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-          "mount --bind " + mount_point_ + " /tmp && cd " + work + " && exec " +
-              JIT_SPINNER_BINARY + " --jvm -XX:+PreserveFramePointer none"},
+          "mount --bind " + mount_point_ + " /tmp && cd " + work + " && exec " + spinner_copy +
+              " --jvm -XX:+PreserveFramePointer none"},
       "", log);
   ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
   stall();
