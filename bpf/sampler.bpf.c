@@ -195,6 +195,7 @@ static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
   state->first_sp = sp;
   state->exact_pc = 1;
   state->done = 0;
+  state->window_size = 0;
   for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter < FB_COUNTER_MAX; counter++)
     state->counts[counter] = 0;
   bpf_loop(FB_MAX_STACK_DEPTH, unwind_step, NULL, 0);

@@ -64,6 +64,11 @@ volatile __u64 tables_generation = 0;
 // Rows remembered per CPU: a busy program's samples mostly repeat the stacks before them, and a
 // remembered row costs one comparison instead of a search of its table.
 #define FB_ROW_CACHE_SIZE 128
+// Bytes of the user stack copied at once. Each bpf_probe_read_user costs about as much as the
+// kernel's walker spends on a whole frame, so frames are read from this copy (measured: 30
+// frames cost 1.44x the kernel's walker when read 16 bytes at a time).
+#define FB_STACK_WINDOW 1024
+#define FB_PAGE_SIZE 4096ULL
 
 struct fb_row_cache_entry {
   __u32 offset;     // the row's lookup offset into its table
@@ -105,6 +110,10 @@ struct fb_unwind_state {
   __u64 cached_plain_image;
   __u64 cached_plain_generation;
   __u64 counts[FB_COUNTER_MAX]; // events of this sample, added to fb_cpu_state at the end
+  // A copy of the user stack from window_start, window_size bytes; emptied at each sample.
+  __u64 window_start;
+  __u64 window_size;
+  __u8 window[FB_STACK_WINDOW];
   struct fb_row_cache_entry row_cache[FB_ROW_CACHE_SIZE];
 };
 
@@ -135,9 +144,34 @@ static __always_inline void unwind_stop(struct fb_unwind_state* state, __u32 cou
   state->done = 1;
 }
 
-static __always_inline int read_user_word(__u64 address, __u64* value)
+// Reads `count` words (1 or 2) of the user stack at address through the window, copying a new
+// window from address when it lies outside. A window stops at the end of its page: the page of a
+// mapped address is mapped whole, the next one may not be. Returns 0, or nonzero if unreadable.
+static __always_inline int
+read_stack(struct fb_unwind_state* state, __u64 address, __u64* words, __u32 count)
 {
-  return bpf_probe_read_user(value, sizeof(*value), (const void*)address);
+  __u32 size = count * 8;
+  __u64 offset = address - state->window_start;
+  if (address < state->window_start || offset + size > state->window_size) {
+    __u64 length = ((address | (FB_PAGE_SIZE - 1)) + 1) - address;
+    if (length > FB_STACK_WINDOW)
+      length = FB_STACK_WINDOW;
+    if (length < size) // the words straddle two pages
+      return bpf_probe_read_user(words, size, (const void*)address);
+    if (bpf_probe_read_user(state->window, length, (const void*)address)) {
+      state->window_size = 0;
+      return -1;
+    }
+    state->window_start = address;
+    state->window_size = length;
+    offset = 0;
+  }
+  if (offset > FB_STACK_WINDOW - size)
+    return -1; // cannot happen; bounds the index for the verifier
+  words[0] = *(__u64*)&state->window[offset];
+  if (count > 1)
+    words[1] = *(__u64*)&state->window[offset + 8];
+  return 0;
 }
 
 // Whether the mapping that held the last pc holds this one too: consecutive frames are mostly in
@@ -285,7 +319,7 @@ static __always_inline void frame_pointer_step(struct fb_unwind_state* state)
     return;
   }
   __u64 saved[2]; // the caller's fp, then the return address: one read
-  if (bpf_probe_read_user(saved, sizeof(saved), (const void*)fp)) {
+  if (read_stack(state, fp, saved, 2)) {
     unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
     return;
   }
@@ -325,7 +359,7 @@ static long unwind_step(__u32 index, void* context)
 
   if (row.kind == FB_UNWIND_JVM_INTERPRETER) {
     __u64 method = 0;
-    if (read_user_word(state->fp - 24, &method)) {
+    if (read_stack(state, state->fp - 24, &method, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     }
@@ -360,18 +394,18 @@ static long unwind_step(__u32 index, void* context)
     if (row.fp_offset_words == -2) {
       // The usual frame: the saved frame pointer right below the return address; one read.
       __u64 saved[2];
-      if (bpf_probe_read_user(saved, sizeof(saved), (const void*)(cfa - 16))) {
+      if (read_stack(state, cfa - 16, saved, 2)) {
         unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
         return 1;
       }
       state->fp = saved[0];
       return_address = saved[1];
-    } else if (read_user_word(cfa - 8, &return_address)) {
+    } else if (read_stack(state, cfa - 8, &return_address, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     } else if (row.fp_offset_words != 0) {
       __u64 caller_fp = 0;
-      if (read_user_word(cfa + 8 * (__s64)row.fp_offset_words, &caller_fp)) {
+      if (read_stack(state, cfa + 8 * (__s64)row.fp_offset_words, &caller_fp, 1)) {
         unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
         return 1;
       }
@@ -388,9 +422,10 @@ static long unwind_step(__u32 index, void* context)
   case FB_UNWIND_SIGNAL: {
     __u64 context_at = sp + FB_SIGFRAME_MCONTEXT;
     __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
-    if (read_user_word(context_at + FB_SIGCONTEXT_RIP, &caller_pc) ||
-        read_user_word(context_at + FB_SIGCONTEXT_RSP, &caller_sp) ||
-        read_user_word(context_at + FB_SIGCONTEXT_RBP, &caller_fp)) {
+    // Lowest address first, so that one window holds all three.
+    if (read_stack(state, context_at + FB_SIGCONTEXT_RBP, &caller_fp, 1) ||
+        read_stack(state, context_at + FB_SIGCONTEXT_RSP, &caller_sp, 1) ||
+        read_stack(state, context_at + FB_SIGCONTEXT_RIP, &caller_pc, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     }
@@ -410,8 +445,8 @@ static long unwind_step(__u32 index, void* context)
   case FB_UNWIND_JVM_INTERPRETER: {
     __u64 fp = state->fp;
     __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
-    if (read_user_word(fp + 8, &caller_pc) || read_user_word(fp - 8, &caller_sp) ||
-        read_user_word(fp, &caller_fp)) {
+    if (read_stack(state, fp - 8, &caller_sp, 1) || read_stack(state, fp, &caller_fp, 1) ||
+        read_stack(state, fp + 8, &caller_pc, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     }
