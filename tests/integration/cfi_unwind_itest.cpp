@@ -246,6 +246,57 @@ TEST_F(CfiUnwindTest, DeepChainReachesMainThirtyFramesDeep)
       << context_of(seen);
 }
 
+// Samples of a handler whose share comes under a sender, among those of the sender.
+uint64_t samples_through(const FoldedStacks& comparable,
+                         const std::string& sender,
+                         const std::string& handler)
+{
+  uint64_t samples = 0;
+  for (const auto& [stack, count] : comparable) {
+    if (stack.starts_with(sender + ";") && stack.find(";" + handler + ";") != std::string::npos)
+      samples += count;
+  }
+  return samples;
+}
+
+// Work inside signal handlers: the unwinder steps through the kernel's signal frame, and for
+// SIGUSR2 from the alternate signal stack back to the thread's, to the sender and main. perf
+// record copies only the stack a sample was taken on, so it follows the handler on the thread's
+// stack (a quarter of the work) but not the one on the alternate stack: it is the oracle of that
+// quarter, and the split is checked against the workload's construction.
+TEST_F(CfiUnwindTest, SignalHandlersOnEitherStackReachTheirSenderWithTheSplit)
+{
+  auto seen = profile_side_by_side(SIGNAL_SPINNER_BINARY, "signal_spinner", PerfCallGraph::kDwarf);
+  print_figures(seen);
+  ASSERT_EQ(seen.flamebpf_exit_code, 0) << seen.flamebpf_log;
+  ASSERT_GT(seen.flamebpf_samples, 1000u) << context_of(seen);
+  ASSERT_GT(sample_count(seen.perf), 1000u) << context_of(seen);
+  EXPECT_GE(share_reaching_main(seen.flamebpf), kMinReachingMain) << context_of(seen);
+
+  std::string own = "main;run;on_own_stack", alternate = "main;run;on_alternate_stack";
+  double on_own = static_cast<double>(samples_under(seen.flamebpf, own));
+  double on_alternate = static_cast<double>(samples_under(seen.flamebpf, alternate));
+  ASSERT_GT(on_own, 0) << context_of(seen);
+  double own_share = on_own / static_cast<double>(sample_count(seen.flamebpf));
+  double perf_own_share = static_cast<double>(samples_under(seen.perf, own)) /
+                          static_cast<double>(sample_count(seen.perf));
+  std::cout << fmt::format("alternate:own {:.2f}; share under {}: flamebpf {:.3f}, perf record "
+                           "{:.3f}\n",
+                           on_alternate / on_own, own, own_share, perf_own_share);
+  EXPECT_NEAR(on_alternate / on_own, kSplit, kSplit * kSplitTolerance) << context_of(seen);
+  EXPECT_NEAR(own_share, perf_own_share, 0.05)
+      << "perf record --call-graph dwarf follows the handler on the thread's stack\n"
+      << context_of(seen);
+  // Nearly every sample under a sender is in its handler (the rest: raise itself).
+  EXPECT_GE(static_cast<double>(samples_through(seen.flamebpf, own, "handle_on_own_stack")),
+            0.9 * on_own)
+      << context_of(seen);
+  EXPECT_GE(
+      static_cast<double>(samples_through(seen.flamebpf, alternate, "handle_on_alternate_stack")),
+      0.9 * on_alternate)
+      << context_of(seen);
+}
+
 // The ELF file's .eh_frame is garbage (tests/progs/garble-eh-frame.sh) but the program keeps
 // frame pointers in its own code: the unwinder must count and report the table it cannot build,
 // not crash, and give stacks at least as complete as frame pointers do, measured on the same run
