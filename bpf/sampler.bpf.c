@@ -175,6 +175,9 @@ static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
                                               void* user_stack_map,
                                               __u64* hash)
 {
+#ifdef FB_FRAME_POINTERS_ONLY
+  return -ENOENT;
+#else
   if (!unwinder_enabled)
     return -ENOENT;
   struct fb_unwind_state* state = unwind_state_of_cpu();
@@ -225,6 +228,7 @@ static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
   }
   *hash = stack_hash;
   return 0;
+#endif
 }
 
 // Takes both stacks into the active buffer's stack maps and counts them in its count map.

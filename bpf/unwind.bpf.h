@@ -124,6 +124,10 @@ struct {
   __uint(max_entries, 1);
 } unwind_state SEC(".maps");
 
+// The code; the program built without the unwinder (FB_FRAME_POINTERS_ONLY) keeps only the maps
+// and variables above, so that both programs have the same.
+#ifndef FB_FRAME_POINTERS_ONLY
+
 static __always_inline struct fb_unwind_state* unwind_state_of_cpu(void)
 {
   __u32 zero = 0;
@@ -518,5 +522,7 @@ static __always_inline int image_has_tables(struct fb_unwind_state* state,
   state->cached_plain_generation = generation;
   return 0;
 }
+
+#endif /* FB_FRAME_POINTERS_ONLY */
 
 #endif /* FLAMEBPF_UNWIND_BPF_H */

@@ -2,9 +2,12 @@
 // (bpf/sampler.bpf.c) with its maps.
 #pragma once
 
+#include <cerrno>
+#include <cstdlib>
 #include <utility>
 
 #include "sampler_bpf.skel.h"
+#include "sampler_fp_bpf.skel.h"
 
 namespace flamebpf::sampler {
 
@@ -22,6 +25,33 @@ public:
     }
     return *this;
   }
+  // Opens the sampling program with the table unwinder, or the one built without it
+  // (bpf/CMakeLists.txt), which kernels before 5.13 can load. Both have the same maps and
+  // variables, so sampler_bpf's skeleton drives either. Empty on failure, with errno set.
+  static BpfSkeleton open(bool with_unwinder)
+  {
+    if (with_unwinder)
+      return BpfSkeleton(::sampler_bpf::open());
+    auto* skeleton = static_cast<::sampler_bpf*>(std::calloc(1, sizeof(::sampler_bpf)));
+    if (!skeleton) {
+      errno = ENOMEM;
+      return {};
+    }
+    int error = ::sampler_bpf__create_skeleton(skeleton);
+    if (error == 0) {
+      size_t size = 0;
+      skeleton->skeleton->data = const_cast<void*>(::sampler_fp_bpf__elf_bytes(&size));
+      skeleton->skeleton->data_sz = size;
+      error = ::bpf_object__open_skeleton(skeleton->skeleton, nullptr);
+    }
+    if (error != 0) {
+      ::sampler_bpf::destroy(skeleton);
+      errno = -error;
+      return {};
+    }
+    return BpfSkeleton(skeleton);
+  }
+
   BpfSkeleton(const BpfSkeleton&) = delete;
   BpfSkeleton& operator=(const BpfSkeleton&) = delete;
   ~BpfSkeleton() { destroy(); }

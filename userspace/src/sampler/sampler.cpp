@@ -275,7 +275,14 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
 
   auto state = std::make_unique<State>();
   state->on_notice = std::move(on_notice);
-  state->skeleton = BpfSkeleton(::sampler_bpf::open());
+  bool unwinder = options.unwind_memory >= sizeof(fb_unwind_row);
+  if (unwinder) {
+    if (auto supported = check_unwinder_support(); !supported) {
+      spdlog::info("{}: stacks are unwound by frame pointers only", supported.error().message);
+      unwinder = false;
+    }
+  }
+  state->skeleton = BpfSkeleton::open(unwinder);
   if (!state->skeleton)
     return fail(system_error(errno, "cannot open the embedded BPF object"));
   auto offsets = load_task_offsets();
@@ -290,13 +297,6 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     bpf_map__set_max_entries(map, options.stack_storage);
   for (bpf_map* map : {maps.counts_0, maps.counts_1})
     bpf_map__set_max_entries(map, options.count_storage);
-  bool unwinder = options.unwind_memory >= sizeof(fb_unwind_row);
-  if (unwinder) {
-    if (auto supported = check_unwinder_support(); !supported) {
-      spdlog::info("{}: stacks are unwound by frame pointers only", supported.error().message);
-      unwinder = false;
-    }
-  }
   state->skeleton->rodata->unwinder_enabled = unwinder ? 1 : 0;
   // The unwinder's maps take memory only when it runs.
   size_t rows = std::min<size_t>(options.unwind_memory / sizeof(fb_unwind_row), UINT32_MAX);
