@@ -415,7 +415,8 @@ for hz in "${FREQ_ARR[@]}"; do
   /usr/bin/time -f '%U %S %M %e' -o "$W/time.$hz" \
     "$FLAMEBPF" -F "$hz" -d "$RES_SECONDS" -v -o "$W/fb.folded" "${FB_ARGS[@]}" 2>"$W/tool.log" ||
     die "flamebpf failed: $(tail -n 5 "$W/tool.log")"
-  sed -n 's/.*BPF maps take \([0-9.]*\) MiB.*/\1/p' "$W/tool.log" | head -n 1 >"$W/maps.$hz"
+  # The last figure: the row array grows with the tables after start.
+  sed -n 's/.*BPF maps take \([0-9.]*\) MiB.*/\1/p' "$W/tool.log" | tail -n 1 >"$W/maps.$hz"
   for ((i = 0; i < FIRST_SAMPLE_RUNS; i++)); do
     exec_then "$FLAMEBPF" -F "$hz" -d 0.5 -o "$W/fb.folded" -v "${FB_ARGS[@]}" 2>"$W/tool.log" ||
       die "flamebpf failed: $(tail -n 5 "$W/tool.log")"

@@ -108,8 +108,13 @@ struct fb_unwind_row {
   __s16 cfa_offset;     /* bytes added to the CFA's register (FB_UNWIND_CFA_*) */
 };
 
+/* Rows per chunk of the global row array (unwind_rows): 1 MiB. Userspace creates a chunk when a
+ * table first needs it, so the array's memory follows the tables up to --unwind-memory. */
+#define FB_ROW_CHUNK_ROWS (1U << 17)
+
 /* Where the rows of one table lie in the global row array (unwind_rows): rows first_row up to
- * first_row + row_count. Value of unwind_tables, indexed by table slot. */
+ * first_row + row_count, in chunk first_row / FB_ROW_CHUNK_ROWS and on. Value of unwind_tables,
+ * indexed by table slot. */
 struct fb_unwind_table {
   __u32 first_row;
   __u32 row_count; /* 0: the slot is free */

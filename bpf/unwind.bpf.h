@@ -8,14 +8,21 @@
 
 #include "bpf_abi.h"
 
-// Rows of every table, one after another; userspace places each table's rows and writes them
-// through a memory mapping of the array.
-struct {
+// Rows of every table, one after another, in chunks of FB_ROW_CHUNK_ROWS: userspace places each
+// table's rows, creates the chunks they need and writes them through a memory mapping of each.
+struct fb_row_chunk {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(map_flags, BPF_F_MMAPABLE);
   __type(key, __u32);
   __type(value, struct fb_unwind_row);
-  __uint(max_entries, 1); // set by userspace (--unwind-memory)
+  __uint(max_entries, FB_ROW_CHUNK_ROWS);
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __type(key, __u32);
+  __uint(max_entries, 1); // set by userspace: the chunks of --unwind-memory
+  __array(values, struct fb_row_chunk);
 } unwind_rows SEC(".maps");
 
 // Table slot -> where its rows are.
@@ -232,6 +239,17 @@ static __always_inline int find_mapping(struct fb_unwind_state* state,
   return 1;
 }
 
+// Row `index` of the global row array; 0 if its chunk does not exist.
+static __always_inline struct fb_unwind_row* row_at(__u32 index)
+{
+  __u32 chunk_index = index / FB_ROW_CHUNK_ROWS;
+  void* chunk = bpf_map_lookup_elem(&unwind_rows, &chunk_index);
+  if (!chunk)
+    return 0;
+  __u32 at = index % FB_ROW_CHUNK_ROWS;
+  return bpf_map_lookup_elem(chunk, &at);
+}
+
 // The row of the table in slot `table` that holds at offset; 0 if the table has none.
 static __always_inline int
 find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unwind_row* found)
@@ -254,7 +272,7 @@ find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unw
       break;
     __u32 middle = low + (high - low) / 2;
     __u32 index = first + middle;
-    struct fb_unwind_row* row = bpf_map_lookup_elem(&unwind_rows, &index);
+    struct fb_unwind_row* row = row_at(index);
     if (!row) {
       unwind_count(state, FB_COUNTER_UNWIND_BAD_ROW);
       return 0;
@@ -268,7 +286,7 @@ find_row(struct fb_unwind_state* state, __u32 table, __u64 offset, struct fb_unw
   if (low == 0)
     return 0;
   __u32 index = first + low - 1;
-  struct fb_unwind_row* row = bpf_map_lookup_elem(&unwind_rows, &index);
+  struct fb_unwind_row* row = row_at(index);
   if (!row) {
     unwind_count(state, FB_COUNTER_UNWIND_BAD_ROW);
     return 0;

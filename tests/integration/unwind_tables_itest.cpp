@@ -97,5 +97,37 @@ TEST(UnwindTablesTest, ProcessesShareTablesAndAnExitFreesTheTablesNoOneElseUses)
   EXPECT_LT(last.rows, all_three.rows) << read_text(log);
 }
 
+// The row array's memory follows the tables, not the budget: a process whose tables fill a few
+// chunks costs as much with a budget of 1 GiB as with the default 32 MiB.
+TEST(UnwindTablesTest, TableMemoryFollowsTheTablesNotTheBudget)
+{
+  ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+  Child workload({DEEP_CHAIN_BINARY, "60"});
+  wait_until_busy(workload.pid(), "deep_chain");
+  // The maps' memory that the last "unwind tables:" line gives, and that line's rows.
+  auto profile = [&](const std::string& budget) -> std::pair<double, uint64_t> {
+    TempDir dir;
+    auto run =
+        run_flamebpf({"--pid", std::to_string(workload.pid()), "-d", "1.5", "--interval", "0.5",
+                      "--unwind-memory", budget, "-v", "-o", dir.path().string() + "/out.folded"});
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    static const std::regex memory_pattern(R"(BPF maps take ([0-9.]+) MiB)");
+    auto lines = lines_with(run.output, "unwind tables:");
+    std::smatch match;
+    if (lines.empty() || !std::regex_search(lines.back(), match, memory_pattern)) {
+      ADD_FAILURE() << "no unwind tables line with the maps' memory\n" << run.output;
+      return {0, 0};
+    }
+    auto tables = tables_lines(lines.back());
+    return {std::stod(match[1]), tables.empty() ? 0 : tables.back().rows};
+  };
+  auto [default_memory, default_rows] = profile("32");
+  auto [large_memory, large_rows] = profile("1024");
+  EXPECT_GT(default_rows, 0u);
+  EXPECT_EQ(large_rows, default_rows);
+  // 1 GiB of rows would be 992 MiB more; the chunks the tables fill are the same.
+  EXPECT_NEAR(large_memory, default_memory, 1.0);
+}
+
 } // namespace
 } // namespace flamebpf::testing

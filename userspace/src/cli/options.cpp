@@ -94,8 +94,8 @@ void add_options(CLI::App& app, Config& config)
       ->check(CLI::Range(64u, 1u << 22))
       ->capture_default_str();
   app.add_option("--unwind-memory", config.unwind_memory_mib,
-                 "MiB of kernel memory for the unwind tables of code built without frame "
-                 "pointers (0: frame pointers only)")
+                 "MiB of kernel memory at most for the unwind tables of code built without "
+                 "frame pointers, taken 1 MiB at a time as they need it (0: frame pointers only)")
       ->check(CLI::Range(0u, 1u << 12))
       ->capture_default_str();
   app.add_option("--count-storage", config.count_storage,

@@ -279,14 +279,17 @@ Result<> Recorder::drain()
     sampler_->forget_image(image.pid, image.image_id);
     attacher_.forget_if_gone(image.pid);
   }
-  if (unwind_tables_) {
+  if (unwind_tables_ && log::verbose()) {
     const auto& counts = unwind_tables_->counts();
+    // The row array grows with the tables: the maps' memory now, not only at start.
     spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
-                  "{} failed, {} partly malformed, {} stalled, {} left out for room",
+                  "{} failed, {} partly malformed, {} stalled, {} left out for room; BPF maps "
+                  "take {:.1f} MiB",
                   unwind_tables_->live_tables(), unwind_tables_->rows_used(),
                   unwind_tables_->images(), counts.files_built, counts.files_shared,
                   counts.files_failed, counts.files_malformed, counts.files_stalled,
-                  counts.files_no_room);
+                  counts.files_no_room,
+                  static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
   }
   return {};
 }

@@ -13,10 +13,12 @@
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
+#include <vector>
 
 #include "common/log.h"
 #include "common/procfs.h"
 #include "common/text.h"
+#include "common/unique_fd.h"
 #include "sampler/bpf_skeleton.h"
 #include "sampler/features.h"
 #include "sampler/map_walk.h"
@@ -143,29 +145,27 @@ private:
   size_t possible_cpus_;
 };
 
-// The unwind tables' maps of a loaded skeleton. Rows are written through a shared mapping of the
-// row array: a table of a million rows is one copy, not a million system calls.
+// The unwind tables' maps of a loaded skeleton. The row array is made of chunks (unwind.bpf.h),
+// created when a table first needs one, so that its memory follows the tables; rows are written
+// through a shared mapping of each chunk: a table of a million rows is a few copies, not a
+// million system calls.
 class BpfTableMaps final : public unwind::TableMaps {
 public:
-  BpfTableMaps(::sampler_bpf* skeleton, void* rows)
-      : skeleton_(skeleton), rows_(static_cast<fb_unwind_row*>(rows))
+  BpfTableMaps(::sampler_bpf* skeleton, uint32_t row_capacity)
+      : skeleton_(skeleton), row_capacity_(row_capacity)
   {
   }
-  ~BpfTableMaps() override { munmap(rows_, mapped_bytes(row_capacity())); }
+  ~BpfTableMaps() override
+  {
+    for (auto& chunk : chunks_) {
+      if (chunk.rows)
+        munmap(chunk.rows, kChunkBytes);
+    }
+  }
   BpfTableMaps(const BpfTableMaps&) = delete;
   BpfTableMaps& operator=(const BpfTableMaps&) = delete;
 
-  static size_t mapped_bytes(uint32_t rows)
-  {
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    size_t bytes = size_t{rows} * sizeof(fb_unwind_row);
-    return (bytes + page - 1) / page * page;
-  }
-
-  uint32_t row_capacity() const override
-  {
-    return bpf_map__max_entries(skeleton_->maps.unwind_rows);
-  }
+  uint32_t row_capacity() const override { return row_capacity_; }
   uint32_t table_capacity() const override
   {
     return bpf_map__max_entries(skeleton_->maps.unwind_tables);
@@ -173,9 +173,19 @@ public:
 
   Result<> write_rows(uint32_t first_row, std::span<const fb_unwind_row> rows) override
   {
-    if (first_row > row_capacity() || rows.size() > row_capacity() - first_row)
+    if (first_row > row_capacity_ || rows.size() > row_capacity_ - first_row)
       return fail(error("unwind rows past the end of the row array"));
-    std::memcpy(rows_ + first_row, rows.data(), rows.size_bytes());
+    size_t written = 0;
+    while (written < rows.size()) {
+      uint32_t row = first_row + static_cast<uint32_t>(written);
+      auto chunk = chunk_at(row / FB_ROW_CHUNK_ROWS);
+      if (!chunk)
+        return fail(chunk.error());
+      uint32_t at = row % FB_ROW_CHUNK_ROWS;
+      size_t count = std::min<size_t>(rows.size() - written, FB_ROW_CHUNK_ROWS - at);
+      std::memcpy(*chunk + at, rows.data() + written, count * sizeof(fb_unwind_row));
+      written += count;
+    }
     // The rows are in place before any table slot can point at them.
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return {};
@@ -214,8 +224,54 @@ private:
     __atomic_add_fetch(&skeleton_->bss->mappings_generation, 1ull, __ATOMIC_SEQ_CST);
   }
 
+  static constexpr size_t kChunkBytes = size_t{FB_ROW_CHUNK_ROWS} * sizeof(fb_unwind_row);
+
+  struct Chunk {
+    UniqueFd map;
+    fb_unwind_row* rows = nullptr;
+  };
+
+  // The rows of chunk `index`, created and put in the row array if it is not there yet.
+  Result<fb_unwind_row*> chunk_at(uint32_t index)
+  {
+    if (index < chunks_.size() && chunks_[index].rows)
+      return chunks_[index].rows;
+    if (index >= chunks_.size())
+      chunks_.resize(index + 1);
+    LIBBPF_OPTS(bpf_map_create_opts, options, .map_flags = BPF_F_MMAPABLE);
+    UniqueFd map(bpf_map_create(BPF_MAP_TYPE_ARRAY, "fb_unwind_rows", sizeof(uint32_t),
+                                sizeof(fb_unwind_row), FB_ROW_CHUNK_ROWS, &options));
+    if (!map.valid())
+      return fail(system_error(errno, "cannot create unwind row chunk " + std::to_string(index)));
+    void* rows = mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_SHARED, map.get(), 0);
+    if (rows == MAP_FAILED)
+      return fail(system_error(errno, "cannot map unwind row chunk " + std::to_string(index)));
+    int fd = map.get();
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.unwind_rows), &index, &fd, BPF_ANY) != 0) {
+      auto failure = system_error(errno, "cannot add unwind row chunk " + std::to_string(index));
+      munmap(rows, kChunkBytes);
+      return fail(failure);
+    }
+    chunks_[index] = Chunk{std::move(map), static_cast<fb_unwind_row*>(rows)};
+    return chunks_[index].rows;
+  }
+
+public:
+  // The chunks created so far, for the map memory they take.
+  std::vector<int> chunk_fds() const
+  {
+    std::vector<int> fds;
+    for (const auto& chunk : chunks_) {
+      if (chunk.rows)
+        fds.push_back(chunk.map.get());
+    }
+    return fds;
+  }
+
+private:
   ::sampler_bpf* skeleton_;
-  fb_unwind_row* rows_;
+  uint32_t row_capacity_;
+  std::vector<Chunk> chunks_; // by index; empty where not created yet
 };
 
 int handle_notice(void* context, void* data, size_t size)
@@ -300,7 +356,8 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   state->skeleton->rodata->unwinder_enabled = unwinder ? 1 : 0;
   // The unwinder's maps take memory only when it runs.
   size_t rows = std::min<size_t>(options.unwind_memory / sizeof(fb_unwind_row), UINT32_MAX);
-  bpf_map__set_max_entries(maps.unwind_rows, unwinder ? static_cast<uint32_t>(rows) : 1);
+  size_t chunks = (rows + FB_ROW_CHUNK_ROWS - 1) / FB_ROW_CHUNK_ROWS;
+  bpf_map__set_max_entries(maps.unwind_rows, unwinder ? static_cast<uint32_t>(chunks) : 1);
   for (bpf_map* map : {maps.ustacks_0, maps.ustacks_1})
     bpf_map__set_max_entries(map, unwinder ? options.stack_storage : 1);
   if (!unwinder) {
@@ -333,14 +390,9 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   if (!started.notices)
     return fail(system_error(errno, "cannot open the new-process ring buffer"));
   started.reader = std::make_unique<BpfMapReader>(started.skeleton.get());
-  if (started.skeleton->rodata->unwinder_enabled) {
-    uint32_t row_capacity = bpf_map__max_entries(maps.unwind_rows);
-    void* mapped = mmap(nullptr, BpfTableMaps::mapped_bytes(row_capacity), PROT_READ | PROT_WRITE,
-                        MAP_SHARED, bpf_map__fd(maps.unwind_rows), 0);
-    if (mapped == MAP_FAILED)
-      return fail(system_error(errno, "cannot map the unwind rows"));
-    started.table_maps = std::make_unique<BpfTableMaps>(started.skeleton.get(), mapped);
-  }
+  if (started.skeleton->rodata->unwinder_enabled)
+    started.table_maps =
+        std::make_unique<BpfTableMaps>(started.skeleton.get(), static_cast<uint32_t>(rows));
 
   auto cpus = procfs::online_cpus();
   if (!cpus)
@@ -493,19 +545,21 @@ MapOccupancy Sampler::occupancy() const
 
 size_t Sampler::map_memory_bytes() const
 {
+  auto memory_of = [](int fd) -> size_t {
+    auto info = procfs::read_file("/proc/self/fdinfo/" + std::to_string(fd), 4096);
+    if (!info)
+      return 0;
+    // fdinfo's lines are "<field>:\t<value>", as in a status file.
+    auto line = procfs::status_line(*info, "memlock");
+    auto fields = line ? text::split_fields(*line) : std::vector<std::string_view>{};
+    return fields.empty() ? 0 : text::parse_number<size_t>(fields[0]).value_or(0);
+  };
   size_t total = 0;
   bpf_map* map = nullptr;
-  bpf_object__for_each_map(map, state_->skeleton->obj)
-  {
-    auto info = procfs::read_file("/proc/self/fdinfo/" + std::to_string(bpf_map__fd(map)), 4096);
-    if (!info)
-      continue;
-    // fdinfo's lines are "<field>:\t<value>", as in a status file.
-    if (auto line = procfs::status_line(*info, "memlock")) {
-      auto fields = text::split_fields(*line);
-      if (!fields.empty())
-        total += text::parse_number<size_t>(fields[0]).value_or(0);
-    }
+  bpf_object__for_each_map(map, state_->skeleton->obj) total += memory_of(bpf_map__fd(map));
+  if (state_->table_maps) {
+    for (int fd : state_->table_maps->chunk_fds())
+      total += memory_of(fd);
   }
   return total;
 }
