@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "sampler/features.h"
 #include "temp_dir.h"
 #include "wait.h"
 
@@ -97,19 +98,23 @@ TEST(UnwindTablesTest, ProcessesShareTablesAndAnExitFreesTheTablesNoOneElseUses)
   EXPECT_LT(last.rows, all_three.rows) << read_text(log);
 }
 
-// The row array's memory follows the tables, not the budget: a process whose tables fill a few
-// chunks costs as much with a budget of 1 GiB as with the default 32 MiB.
-TEST(UnwindTablesTest, TableMemoryFollowsTheTablesNotTheBudget)
+// The maps' memory follows what they hold, not their budgets: a process whose tables fill a few
+// row chunks, and whose stacks a few hundred counts, costs as much with 1 GiB of rows and 1 Mi
+// counts as with the defaults (32 MiB, 16 Ki), but for the counts' hash buckets. Counts are
+// allocated as they come only where the kernel lets perf_event programs use such maps.
+TEST(UnwindTablesTest, MapMemoryFollowsTheTablesAndCountsNotTheBudgets)
 {
   ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
   Child workload({DEEP_CHAIN_BINARY, "60"});
   wait_until_busy(workload.pid(), "deep_chain");
   // The maps' memory that the last "unwind tables:" line gives, and that line's rows.
-  auto profile = [&](const std::string& budget) -> std::pair<double, uint64_t> {
+  auto profile = [&](const std::vector<std::string>& budgets) -> std::pair<double, uint64_t> {
     TempDir dir;
-    auto run =
-        run_flamebpf({"--pid", std::to_string(workload.pid()), "-d", "1.5", "--interval", "0.5",
-                      "--unwind-memory", budget, "-v", "-o", dir.path().string() + "/out.folded"});
+    std::vector<std::string> args = {
+        "--pid", std::to_string(workload.pid()),     "-d", "1.5", "--interval", "0.5", "-v",
+        "-o",    dir.path().string() + "/out.folded"};
+    args.insert(args.end(), budgets.begin(), budgets.end());
+    auto run = run_flamebpf(args);
     EXPECT_EQ(run.exit_code, 0) << run.output;
     static const std::regex memory_pattern(R"(BPF maps take ([0-9.]+) MiB)");
     auto lines = lines_with(run.output, "unwind tables:");
@@ -121,12 +126,19 @@ TEST(UnwindTablesTest, TableMemoryFollowsTheTablesNotTheBudget)
     auto tables = tables_lines(lines.back());
     return {std::stod(match[1]), tables.empty() ? 0 : tables.back().rows};
   };
-  auto [default_memory, default_rows] = profile("32");
-  auto [large_memory, large_rows] = profile("1024");
+  auto [default_memory, default_rows] = profile({});
+  auto [large_memory, large_rows] = profile({"--unwind-memory", "1024"});
   EXPECT_GT(default_rows, 0u);
   EXPECT_EQ(large_rows, default_rows);
   // 1 GiB of rows would be 992 MiB more; the chunks the tables fill are the same.
   EXPECT_NEAR(large_memory, default_memory, 1.0);
+  if (!sampler::hash_maps_allocate_on_demand())
+    return;
+  // 1 Mi counts in each of the two buffers: their hash buckets (16 bytes each, 32 MiB in all) are
+  // made at once, their entries (about 100 bytes each, 200 MiB more) only as stacks are counted.
+  auto [counted_memory, counted_rows] = profile({"--count-storage", "1048576"});
+  EXPECT_EQ(counted_rows, default_rows);
+  EXPECT_LE(counted_memory - default_memory, 32.0 + 1.0);
 }
 
 } // namespace

@@ -1,11 +1,14 @@
 #include "sampler/features.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 
 #include "common/capabilities.h"
 #include "common/log.h"
+#include "common/unique_fd.h"
 
 namespace flamebpf::sampler {
 
@@ -60,6 +63,33 @@ Result<> check_unwinder_support()
           error(std::string("this kernel's perf_event programs cannot call ") + helper.name));
   }
   return {};
+}
+
+bool hash_maps_allocate_on_demand()
+{
+  LIBBPF_OPTS(bpf_map_create_opts, map_options, .map_flags = BPF_F_NO_PREALLOC);
+  UniqueFd map(bpf_map_create(BPF_MAP_TYPE_HASH, "fb_probe", sizeof(uint32_t), sizeof(uint64_t), 1,
+                              &map_options));
+  if (!map.valid())
+    return false;
+  // A perf_event program that looks a key up in that map; kernels that allow only preallocated
+  // hash maps there refuse to load it.
+  const bpf_insn program[] = {
+      {.code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -4, .imm = 0},
+      {.code = BPF_LD | BPF_DW | BPF_IMM,
+       .dst_reg = BPF_REG_1,
+       .src_reg = BPF_PSEUDO_MAP_FD,
+       .imm = map.get()},
+      {},
+      {.code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10},
+      {.code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -4},
+      {.code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_lookup_elem},
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+      {.code = BPF_JMP | BPF_EXIT},
+  };
+  UniqueFd loaded(bpf_prog_load(BPF_PROG_TYPE_PERF_EVENT, "fb_probe", "GPL", program,
+                                std::size(program), nullptr));
+  return loaded.valid();
 }
 
 } // namespace flamebpf::sampler

@@ -17,4 +17,8 @@ namespace flamebpf::sampler {
 // failure, why, for the one log line that says the unwinder is off.
 [[nodiscard]] Result<> check_unwinder_support();
 
+// Whether this kernel's perf_event programs may use hash maps that allocate their entries as they
+// are added (BPF_F_NO_PREALLOC), rather than all of them at creation. Asked once per start.
+bool hash_maps_allocate_on_demand();
+
 } // namespace flamebpf::sampler

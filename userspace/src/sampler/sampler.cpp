@@ -364,6 +364,13 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     bpf_map__set_max_entries(maps.image_mappings, 1);
     bpf_map__set_max_entries(maps.unwind_tables, 1);
   }
+  // The maps whose entries come and go with the stacks and processes sampled take memory for
+  // those entries only, where the kernel allows it.
+  if (hash_maps_allocate_on_demand()) {
+    for (bpf_map* map :
+         {maps.counts_0, maps.counts_1, maps.ustacks_0, maps.ustacks_1, maps.image_mappings})
+      bpf_map__set_map_flags(map, bpf_map__map_flags(map) | BPF_F_NO_PREALLOC);
+  }
   if (::sampler_bpf::load(state->skeleton.get()) != 0) {
     auto failure = system_error(errno, "cannot load the BPF program");
     failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
