@@ -217,6 +217,17 @@ public:
       bump_generation();
   }
 
+  // The chunks created so far, for the map memory they take.
+  std::vector<int> chunk_fds() const
+  {
+    std::vector<int> fds;
+    for (const auto& chunk : chunks_) {
+      if (chunk.rows)
+        fds.push_back(chunk.map.get());
+    }
+    return fds;
+  }
+
 private:
   // The per-CPU caches of mappings (unwind.bpf.h) hold until this changes.
   void bump_generation()
@@ -256,19 +267,6 @@ private:
     return chunks_[index].rows;
   }
 
-public:
-  // The chunks created so far, for the map memory they take.
-  std::vector<int> chunk_fds() const
-  {
-    std::vector<int> fds;
-    for (const auto& chunk : chunks_) {
-      if (chunk.rows)
-        fds.push_back(chunk.map.get());
-    }
-    return fds;
-  }
-
-private:
   ::sampler_bpf* skeleton_;
   uint32_t row_capacity_;
   std::vector<Chunk> chunks_; // by index; empty where not created yet
