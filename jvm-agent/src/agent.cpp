@@ -82,7 +82,7 @@ void write_code_record(uint64_t start, uint64_t size)
 {
   if (!g_blobs)
     return;
-  auto blob = g_blobs->find(start);
+  auto blob = g_blobs->find(OwnMemory(), start);
   if (!blob)
     return;
   int32_t complete = -1;

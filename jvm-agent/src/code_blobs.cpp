@@ -9,18 +9,12 @@ namespace {
 // HotSpot's segment map marks a free segment with this; any other non-zero value is the distance
 // back towards the segment where the block starts.
 constexpr uint8_t kFreeSegment = 0xff;
-// A blob this far from the segment it was found through is not one (the map was misread).
-constexpr int kMaxSegmentHops = 1 << 16;
+// A blob this far from the segment it was found through is not one (the map was misread, or
+// forged): each hop goes back up to 254 segments, so this is far beyond the largest blob.
+constexpr int kMaxSegmentHops = 4096;
 // Frame sizes beyond this are no real frame (HotSpot's largest are a few hundred words).
 constexpr int64_t kMaxFrameWords = 1 << 16;
 constexpr int64_t kMaxBlobBytes = 1LL << 31;
-
-template <class T> T load(uint64_t address)
-{
-  T value;
-  std::memcpy(&value, reinterpret_cast<const void*>(address), sizeof value);
-  return value;
-}
 
 } // namespace
 
@@ -44,7 +38,9 @@ bool CodeBlobFinder::typed(
     out.is_signed = true;
   } else if (kind == "uint16_t" || kind == "u2") {
     out.bytes = 2;
-  } else if (kind == "address" || kind == "char*" || kind == "size_t" || kind == "uintptr_t") {
+  } else if (kind == "uint8_t" || kind == "u1" || kind == "bool") {
+    out.bytes = 1;
+  } else if (kind == "address" || kind == "size_t" || kind == "uintptr_t" || kind.ends_with('*')) {
     out.bytes = 8;
   } else {
     *error =
@@ -54,16 +50,26 @@ bool CodeBlobFinder::typed(
   return true;
 }
 
-int64_t CodeBlobFinder::read(uint64_t object, const Typed& field)
+std::optional<int64_t>
+CodeBlobFinder::read(const VmMemory& memory, uint64_t object, const Typed& field)
 {
   uint64_t where = object + field.offset;
+  auto widen = [](auto value) -> std::optional<int64_t> {
+    if (!value)
+      return std::nullopt;
+    return static_cast<int64_t>(*value);
+  };
   switch (field.bytes) {
+  case 1:
+    return widen(memory.load<uint8_t>(where));
   case 2:
-    return field.is_signed ? load<int16_t>(where) : load<uint16_t>(where);
+    return field.is_signed ? widen(memory.load<int16_t>(where))
+                           : widen(memory.load<uint16_t>(where));
   case 4:
-    return field.is_signed ? load<int32_t>(where) : load<uint32_t>(where);
+    return field.is_signed ? widen(memory.load<int32_t>(where))
+                           : widen(memory.load<uint32_t>(where));
   default:
-    return static_cast<int64_t>(load<uint64_t>(where));
+    return widen(memory.load<uint64_t>(where));
   }
 }
 
@@ -112,53 +118,58 @@ std::optional<CodeBlobFinder> CodeBlobFinder::make(const VmStructs& structs, std
   return finder;
 }
 
-std::optional<CodeBlobFrame> CodeBlobFinder::find(uint64_t address) const
+std::optional<CodeBlobFrame> CodeBlobFinder::find(const VmMemory& memory, uint64_t address) const
 {
-  uint64_t array = load<uint64_t>(heaps_address);
-  if (!array)
+  auto array = memory.load<uint64_t>(heaps_address);
+  if (!array || !*array)
     return std::nullopt;
-  int32_t count = load<int32_t>(array + array_length);
-  uint64_t data = load<uint64_t>(array + array_data);
-  if (count <= 0 || count > 16 || !data)
+  auto count = memory.load<int32_t>(*array + array_length);
+  auto data = memory.load<uint64_t>(*array + array_data);
+  if (!count || !data || *count <= 0 || *count > 16 || !*data)
     return std::nullopt;
-  int64_t log2_segment = 0;
-  for (int32_t i = 0; i < count; ++i) {
-    uint64_t heap = load<uint64_t>(data + 8 * static_cast<uint64_t>(i));
+  for (int32_t i = 0; i < *count; ++i) {
+    auto heap = memory.load<uint64_t>(*data + 8 * static_cast<uint64_t>(i));
     if (!heap)
-      continue;
-    uint64_t low = load<uint64_t>(heap + heap_memory + space_low_boundary);
-    uint64_t high = load<uint64_t>(heap + heap_memory + space_high);
-    if (address < low || address >= high)
-      continue;
-    log2_segment = read(heap, heap_log2_segment);
-    if (log2_segment < 4 || log2_segment > 16)
       return std::nullopt;
-    uint64_t segmap = load<uint64_t>(heap + heap_segmap + space_low_boundary);
+    if (!*heap)
+      continue;
+    auto low = memory.load<uint64_t>(*heap + heap_memory + space_low_boundary);
+    auto high = memory.load<uint64_t>(*heap + heap_memory + space_high);
+    if (!low || !high)
+      return std::nullopt;
+    if (address < *low || address >= *high)
+      continue;
+    auto log2_segment = read(memory, *heap, heap_log2_segment);
+    auto segmap = memory.load<uint64_t>(*heap + heap_segmap + space_low_boundary);
+    if (!log2_segment || *log2_segment < 4 || *log2_segment > 16 || !segmap)
+      return std::nullopt;
     // The address is committed code, so the map's entries for it and before it are committed.
-    uint64_t segment = (address - low) >> log2_segment;
+    uint64_t segment = (address - *low) >> *log2_segment;
     for (int hops = 0;; ++hops) {
-      uint8_t tag = load<uint8_t>(segmap + segment);
-      if (tag == kFreeSegment || hops > kMaxSegmentHops || tag > segment)
+      auto tag = memory.load<uint8_t>(*segmap + segment);
+      if (!tag || *tag == kFreeSegment || hops > kMaxSegmentHops || *tag > segment)
         return std::nullopt;
-      if (tag == 0)
+      if (*tag == 0)
         break;
-      segment -= tag;
+      segment -= *tag;
     }
     CodeBlobFrame frame;
-    frame.blob = low + (segment << log2_segment) + heap_block_size;
-    int64_t size = read(frame.blob, blob_size);
-    int64_t code = read(frame.blob, blob_code);
-    int64_t frame_words = read(frame.blob, blob_frame_size);
-    int64_t complete = read(frame.blob, blob_frame_complete);
-    frame.code_begin =
-        code_is_offset ? frame.blob + static_cast<uint64_t>(code) : static_cast<uint64_t>(code);
-    frame.code_end = frame.blob + static_cast<uint64_t>(size);
-    if (size <= 0 || size > kMaxBlobBytes || frame.code_begin < frame.blob ||
-        frame.code_begin >= frame.code_end || address >= frame.code_end || frame_words < 0 ||
-        frame_words > kMaxFrameWords || complete < -1 || complete > size)
+    frame.blob = *low + (segment << *log2_segment) + heap_block_size;
+    auto size = read(memory, frame.blob, blob_size);
+    auto code = read(memory, frame.blob, blob_code);
+    auto frame_words = read(memory, frame.blob, blob_frame_size);
+    auto complete = read(memory, frame.blob, blob_frame_complete);
+    if (!size || !code || !frame_words || !complete)
       return std::nullopt;
-    frame.frame_words = static_cast<uint32_t>(frame_words);
-    frame.frame_complete = static_cast<int32_t>(complete);
+    frame.code_begin =
+        code_is_offset ? frame.blob + static_cast<uint64_t>(*code) : static_cast<uint64_t>(*code);
+    frame.code_end = frame.blob + static_cast<uint64_t>(*size);
+    if (*size <= 0 || *size > kMaxBlobBytes || frame.code_begin < frame.blob ||
+        frame.code_begin >= frame.code_end || address >= frame.code_end || *frame_words < 0 ||
+        *frame_words > kMaxFrameWords || *complete < -1 || *complete > *size)
+      return std::nullopt;
+    frame.frame_words = static_cast<uint32_t>(*frame_words);
+    frame.frame_complete = static_cast<int32_t>(*complete);
     return frame;
   }
   return std::nullopt;

@@ -2,13 +2,16 @@
 // stub, the interpreter) that holds a code address, and reads what unwinding needs from it. The
 // blob is found as HotSpot itself finds it: through the segment map of the code heap holding the
 // address, which is what both debuggers of HotSpot rely on and has kept its form from JDK 9 on.
-// Only runs inside the JVM, on addresses the JVM has just announced as code.
+// Reads through a VmMemory: inside the JVM (the agent, on addresses the JVM has just announced
+// as code), or from outside it (flamebpf), where what is read may be anything and every value is
+// checked before it is followed.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "vm_memory.h"
 #include "vm_structs.h"
 
 namespace flamebpf::agent {
@@ -31,18 +34,22 @@ public:
 
   // The blob holding address, or nullopt if no code heap holds it (or what was read is not
   // plausible for a blob).
-  std::optional<CodeBlobFrame> find(uint64_t address) const;
+  std::optional<CodeBlobFrame> find(const VmMemory& memory, uint64_t address) const;
 
-private:
+  // A field of a HotSpot type, with its size and signedness as VMStructs gives them.
   struct Typed {
     uint64_t offset = 0;
-    uint8_t bytes = 0; // 2, 4 or 8
+    uint8_t bytes = 0; // 1, 2, 4 or 8
     bool is_signed = false;
   };
+  // The field type::name of an integer or pointer type; false, with why in *error, if the JVM
+  // lacks it or gives it a type of unknown size.
   static bool typed(
       const VmStructs& structs, const char* type, const char* name, Typed& out, std::string* error);
-  static int64_t read(uint64_t object, const Typed& field);
+  // The field of the object at object; nullopt if it cannot be read.
+  static std::optional<int64_t> read(const VmMemory& memory, uint64_t object, const Typed& field);
 
+private:
   uint64_t heaps_address = 0;      // &CodeCache::_heaps
   uint64_t array_length = 0;       // GrowableArrayBase::_len
   uint64_t array_data = 0;         // GrowableArray<int>::_data

@@ -6,21 +6,8 @@
 namespace flamebpf::agent {
 namespace {
 
-// The tables have some thousand entries; more means the layout was misread.
-constexpr size_t kMaxEntries = 1 << 16;
-
-template <class T> T at(const void* base, uint64_t offset)
-{
-  T value;
-  std::memcpy(&value, static_cast<const char*>(base) + offset, sizeof value);
-  return value;
-}
-
-std::string text_at(const void* base, uint64_t offset)
-{
-  const char* text = at<const char*>(base, offset);
-  return text ? std::string(text, strnlen(text, 256)) : std::string();
-}
+// The longest type or field name read; HotSpot's longest are under 100 bytes.
+constexpr size_t kMaxName = 256;
 
 } // namespace
 
@@ -38,73 +25,97 @@ std::optional<VmStructs> VmStructs::of_libjvm(const void* address_in_libjvm, std
     *error = std::string("cannot reopen ") + info.dli_fname;
     return std::nullopt;
   }
-  Layout layout;
+  uint64_t values[12] = {};
   bool missing = false;
-  auto pointer = [&](const char* symbol) -> const void* {
-    auto* where = static_cast<const void* const*>(dlsym(handle, symbol));
-    if (!where || !*where) {
-      if (!missing)
-        *error = std::string(info.dli_fname) + " exports no " + symbol;
-      missing = true;
-      return nullptr;
-    }
-    return *where;
-  };
-  auto number = [&](const char* symbol) -> uint64_t {
-    auto* where = static_cast<const uint64_t*>(dlsym(handle, symbol));
+  for (size_t i = 0; i < 12 && !missing; ++i) {
+    auto* where = static_cast<const uint64_t*>(dlsym(handle, kLayoutSymbols[i]));
     if (!where) {
-      if (!missing)
-        *error = std::string(info.dli_fname) + " exports no " + symbol;
+      *error = std::string(info.dli_fname) + " exports no " + kLayoutSymbols[i];
       missing = true;
-      return 0;
+    } else {
+      values[i] = *where;
     }
-    return *where;
-  };
-  layout.structs = pointer("gHotSpotVMStructs");
-  layout.struct_type_name = number("gHotSpotVMStructEntryTypeNameOffset");
-  layout.struct_field_name = number("gHotSpotVMStructEntryFieldNameOffset");
-  layout.struct_type_string = number("gHotSpotVMStructEntryTypeStringOffset");
-  layout.struct_is_static = number("gHotSpotVMStructEntryIsStaticOffset");
-  layout.struct_offset = number("gHotSpotVMStructEntryOffsetOffset");
-  layout.struct_address = number("gHotSpotVMStructEntryAddressOffset");
-  layout.struct_stride = number("gHotSpotVMStructEntryArrayStride");
-  layout.types = pointer("gHotSpotVMTypes");
-  layout.type_name = number("gHotSpotVMTypeEntryTypeNameOffset");
-  layout.type_size = number("gHotSpotVMTypeEntrySizeOffset");
-  layout.type_stride = number("gHotSpotVMTypeEntryArrayStride");
+  }
   // libjvm stays loaded while the JVM runs: dropping the reference only undoes the dlopen above.
   dlclose(handle);
   if (missing)
     return std::nullopt;
+  auto layout = layout_of(values, error);
+  if (!layout)
+    return std::nullopt;
+  return from_layout(*layout, OwnMemory());
+}
+
+std::optional<VmStructs::Layout> VmStructs::layout_of(const uint64_t (&values)[12],
+                                                      std::string* error)
+{
+  Layout layout;
+  layout.structs = values[0];
+  layout.struct_type_name = values[1];
+  layout.struct_field_name = values[2];
+  layout.struct_type_string = values[3];
+  layout.struct_is_static = values[4];
+  layout.struct_offset = values[5];
+  layout.struct_address = values[6];
+  layout.struct_stride = values[7];
+  layout.types = values[8];
+  layout.type_name = values[9];
+  layout.type_size = values[10];
+  layout.type_stride = values[11];
+  if (!layout.structs || !layout.types) {
+    *error = "libjvm's VMStructs tables are not set up";
+    return std::nullopt;
+  }
   if (layout.struct_stride == 0 || layout.type_stride == 0) {
     *error = "libjvm's VMStructs have no stride";
     return std::nullopt;
   }
-  return from_layout(layout);
+  return layout;
 }
 
-VmStructs VmStructs::from_layout(const Layout& layout)
+VmStructs VmStructs::from_layout(const Layout& layout, const VmMemory& memory, size_t max_entries)
 {
   VmStructs structs;
-  const char* entry = static_cast<const char*>(layout.structs);
-  for (size_t i = 0; entry && i < kMaxEntries; ++i, entry += layout.struct_stride) {
-    if (!at<const char*>(entry, layout.struct_type_name))
+  auto name_at = [&](uint64_t entry, uint64_t offset) -> std::optional<std::string> {
+    auto pointer = memory.load<uint64_t>(entry + offset);
+    if (!pointer)
+      return std::nullopt;
+    if (*pointer == 0)
+      return std::string();
+    return memory.text(*pointer, kMaxName);
+  };
+  uint64_t entry = layout.structs;
+  for (size_t i = 0; i < max_entries; ++i, entry += layout.struct_stride) {
+    auto type_pointer = memory.load<uint64_t>(entry + layout.struct_type_name);
+    if (!type_pointer || *type_pointer == 0)
+      break;
+    auto type_name = memory.text(*type_pointer, kMaxName);
+    auto field_name = name_at(entry, layout.struct_field_name);
+    auto type_string = name_at(entry, layout.struct_type_string);
+    auto is_static = memory.load<int32_t>(entry + layout.struct_is_static);
+    auto offset = memory.load<uint64_t>(entry + layout.struct_offset);
+    auto address = memory.load<uint64_t>(entry + layout.struct_address);
+    if (!type_name || !field_name || !type_string || !is_static || !offset || !address)
       break;
     NamedField named;
-    named.type_name = text_at(entry, layout.struct_type_name);
-    named.field_name = text_at(entry, layout.struct_field_name);
-    named.field.type = text_at(entry, layout.struct_type_string);
-    named.field.is_static = at<int32_t>(entry, layout.struct_is_static) != 0;
-    named.field.offset = at<uint64_t>(entry, layout.struct_offset);
-    named.field.address = reinterpret_cast<uint64_t>(at<const void*>(entry, layout.struct_address));
+    named.type_name = std::move(*type_name);
+    named.field_name = std::move(*field_name);
+    named.field.type = std::move(*type_string);
+    named.field.is_static = *is_static != 0;
+    named.field.offset = *offset;
+    named.field.address = *address;
     structs.fields_.push_back(std::move(named));
   }
-  entry = static_cast<const char*>(layout.types);
-  for (size_t i = 0; entry && i < kMaxEntries; ++i, entry += layout.type_stride) {
-    if (!at<const char*>(entry, layout.type_name))
+  entry = layout.types;
+  for (size_t i = 0; i < max_entries; ++i, entry += layout.type_stride) {
+    auto type_pointer = memory.load<uint64_t>(entry + layout.type_name);
+    if (!type_pointer || *type_pointer == 0)
       break;
-    structs.sizes_.emplace_back(text_at(entry, layout.type_name),
-                                at<uint64_t>(entry, layout.type_size));
+    auto type_name = memory.text(*type_pointer, kMaxName);
+    auto size = memory.load<uint64_t>(entry + layout.type_size);
+    if (!type_name || !size)
+      break;
+    structs.sizes_.emplace_back(std::move(*type_name), *size);
   }
   return structs;
 }

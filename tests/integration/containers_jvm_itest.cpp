@@ -172,12 +172,13 @@ TEST_F(JvmContainerTest, SecondRunFindsTheAgentLoadedAndDoesNotAttachAgain)
   expect_named_java(second, 100);
 }
 
+// Nothing is written into the container, and nothing is asked of the JVM; its JIT frames are
+// still named, read from outside it.
 TEST_F(JvmContainerTest, NoAttachLeavesTheJvmAlone)
 {
   auto jvm = run_jvm("jvm-noattach");
   auto result = profile("jvm-noattach", {"-d", "2", "--no-attach"});
-  EXPECT_GT(result.java_samples, 100u) << result.log;
-  EXPECT_EQ(result.chain, 0u) << result.log;
+  expect_named_java(result, 100);
   EXPECT_EQ(result.log.find("loaded flamebpf's agent"), std::string::npos) << result.log;
   std::string tmp = "/proc/" + std::to_string(jvm.pid) + "/root/tmp";
   for (const auto& entry : fs::directory_iterator(tmp)) {

@@ -23,19 +23,28 @@ namespace fs = std::filesystem;
 
 // Two callers of one compiled method, slow calling it twice as often as fast, and a method
 // -XX:CompileCommand keeps interpreted. The three others are kept from being inlined (into each
-// other, or into main's loop), so that each is a frame of its own.
+// other, or into main's loop), so that each is a frame of its own. Given a number of seconds,
+// main also calls late, never called before, from that long after "frames ready" on: code
+// compiled while flamebpf runs.
 constexpr const char* kWorkload = R"(public class Frames {
   static volatile long sink;
   static long work(long n) { long s = 0; for (long i = 0; i < n; i++) s += i * 31 ^ (s >>> 3); return s; }
   static void slow() { sink += work(20000); sink += work(20000); }
   static void fast() { sink += work(20000); }
   static void interpreted(int n) { for (int i = 0; i < n; i++) sink += i * (long) i; }
+  static long late(long n) { long s = 1; for (long i = 0; i < n; i++) s = s * 7 + (i ^ (s >>> 5)); return s; }
   public static void main(String[] args) throws Exception {
     long end = System.nanoTime() + 60_000_000_000L;
+    long lateAt = Long.MAX_VALUE;
     boolean ready = false;
     for (long calls = 0; System.nanoTime() < end; calls++) {
       slow(); fast(); interpreted(500);
-      if (!ready && calls == 20000) { System.out.println("frames ready"); ready = true; }
+      if (System.nanoTime() > lateAt) sink += late(20000);
+      if (!ready && calls == 20000) {
+        System.out.println("frames ready");
+        ready = true;
+        if (args.length > 0) lateAt = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+      }
     }
   }
 }
@@ -47,8 +56,23 @@ struct Shares {
   uint64_t through_slow = 0; // through Frames.slow to Frames.work
   uint64_t through_fast = 0;
   uint64_t interpreted = 0; // with the interpreted method, unsuffixed
+  uint64_t main_thread = 0; // of the java samples, those of the thread that runs main
+  uint64_t named_leaf = 0;  // of those, samples whose innermost frame is a named Java method
+  uint64_t through_late = 0;
   std::string hottest;
 };
+
+// The stacks of windows [first, end) summed.
+std::map<std::string, uint64_t>
+summed(const std::vector<std::map<std::string, uint64_t>>& windows, size_t first, size_t end)
+{
+  std::map<std::string, uint64_t> sum;
+  for (size_t i = first; i < end && i < windows.size(); ++i) {
+    for (const auto& [stack, count] : windows[i])
+      sum[stack] += count;
+  }
+  return sum;
+}
 
 Shares shares(const std::map<std::string, uint64_t>& folded)
 {
@@ -71,6 +95,16 @@ Shares shares(const std::map<std::string, uint64_t>& folded)
     if (stack.find(";Frames.interpreted;") != std::string::npos ||
         stack.ends_with(";Frames.interpreted"))
       out.interpreted += count;
+    if (stack.find(";JavaMain;") != std::string::npos) {
+      out.main_thread += count;
+      // "Frames.work_[j]", or an interpreted method unsuffixed; not "Interpreter", a stub or a
+      // library's function.
+      static const std::regex java_leaf(R"(;[\w$]+(\.[\w$<>]+)+(_\[[ji]\])?$)");
+      if (std::regex_search(stack, java_leaf))
+        out.named_leaf += count;
+    }
+    if (stack.find(";Frames.late_[j]") != std::string::npos)
+      out.through_late += count;
   }
   out.hottest = hottest_stacks(folded, 5);
   return out;
@@ -92,18 +126,30 @@ protected:
     fs::permissions(dir_.path() / "Frames.class", fs::perms(0644));
   }
 
-  // Runs the workload in container name, with java_options, and waits until it is warm.
-  Container start(const std::string& name, const std::vector<std::string>& java_options)
+  // Runs the workload in container name, with java_options, and waits until it is warm. With
+  // docker_options added to the container's, with Frames.interpreted compiled as the JIT pleases
+  // unless keep_interpreted, and with main's arguments.
+  Container start(const std::string& name,
+                  const std::vector<std::string>& java_options,
+                  const std::vector<std::string>& docker_options = {},
+                  bool keep_interpreted = true,
+                  const std::vector<std::string>& main_args = {})
   {
     std::vector<std::string> command{std::string(kContainerJavaHome) + "/bin/java"};
     command.insert(command.end(), java_options.begin(), java_options.end());
+    command.push_back("-XX:CompileCommand=quiet");
+    if (keep_interpreted)
+      command.push_back("-XX:CompileCommand=exclude,Frames::interpreted");
     command.insert(command.end(),
-                   {"-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,Frames::interpreted",
-                    "-XX:CompileCommand=dontinline,Frames::work",
+                   {"-XX:CompileCommand=dontinline,Frames::work",
                     "-XX:CompileCommand=dontinline,Frames::slow",
-                    "-XX:CompileCommand=dontinline,Frames::fast", "-cp", "/frames", "Frames"});
-    auto container = docker_.run(name, {"-v", dir_.path().string() + ":/frames:ro"},
-                                 docker_.java_image(std::get<0>(GetParam())), command);
+                    "-XX:CompileCommand=dontinline,Frames::fast",
+                    "-XX:CompileCommand=dontinline,Frames::late", "-cp", "/frames", "Frames"});
+    command.insert(command.end(), main_args.begin(), main_args.end());
+    std::vector<std::string> options{"-v", dir_.path().string() + ":/frames:ro"};
+    options.insert(options.end(), docker_options.begin(), docker_options.end());
+    auto container =
+        docker_.run(name, options, docker_.java_image(std::get<0>(GetParam())), command);
     docker_.wait_for_output(name, "frames ready");
     return container;
   }
@@ -129,6 +175,13 @@ protected:
   // sanitizer).
   Shares profile_settled(const std::string& name, int seconds)
   {
+    auto windows = profile_windows(name, seconds);
+    return shares(summed(windows, 1, windows.size()));
+  }
+
+  // Profiles container name in windows of 2 s: each window's folded stacks, in order.
+  std::vector<std::map<std::string, uint64_t>> profile_windows(const std::string& name, int seconds)
+  {
     std::string out = dir_.path().string() + "/" + name + "-dumps";
     auto result = run_flamebpf({"--cgroup", name, "-F", "999", "--output-dir", out, "--interval",
                                 "2", "-d", std::to_string(seconds)});
@@ -137,12 +190,10 @@ protected:
     std::string target = out + "/" + dumps::target_directory(name);
     auto windows = dumps::list_dumps(target);
     EXPECT_GE(windows.size(), 3u) << target << "\n" << log_;
-    std::map<std::string, uint64_t> settled;
-    for (size_t i = 1; i < windows.size(); ++i) {
-      for (const auto& [stack, count] : read_folded(target + "/" + windows[i].files[0]))
-        settled[stack] += count;
-    }
-    return shares(settled);
+    std::vector<std::map<std::string, uint64_t>> folded;
+    for (const auto& window : windows)
+      folded.push_back(read_folded(target + "/" + window.files[0]));
+    return folded;
   }
 
   // Waits until the agent in the JVM with this host pid has named the workload's methods; the
@@ -229,11 +280,107 @@ TEST_P(JvmUnwindContainerTest, GarbageRecordsAreCountedAndStacksStayAsFramePoint
               100 * share, 100 * baseline);
 }
 
+// Containers run the hardened way. Each test needs frame pointers (nothing but HotSpot names the
+// code) or is about doing without them, so each runs with that one setting, on both JDKs.
+class HardenedJvmContainerTest : public JvmUnwindContainerTest {};
+class HardenedJvmWithoutFramePointersTest : public JvmUnwindContainerTest {};
+
+// A container run the hardened way, with a read-only root and a noexec tmpfs on /tmp (Docker's
+// default): the agent has nowhere it could load from, so HotSpot writes its perf map on request,
+// and again once samples meet code compiled after that (Frames.late).
+TEST_P(HardenedJvmContainerTest, NamedByThePerfMapHotSpotWrites)
+{
+  std::string name = "frames-hardened";
+  auto jvm =
+      start(name, {"-XX:+PreserveFramePointer"}, {"--read-only", "--tmpfs", "/tmp"}, false, {"5"});
+  auto windows = profile_windows(name, 14);
+  ASSERT_GE(windows.size(), 5u) << log_;
+  EXPECT_NE(log_.find("named by the perf map HotSpot writes on request"), std::string::npos)
+      << log_;
+  EXPECT_NE(log_.find("mounted noexec"), std::string::npos) << log_;
+  EXPECT_EQ(log_.find("loaded flamebpf's agent"), std::string::npos) << log_;
+  auto got = shares(summed(windows, 1, windows.size()));
+  ASSERT_GT(got.through_fast, 20u) << got.hottest << log_;
+  double ratio = static_cast<double>(got.through_slow) / static_cast<double>(got.through_fast);
+  EXPECT_NEAR(ratio, 2.0, 0.2) << got.hottest;
+  // The last two windows: Frames.late was compiled after HotSpot first wrote the map.
+  auto late = shares(summed(windows, windows.size() - 2, windows.size()));
+  ASSERT_GT(late.main_thread, 200u) << log_;
+  EXPECT_GE(late.named_leaf * 100, late.main_thread * 95) << late.hottest << log_;
+  EXPECT_GT(late.through_late * 10, late.main_thread) << late.hottest;
+  // Nothing of flamebpf's was left in the container.
+  for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(jvm.pid) + "/root/tmp"))
+    EXPECT_FALSE(entry.path().filename().string().starts_with("libflamebpf")) << entry.path();
+  std::printf("[ FIGURES  ] hardened: %llu java samples settled, slow:fast %.2f; last windows: "
+              "%.1f%% of the main thread's samples end in a named Java method, %.1f%% in "
+              "Frames.late\n",
+              static_cast<unsigned long long>(got.java), ratio,
+              100.0 * static_cast<double>(late.named_leaf) / static_cast<double>(late.main_thread),
+              100.0 * static_cast<double>(late.through_late) /
+                  static_cast<double>(late.main_thread));
+}
+
+// A container with a read-only root and no writable /tmp at all: HotSpot cannot create its attach
+// socket, so neither the agent nor HotSpot's own perf map can name the JIT frames. flamebpf reads
+// them from outside, from the JVM's code cache, including code compiled during the run.
+TEST_P(HardenedJvmContainerTest, ReadOnlyRootIsNamedFromOutside)
+{
+  std::string name = "frames-read-only";
+  auto jvm = start(name, {"-XX:+PreserveFramePointer"}, {"--read-only"}, false, {"5"});
+  auto windows = profile_windows(name, 12);
+  ASSERT_GE(windows.size(), 5u) << log_;
+  EXPECT_NE(log_.find("nor can HotSpot write its perf map"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("its JIT-compiled frames are named from outside it"), std::string::npos)
+      << log_;
+  EXPECT_EQ(log_.find("cannot be read from outside"), std::string::npos) << log_;
+  auto got = shares(summed(windows, 1, windows.size()));
+  ASSERT_GT(got.main_thread, 500u) << log_;
+  EXPECT_GE(got.named_leaf * 100, got.main_thread * 95) << got.hottest << log_;
+  ASSERT_GT(got.through_fast, 20u) << got.hottest << log_;
+  double ratio = static_cast<double>(got.through_slow) / static_cast<double>(got.through_fast);
+  EXPECT_NEAR(ratio, 2.0, 0.2) << got.hottest;
+  EXPECT_GT(got.through_late * 20, got.main_thread) << got.hottest;
+  std::printf("[ FIGURES  ] read-only: %llu samples of the main thread settled, %.1f%% ending in a "
+              "named Java method, slow:fast %.2f, %.1f%% in Frames.late\n",
+              static_cast<unsigned long long>(got.main_thread),
+              100.0 * static_cast<double>(got.named_leaf) / static_cast<double>(got.main_thread),
+              ratio,
+              100.0 * static_cast<double>(got.through_late) / static_cast<double>(got.main_thread));
+}
+
+// A hardened container whose only writable, exec-able directory is a volume of its own: the
+// agent is loaded from there (found in the JVM's mountinfo) and removed from it once loaded, and
+// the stacks are complete without frame pointers.
+TEST_P(HardenedJvmWithoutFramePointersTest, VolumeTakesTheAgent)
+{
+  std::string name = "frames-volume";
+  auto jvm = start(name, {}, {"--read-only", "--tmpfs", "/tmp", "--tmpfs", "/scratch:exec"});
+  profile(name, 2); // attaches the agent
+  EXPECT_NE(log_.find("loaded flamebpf's agent from /scratch/libflamebpf-agent-"),
+            std::string::npos)
+      << log_;
+  wait_for_records(jvm.pid);
+  expect_complete(profile_settled(name, 8));
+  std::vector<std::string> left;
+  for (const auto& entry :
+       fs::directory_iterator("/proc/" + std::to_string(jvm.pid) + "/root/scratch"))
+    left.push_back(entry.path().filename());
+  EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
+}
+
 INSTANTIATE_TEST_SUITE_P(JdksAndFramePointers,
                          JvmUnwindContainerTest,
                          ::testing::Combine(::testing::Values(JavaVersion::kJdk17,
                                                               JavaVersion::kJdk25),
                                             ::testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(Jdks,
+                         HardenedJvmContainerTest,
+                         ::testing::Values(std::make_tuple(JavaVersion::kJdk17, true),
+                                           std::make_tuple(JavaVersion::kJdk25, true)));
+INSTANTIATE_TEST_SUITE_P(Jdks,
+                         HardenedJvmWithoutFramePointersTest,
+                         ::testing::Values(std::make_tuple(JavaVersion::kJdk17, false),
+                                           std::make_tuple(JavaVersion::kJdk25, false)));
 
 } // namespace
 } // namespace flamebpf::testing

@@ -114,15 +114,24 @@ protected:
       // "1\0<command>\0...": the command is the second field.
       size_t start = request.find('\0') + 1;
       std::string command = request.substr(start, request.find('\0', start) - start);
+      size_t argument_at = request.find('\0', start) + 1;
+      std::string argument =
+          request.substr(argument_at, request.find('\0', argument_at) - argument_at);
       std::string reply = "0\n-XX:CICompilerCount=2 -XX:+PreserveFramePointer\n";
       std::function<void()> after_reply;
       {
         // Before the reply: once it is sent, the test may look.
         std::lock_guard lock(mutex_);
-        commands_.push_back(command);
+        commands_.push_back(command == "jcmd" ? command + " " + argument : command);
         if (command == "load") {
           reply = load_reply_;
           after_reply = after_load_;
+        }
+        // HotSpot writes its map, as the JVM's user, unless told it cannot.
+        if (argument == "Compiler.perfmap") {
+          reply = "0\n";
+          if (writes_perf_map_)
+            write_file((process_ / "root/tmp/perf-7.map").string(), "7f0000100000 10 A.b()\n");
         }
       }
       (void)!::write(connection, reply.data(), reply.size());
@@ -166,6 +175,7 @@ protected:
   std::mutex mutex_;
   std::vector<std::string> commands_;
   std::string load_reply_ = "0\nreturn code: 0\n";
+  bool writes_perf_map_ = true;
   std::function<void()> after_load_;
   AttacherOptions options_;
 };
@@ -185,7 +195,7 @@ TEST_F(StartingJvm, AttachedOnceItHandlesSigquit)
   ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
   EXPECT_EQ(attacher.attached(), 1u);
   EXPECT_EQ(attacher.failed(), 0u);
-  EXPECT_EQ(commands(), (std::vector<std::string>{"load", "jcmd"}));
+  EXPECT_EQ(commands(), (std::vector<std::string>{"load", "jcmd VM.flags"}));
   EXPECT_TRUE(fs::exists(process_ / "root/tmp" / agent_file_name(kLibrary)));
 }
 
@@ -252,7 +262,7 @@ TEST_F(StartingJvm, OneAttachPerProcessAndAReusedPidIsANewProcess)
   attacher.on_jvm(pid, false, "target t");
   ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
   EXPECT_EQ(attacher.attached(), 1u);
-  EXPECT_EQ(commands(), (std::vector<std::string>{"load", "jcmd"}));
+  EXPECT_EQ(commands(), (std::vector<std::string>{"load", "jcmd VM.flags"}));
 }
 
 TEST_F(StartingJvm, AgentLoadedWhileStartingIsNotLoadedAgain)
@@ -271,7 +281,7 @@ TEST_F(StartingJvm, AgentLoadedWhileStartingIsNotLoadedAgain)
   EXPECT_EQ(attacher.attached(), 0u);
   EXPECT_EQ(attacher.failed(), 0u);
   // Only its flags were read, for the frame-pointer check.
-  EXPECT_EQ(commands(), (std::vector<std::string>{"jcmd"}));
+  EXPECT_EQ(commands(), (std::vector<std::string>{"jcmd VM.flags"}));
 }
 
 // -Xrs: HotSpot never handles SIGQUIT, so waiting for it to start would only delay the warning.
@@ -315,6 +325,58 @@ TEST_F(StartingJvm, RefusedLoadOfAJvmThatKeepsRunningIsAFailure)
   EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms); // it was given time to exit
   EXPECT_EQ(attacher.failed(), 1u);
   EXPECT_EQ(attacher.attached(), 0u);
+}
+
+// Where the agent has no place (a /tmp others may write without the sticky bit, and no other
+// scratch directory), HotSpot is asked for its perf map instead; asked again when samples meet
+// code the map lacks, but no sooner than the pace allows.
+TEST_F(StartingJvm, NoPlaceForTheAgentHasHotSpotWriteItsMapAtAPace)
+{
+  set_catches_sigquit(true);
+  fs::permissions(process_ / "root/tmp", fs::perms(0777));
+  AgentAttacher attacher(kLibrary, options_);
+  auto pid = static_cast<uint32_t>(jvm_);
+  attacher.on_jvm(pid, false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.named_by_map_command(), 1u);
+  EXPECT_EQ(attacher.attached(), 0u);
+  EXPECT_EQ(attacher.failed(), 0u);
+  EXPECT_EQ(commands(), (std::vector<std::string>{"jcmd Compiler.perfmap", "jcmd VM.flags"}));
+  EXPECT_EQ(attacher.take_rewritten_perf_maps(), std::vector<uint32_t>{pid});
+  EXPECT_FALSE(fs::exists(process_ / "root/tmp" / agent_file_name(kLibrary)));
+
+  // Too soon: nothing is asked.
+  attacher.perf_map_lacks_code(pid);
+  attacher.wait_idle(std::chrono::steady_clock::now() + 2s);
+  EXPECT_EQ(commands().size(), 2u);
+  EXPECT_TRUE(attacher.take_rewritten_perf_maps().empty());
+  // Once the pace allows, it is written again, once however often it is asked.
+  std::this_thread::sleep_for(AgentAttacher::kMinMapRewriteGap + 100ms);
+  attacher.perf_map_lacks_code(pid);
+  attacher.perf_map_lacks_code(pid);
+  attacher.wait_idle(std::chrono::steady_clock::now() + 2s);
+  EXPECT_EQ(commands().size(), 3u);
+  EXPECT_EQ(commands().back(), "jcmd Compiler.perfmap");
+  EXPECT_EQ(attacher.take_rewritten_perf_maps(), std::vector<uint32_t>{pid});
+  // A process that is no JVM named this way is never asked.
+  attacher.perf_map_lacks_code(pid + 1);
+  attacher.wait_idle(std::chrono::steady_clock::now() + 2s);
+  EXPECT_EQ(commands().size(), 3u);
+}
+
+// A HotSpot that cannot write its map (its /tmp is full or read-only) only warns on its own
+// output: the missing file is what tells, and the JVM is a failure.
+TEST_F(StartingJvm, PerfMapHotSpotDidNotWriteIsAFailure)
+{
+  set_catches_sigquit(true);
+  fs::permissions(process_ / "root/tmp", fs::perms(0777));
+  writes_perf_map_ = false;
+  AgentAttacher attacher(kLibrary, options_);
+  attacher.on_jvm(static_cast<uint32_t>(jvm_), false, "target t");
+  ASSERT_TRUE(eventually([&] { return attacher.pending() == 0; }, 10s));
+  EXPECT_EQ(attacher.named_by_map_command(), 0u);
+  EXPECT_EQ(attacher.failed(), 1u);
+  EXPECT_TRUE(attacher.take_rewritten_perf_maps().empty());
 }
 
 } // namespace

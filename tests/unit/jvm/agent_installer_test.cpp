@@ -267,6 +267,64 @@ TEST_F(AgentInstaller, NamesEveryDirectoryTriedWhenNoneExists)
                 "(e.g. --tmpfs /tmp:exec)");
 }
 
+// A Docker container run --read-only with a volume: its mountinfo as the kernel writes it.
+constexpr const char* kVolumeMountinfo =
+    "1 0 0:50 / / ro,relatime - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n"
+    "2 1 0:53 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+    "3 1 0:54 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+    "4 3 0:55 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw,gid=5,mode=620\n"
+    "5 3 0:56 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k\n"
+    "6 3 0:57 / /dev/mqueue rw,nosuid,nodev,noexec,relatime - mqueue mqueue rw\n"
+    "7 1 0:58 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro\n"
+    "8 7 0:29 / /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup rw\n"
+    "9 1 8:1 /var/lib/docker/containers/c/hosts /etc/hosts rw,relatime - ext4 /dev/sda1 rw\n"
+    "10 1 8:1 /srv/data /data rw,relatime - ext4 /dev/sda1 rw\n"
+    "11 1 8:1 /srv/odd /odd\\040dir rw,relatime - ext4 /dev/sda1 rw\n"
+    "12 1 8:1 /srv/data /data rw,relatime - ext4 /dev/sda1 rw\n"
+    "13 1 0:59 / /tmp rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw\n";
+
+TEST(AgentMounts, OnlyMountsThatHoldFilesOutsideTheScratchDirectories)
+{
+  EXPECT_EQ(agent_mount_candidates(kVolumeMountinfo),
+            (std::vector<std::string>{"/etc/hosts", "/data", "/odd dir"}));
+  std::string many;
+  for (int i = 0; i < 100; ++i)
+    many +=
+        std::to_string(i + 20) + " 1 8:1 / /v" + std::to_string(i) + " rw - ext4 /dev/sda1 rw\n";
+  EXPECT_EQ(agent_mount_candidates(many).size(), kMaxAgentMounts);
+  EXPECT_TRUE(agent_mount_candidates("garbage\n\n1 2 3\n").empty());
+}
+
+// With no scratch directory, the agent goes into the JVM's volume under a fresh name, which is
+// removed once loaded; the file mounted over /etc/hosts is passed over without a word.
+TEST_F(AgentInstaller, VolumeTakesTheAgentUnderAFreshNameThatIsRemovedAfterwards)
+{
+  std::filesystem::remove(root_ + "/tmp");
+  std::filesystem::create_directories(root_ + "/data");
+  std::filesystem::create_directories(root_ + "/etc");
+  write_file(root_ + "/etc/hosts", "127.0.0.1 localhost\n");
+  write_file(dir_.path().string() + "/proc/4242/mountinfo", kVolumeMountinfo);
+  auto installed = install_agent(target_, library_, name_);
+  ASSERT_TRUE(installed.has_value()) << installed.error().message;
+  EXPECT_TRUE(installed->in_application_mount);
+  EXPECT_TRUE(installed->path.starts_with("/data/" + name_.substr(0, name_.size() - 3) + "-"))
+      << installed->path;
+  EXPECT_EQ(read_whole(root_ + installed->path).size(), library_.size());
+  remove_agent(target_, *installed);
+  EXPECT_TRUE(names_in("/data").empty());
+  EXPECT_EQ(read_whole(root_ + "/etc/hosts"), "127.0.0.1 localhost\n");
+
+  // Nowhere at all: every directory tried is named, but not the file mounted over /etc/hosts.
+  std::filesystem::remove(root_ + "/data");
+  auto nowhere = install_agent(target_, library_, name_);
+  ASSERT_FALSE(nowhere.has_value());
+  EXPECT_TRUE(contains(nowhere.error().message, "/dev/shm: does not exist; /data: does not exist"))
+      << nowhere.error().message;
+  EXPECT_TRUE(contains(nowhere.error().message, "; /odd dir: does not exist"))
+      << nowhere.error().message;
+  EXPECT_FALSE(contains(nowhere.error().message, "/etc/hosts")) << nowhere.error().message;
+}
+
 TEST_F(AgentInstaller, RefusesBadNamesAndEmptyLibraries)
 {
   for (std::string name : std::vector<std::string>{"", ".", "..", "a/b", "../../etc/ld.so.preload",

@@ -29,6 +29,10 @@ TEST(JvmTraits, HotspotOpenJ9AndPerfMapAgents)
                                              "/tmp/libflamebpf-agent-0123456789abcdef.so\n")
                   .keeps_perf_map);
   EXPECT_FALSE(traits("").hotspot);
+  // The launcher, before it loads the VM.
+  auto launcher = traits("7f0000000000-7f0000001000 r-xp 00000000 08:01 46 /jdk/lib/libjli.so\n");
+  EXPECT_TRUE(launcher.launcher);
+  EXPECT_FALSE(launcher.hotspot);
 }
 
 } // namespace

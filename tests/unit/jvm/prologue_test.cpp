@@ -96,7 +96,7 @@ TEST(VmStructs, FindsFieldsAndTypesByName)
                           {nullptr, nullptr, nullptr, 0, 0, nullptr}};
   TypeEntry types[] = {{"HeapBlock", 16}, {nullptr, 0}};
   VmStructs::Layout layout;
-  layout.structs = fields;
+  layout.structs = reinterpret_cast<uint64_t>(fields);
   layout.struct_type_name = offsetof(StructEntry, type_name);
   layout.struct_field_name = offsetof(StructEntry, field_name);
   layout.struct_type_string = offsetof(StructEntry, type_string);
@@ -104,11 +104,11 @@ TEST(VmStructs, FindsFieldsAndTypesByName)
   layout.struct_offset = offsetof(StructEntry, offset);
   layout.struct_address = offsetof(StructEntry, address);
   layout.struct_stride = sizeof(StructEntry);
-  layout.types = types;
+  layout.types = reinterpret_cast<uint64_t>(types);
   layout.type_name = offsetof(TypeEntry, type_name);
   layout.type_size = offsetof(TypeEntry, size);
   layout.type_stride = sizeof(TypeEntry);
-  VmStructs structs = VmStructs::from_layout(layout);
+  VmStructs structs = VmStructs::from_layout(layout, OwnMemory());
   const VmField* frame_size = structs.field("CodeBlob", "_frame_size");
   ASSERT_TRUE(frame_size);
   EXPECT_EQ(frame_size->offset, 24u);

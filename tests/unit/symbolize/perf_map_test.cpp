@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,16 +29,16 @@ void write_status(const std::string& proc, uint32_t pid, uint32_t uid)
 }
 
 // A fixture read as flamebpf reads maps, by a process of the user who owns the file.
-PerfMapReader load(const std::string& fixture, uint64_t* bad = nullptr)
+std::unique_ptr<PerfMapReader> load(const std::string& fixture, uint64_t* bad = nullptr)
 {
   TempDir dir;
   std::string proc = dir.path().string();
   write_file(proc + "/7/root/tmp/perf-1.map", read_data("perfmap/" + fixture));
   write_status(proc, 7, ::geteuid());
-  PerfMapReader reader(7, 1, proc);
-  reader.refresh();
+  auto reader = std::make_unique<PerfMapReader>(7, 1, proc);
+  reader->refresh();
   if (bad)
-    *bad = reader.bad_lines();
+    *bad = reader->bad_lines();
   return reader;
 }
 
@@ -124,14 +125,14 @@ TEST(PerfMapFixtures, Jdk17AndJdk25CompilerPerfmap)
     uint64_t bad = 0;
     auto reader = load(fixture, &bad);
     EXPECT_EQ(bad, 0u) << fixture;
-    EXPECT_GE(reader.table().size(), 40u) << fixture;
+    EXPECT_GE(reader->table().size(), 40u) << fixture;
   }
   auto reader = load("jdk17-compiler-perfmap.map");
-  auto work = reader.table().find(0x00007fe79ceca920 + 0x10);
+  auto work = reader->table().find(0x00007fe79ceca920 + 0x10);
   ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->name, "long Hot.work(long)");
   EXPECT_FALSE(work->truncated);
-  auto interpreter = reader.table().find(0x00007fe79c940b80 + 0x100);
+  auto interpreter = reader->table().find(0x00007fe79c940b80 + 0x100);
   ASSERT_TRUE(interpreter.has_value());
   EXPECT_EQ(interpreter->name, "Interpreter");
 }
@@ -141,7 +142,7 @@ TEST(PerfMapFixtures, FlamebpfAgent)
   uint64_t bad = 0;
   auto reader = load("flamebpf-agent-jdk17.map", &bad);
   EXPECT_EQ(bad, 0u);
-  auto work = reader.table().find(0x7faa19403040);
+  auto work = reader->table().find(0x7faa19403040);
   ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->name, "Hot.work(long)");
 }
@@ -150,7 +151,7 @@ TEST(PerfMapFixtures, PerfMapAgentAndBadLinesCounted)
 {
   uint64_t bad = 0;
   auto reader = load("perf-map-agent.map", &bad);
-  const auto& table = reader.table();
+  const auto& table = reader->table();
   EXPECT_EQ(bad, 4u);
   EXPECT_EQ(table.size(), 8u);
   ASSERT_TRUE(table.find(0x7f3c2d012a10).has_value());
@@ -158,7 +159,7 @@ TEST(PerfMapFixtures, PerfMapAgentAndBadLinesCounted)
             "Lorg/example/Service;::handle->Lorg/example/Codec;::decode");
   uint64_t malformed_bad = 0;
   auto malformed = load("malformed.map", &malformed_bad);
-  EXPECT_EQ(malformed.table().size(), 2u);
+  EXPECT_EQ(malformed->table().size(), 2u);
   EXPECT_EQ(malformed_bad, 5u); // the empty line is not counted
 }
 
@@ -266,6 +267,30 @@ TEST_F(PerfMapReaderTest, ReplacedOrShrunkFileIsReadAgain)
   reader.refresh();
   EXPECT_EQ(reader.table().size(), 1u);
   EXPECT_EQ(reader.table().find(0x3000)->name, "C");
+}
+
+// jcmd Compiler.perfmap truncates the map and writes it whole again: the file can end up as long
+// as before, or longer, so only being told makes the reader start over.
+TEST_F(PerfMapReaderTest, RewriteInPlaceIsReadFromTheStartWhenTold)
+{
+  write_file(map_path(), "1000 10 A.a()\n2000 10 B.b()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  ASSERT_EQ(reader.table().size(), 2u);
+  std::ofstream(map_path(), std::ios::trunc) << "1000 10 A.b()\n3000 10 C.c()\n4000 1 D\n";
+  reader.begin_interval();
+  reader.refresh();
+  // Untold, the reader takes only the lines past the old end and keeps the stale names before it.
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A.a()");
+  EXPECT_FALSE(reader.table().find(0x3000).has_value());
+  reader.reread();
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.table().size(), 3u);
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A.b()");
+  EXPECT_FALSE(reader.table().find(0x2000).has_value());
+  EXPECT_EQ(reader.table().find(0x3000)->name, "C.c()");
+  EXPECT_EQ(reader.bad_lines(), 0u);
 }
 
 TEST_F(PerfMapReaderTest, OpenFileIsReadAfterTheProcessIsGone)

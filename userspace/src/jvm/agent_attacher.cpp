@@ -27,6 +27,10 @@ constexpr std::chrono::milliseconds kLongestRetry{1000};
 // A JVM that exits this soon after refusing the load was shutting down (javac, a health check's
 // java -version): HotSpot refuses agents then, and that is no failure worth a warning.
 constexpr std::chrono::milliseconds kExitGrace{500};
+// What becomes of the JIT frames of a JVM that nothing inside names (symbolize/hotspot_code.h).
+constexpr std::string_view kReadFromOutside =
+    "its JIT-compiled frames are named from outside it, by reading its code cache, without the "
+    "methods inlined into them";
 
 // A file of the process, e.g. "maps": through its directory when the target could be opened (so
 // that it is of the process checked, and no other), else by its pid; nullopt if unreadable.
@@ -93,6 +97,38 @@ std::optional<uint32_t> foreign_perf_map_owner(const AttachTarget& target)
       status.st_uid == target.uid)
     return std::nullopt;
   return status.st_uid;
+}
+
+// Has HotSpot write its perf map, /tmp/perf-<ns_pid>.map in its root. HotSpot only warns on its
+// own output when it cannot create the file, so the command's success is not enough: the map must
+// be there afterwards, the JVM's user's (or root's), and written since the command was sent.
+Result<> write_perf_map(const AttachTarget& target, std::chrono::milliseconds timeout)
+{
+  // A coarse file-system clock may stamp the file a tick before the system clock's now.
+  auto sent = std::chrono::system_clock::now() - std::chrono::milliseconds(100);
+  if (auto done = jcmd(target, "Compiler.perfmap", timeout); !done)
+    return fail(error("jcmd Compiler.perfmap: " + done.error().message));
+  std::string path = "/tmp/perf-" + std::to_string(target.ns_pid) + ".map";
+  std::string shown = target.process_path + "/root" + path;
+  auto root_fd = open_root(target);
+  if (!root_fd)
+    return fail(root_fd.error());
+  auto map = open_regular_at(root_fd->get(), path, kResolveInRoot, shown);
+  if (!map)
+    return fail(error("jcmd Compiler.perfmap wrote no map: " + map.error().message));
+  struct stat status {};
+  if (::fstat(map->get(), &status) != 0)
+    return fail(system_error(errno, "cannot stat " + shown));
+  auto modified = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(status.st_mtim.tv_sec) +
+          std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
+  if (modified < sent)
+    return fail(error("jcmd Compiler.perfmap did not write " + shown + " (see the JVM's output)"));
+  if (status.st_uid != target.uid && status.st_uid != 0)
+    return fail(
+        error(shown + " is held by uid " + std::to_string(status.st_uid) + ", not the JVM's user"));
+  return {};
 }
 
 } // namespace
@@ -171,11 +207,38 @@ void AgentAttacher::forget_if_gone(uint32_t host_pid)
   if (it == seen_.end() || start_time == it->second)
     return;
   seen_.erase(it);
+  map_command_jvms_.erase(host_pid);
   auto of_pid = [&](const Request& request) { return request.pid == host_pid; };
   std::erase_if(starting_, of_pid);
   std::erase_if(queue_, of_pid);
   if (queue_.empty() && !busy_)
     idle_.notify_all();
+}
+
+void AgentAttacher::perf_map_lacks_code(uint32_t host_pid)
+{
+  {
+    std::lock_guard lock(mutex_);
+    auto it = map_command_jvms_.find(host_pid);
+    if (stopping_ || it == map_command_jvms_.end() || it->second.queued ||
+        Clock::now() < it->second.next_write)
+      return;
+    it->second.queued = true;
+    Request request;
+    request.pid = host_pid;
+    request.start_time = it->second.start_time;
+    request.where = it->second.where;
+    request.handed_in = Clock::now();
+    request.rewrite_map = true;
+    queue_.push_back(std::move(request));
+  }
+  wake_.notify_one();
+}
+
+std::vector<uint32_t> AgentAttacher::take_rewritten_perf_maps()
+{
+  std::lock_guard lock(mutex_);
+  return std::exchange(rewritten_, {});
 }
 
 void AgentAttacher::wait_idle(std::chrono::steady_clock::time_point deadline)
@@ -188,6 +251,12 @@ uint64_t AgentAttacher::attached() const
 {
   std::lock_guard lock(mutex_);
   return attached_;
+}
+
+uint64_t AgentAttacher::named_by_map_command() const
+{
+  std::lock_guard lock(mutex_);
+  return named_by_map_command_;
 }
 
 uint64_t AgentAttacher::failed() const
@@ -266,6 +335,10 @@ void AgentAttacher::run()
 
 AgentAttacher::Outcome AgentAttacher::handle(Request& request)
 {
+  if (request.rewrite_map) {
+    rewrite_perf_map(request);
+    return Outcome::kHandled;
+  }
   // The process's directory is opened first, and everything after goes through it: the process
   // whose start time is checked here is the one read, signalled and attached, even if it exits
   // and its pid passes to another meanwhile.
@@ -293,10 +366,10 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
       // It will never handle SIGQUIT: said now rather than after the patience.
       std::lock_guard lock(mutex_);
       ++failed_;
-      spdlog::warn("JVM {} ({}) runs with {}, so it never starts its attach listener and its "
-                   "JIT-compiled frames stay unnamed; load flamebpf's agent at its start "
-                   "(-agentpath) or drop {}",
-                   request.pid, request.where, kReducedSignalsFlag, kReducedSignalsFlag);
+      spdlog::warn("JVM {} ({}) runs with {}, so it never starts its attach listener; {}; for "
+                   "those, load flamebpf's agent at its start (-agentpath) or drop {}",
+                   request.pid, request.where, kReducedSignalsFlag, kReadFromOutside,
+                   kReducedSignalsFlag);
       attached = Attach::kFailed;
     } else if (starting && Clock::now() - request.handed_in < options_.starting_patience) {
       auto wait = std::min(kFirstRetry * (1 << std::min(request.put_off, 6)), kLongestRetry);
@@ -312,7 +385,8 @@ AgentAttacher::Outcome AgentAttacher::handle(Request& request)
     }
   }
   if (attached != Attach::kExited)
-    check_frame_pointers(request, target, attached == Attach::kLoaded);
+    check_frame_pointers(request, target,
+                         attached == Attach::kLoaded || attached == Attach::kMapCommand);
   return Outcome::kHandled;
 }
 
@@ -320,6 +394,9 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
                                             const Result<AttachTarget>& target)
 {
   auto started = Clock::now();
+  // Where the agent has no place, HotSpot may still name its code; where the attach itself
+  // failed, asking HotSpot for its map would fail (or time out) the same way.
+  bool no_place = false;
   auto loaded = [&]() -> Result<InstalledAgent> {
     if (!target)
       return fail(target.error());
@@ -328,8 +405,10 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
     if (file_name_.empty())
       file_name_ = agent_file_name(library_);
     auto installed = install_agent(*target, library_, file_name_);
-    if (!installed)
+    if (!installed) {
+      no_place = true;
       return fail(installed.error());
+    }
     auto ok = load_agent(*target, installed->path, "", options_.timeout);
     remove_agent(*target, *installed);
     if (!ok) {
@@ -348,12 +427,34 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
                   loaded.error().message);
     return Attach::kExited;
   }
+  if (!loaded && no_place) {
+    // HotSpot can name its code itself, on request: its map needs a writable /tmp, not an
+    // exec-able one.
+    auto map_started = Clock::now();
+    auto written = write_perf_map(*target, options_.timeout);
+    if (written) {
+      map_written(request, Clock::now() - map_started, true);
+      std::lock_guard lock(mutex_);
+      ++named_by_map_command_;
+      spdlog::info("JVM {} ({}): flamebpf's agent cannot load ({}); its JIT-compiled frames are "
+                   "named by the perf map HotSpot writes on request (jcmd Compiler.perfmap), "
+                   "written again whenever samples meet code it lacks",
+                   request.pid, request.where, loaded.error().message);
+      return Attach::kMapCommand;
+    }
+    std::lock_guard lock(mutex_);
+    ++failed_;
+    spdlog::warn("JVM {} ({}): cannot load flamebpf's agent: {}; nor can HotSpot write its perf "
+                 "map: {}; {}",
+                 request.pid, request.where, loaded.error().message, written.error().message,
+                 kReadFromOutside);
+    return Attach::kFailed;
+  }
   std::lock_guard lock(mutex_);
   if (!loaded) {
     ++failed_;
-    spdlog::warn("JVM {} ({}): cannot load flamebpf's agent, so its JIT-compiled frames stay "
-                 "unnamed: {}",
-                 request.pid, request.where, loaded.error().message);
+    spdlog::warn("JVM {} ({}): cannot load flamebpf's agent: {}; {}", request.pid, request.where,
+                 loaded.error().message, kReadFromOutside);
     return Attach::kFailed;
   }
   ++attached_;
@@ -363,6 +464,38 @@ AgentAttacher::Attach AgentAttacher::attach(const Request& request,
                    ? ""
                    : " (its usual name is taken: " + loaded->usual_name_taken + ")");
   return Attach::kLoaded;
+}
+
+void AgentAttacher::rewrite_perf_map(const Request& request)
+{
+  auto started = Clock::now();
+  auto target = attach_target_of(request.pid, options_.proc_root);
+  Result<> written = fail(error("it exited"));
+  if (target && target->start_time == request.start_time)
+    written = write_perf_map(*target, options_.timeout);
+  else if (!target)
+    written = fail(target.error());
+  // A failed write is paced as a written one would be.
+  map_written(request, Clock::now() - started, written.has_value());
+  if (!written)
+    spdlog::debug("JVM {} ({}): its perf map is not written again: {}", request.pid, request.where,
+                  written.error().message);
+}
+
+void AgentAttacher::map_written(const Request& request, Clock::duration took, bool written)
+{
+  std::lock_guard lock(mutex_);
+  auto seen = seen_.find(request.pid);
+  if (seen == seen_.end() || seen->second != request.start_time)
+    return; // forgotten meanwhile, or its pid is another process's now
+  auto& jvm = map_command_jvms_[request.pid];
+  jvm.start_time = request.start_time;
+  jvm.where = request.where;
+  jvm.queued = false;
+  jvm.next_write =
+      Clock::now() + std::max<Clock::duration>(kMinMapRewriteGap, took * kMapRewriteCost);
+  if (written)
+    rewritten_.push_back(request.pid);
 }
 
 bool AgentAttacher::exits_within(const Request& request, std::chrono::milliseconds grace) const

@@ -13,6 +13,7 @@
 
 #include "common/capabilities.h"
 #include "common/contained_file.h"
+#include "common/procfs.h"
 #include "common/scoped_fs_ids.h"
 #include "common/text.h"
 
@@ -194,16 +195,21 @@ std::optional<std::string> usual_name_state(int dir_fd,
   return holder + "unreadable: " + existing.error().message;
 }
 
-// Installs into one directory; the error is the reason to move on to the next one.
+// Installs into one directory; the error is the reason to move on to the next one (ENOTDIR as
+// its errno_value if the path is no directory). In an application's mount, only under a fresh
+// name, which is removed once loaded: nothing of flamebpf's stays in the application's files.
 Result<InstalledAgent> install_in(const AttachTarget& target,
                                   int root_fd,
                                   std::span<const unsigned char> library,
                                   const std::string& name,
-                                  std::string_view directory)
+                                  std::string_view directory,
+                                  bool application_mount)
 {
   std::string in_root(directory);
   auto dir_fd =
       open_directory_at(root_fd, in_root, kResolveInRoot, target.process_path + "/root" + in_root);
+  if (!dir_fd && dir_fd.error().errno_value == ENOTDIR)
+    return fail(Error{ENOTDIR, "not a directory"});
   if (!dir_fd)
     return fail(
         error(dir_fd.error().errno_value == ENOENT ? "does not exist" : dir_fd.error().message));
@@ -218,21 +224,21 @@ Result<InstalledAgent> install_in(const AttachTarget& target,
     return fail(error(problem));
   // Twice: a concurrent installer may create the name between our look and our rename.
   std::string taken;
-  for (int attempt = 0; attempt < 2 && taken.empty(); ++attempt) {
+  for (int attempt = 0; attempt < 2 && taken.empty() && !application_mount; ++attempt) {
     auto state = usual_name_state(dir_fd->get(), name, library, target);
     if (state && state->empty())
-      return InstalledAgent{in_root + "/" + name, "", 0, 0};
+      return InstalledAgent{in_root + "/" + name, "", false, 0, 0};
     if (state) {
       taken = name + " is " + *state;
       break;
     }
     auto created = create_library(dir_fd->get(), name, library, target);
     if (created)
-      return InstalledAgent{in_root + "/" + name, "", created->first, created->second};
+      return InstalledAgent{in_root + "/" + name, "", false, created->first, created->second};
     if (created.error().errno_value != EEXIST)
       return fail(error("cannot create " + name + ": " + created.error().message));
   }
-  if (taken.empty())
+  if (taken.empty() && !application_mount)
     taken = name + " keeps changing";
   // The name is another's: a fresh one no one could have taken in advance.
   std::string stem = name.ends_with(".so") ? name.substr(0, name.size() - 3) : name;
@@ -240,14 +246,51 @@ Result<InstalledAgent> install_in(const AttachTarget& target,
     std::string fresh = stem + "-" + random_hex() + ".so";
     auto created = create_library(dir_fd->get(), fresh, library, target);
     if (created)
-      return InstalledAgent{in_root + "/" + fresh, taken, created->first, created->second};
+      return InstalledAgent{in_root + "/" + fresh, taken, application_mount, created->first,
+                            created->second};
     if (created.error().errno_value != EEXIST)
-      return fail(error(taken + ", and cannot create " + fresh + ": " + created.error().message));
+      return fail(error((taken.empty() ? "" : taken + ", and ") + "cannot create " + fresh + ": " +
+                        created.error().message));
   }
-  return fail(error(taken + ", and fresh names keep being taken"));
+  return fail(error((taken.empty() ? "" : taken + ", and ") + "fresh names keep being taken"));
+}
+
+// File systems that hold no files a library could be written to.
+bool pseudo_file_system(std::string_view type)
+{
+  static constexpr std::string_view kPseudo[] = {
+      "proc",        "sysfs",      "cgroup", "cgroup2",  "devpts",     "mqueue",   "debugfs",
+      "tracefs",     "securityfs", "bpf",    "fusectl",  "configfs",   "pstore",   "hugetlbfs",
+      "binfmt_misc", "autofs",     "nsfs",   "efivarfs", "rpc_pipefs", "selinuxfs"};
+  return std::find(std::begin(kPseudo), std::end(kPseudo), type) != std::end(kPseudo);
+}
+
+bool below(std::string_view path, std::string_view directory)
+{
+  return path == directory || (path.starts_with(directory) && path.size() > directory.size() &&
+                               path[directory.size()] == '/');
 }
 
 } // namespace
+
+std::vector<std::string> agent_mount_candidates(std::string_view mountinfo)
+{
+  std::vector<std::string> candidates;
+  for (const auto& mount : procfs::parse_mountinfo(mountinfo)) {
+    const std::string& point = mount.mount_point;
+    if (candidates.size() >= kMaxAgentMounts)
+      break;
+    if (!point.starts_with('/') || point == "/" || pseudo_file_system(mount.fs_type) ||
+        below(point, "/proc") || below(point, "/sys") ||
+        (below(point, "/dev") && point != "/dev/shm") ||
+        std::find(kAgentDirectories.begin(), kAgentDirectories.end(), point) !=
+            kAgentDirectories.end() ||
+        std::find(candidates.begin(), candidates.end(), point) != candidates.end())
+      continue;
+    candidates.push_back(point);
+  }
+  return candidates;
+}
 
 std::string agent_file_name(std::span<const unsigned char> library)
 {
@@ -278,11 +321,23 @@ Result<InstalledAgent> install_agent(const AttachTarget& target,
     return fail(error(what + ": " + root_fd.error().message));
   std::string reasons;
   for (std::string_view directory : kAgentDirectories) {
-    auto installed = install_in(target, root_fd->get(), library, name, directory);
+    auto installed = install_in(target, root_fd->get(), library, name, directory, false);
     if (installed)
       return installed;
     reasons +=
         (reasons.empty() ? "" : "; ") + std::string(directory) + ": " + installed.error().message;
+  }
+  // The kernel writes mountinfo, but the container names its mount points: they are only ever
+  // paths resolved inside its root.
+  auto mountinfo = read_process_file(target, "mountinfo", 1 << 20);
+  for (const auto& point :
+       mountinfo ? agent_mount_candidates(*mountinfo) : std::vector<std::string>{}) {
+    auto installed = install_in(target, root_fd->get(), library, name, point, true);
+    if (installed)
+      return installed;
+    // A file mounted over another (/etc/hosts) is not worth a word.
+    if (installed.error().errno_value != ENOTDIR)
+      reasons += "; " + point + ": " + installed.error().message;
   }
   // A capability flamebpf lacks is the fix wherever it stopped the install.
   std::string fix =
@@ -294,7 +349,7 @@ Result<InstalledAgent> install_agent(const AttachTarget& target,
 
 void remove_agent(const AttachTarget& target, const InstalledAgent& installed)
 {
-  if (installed.usual_name_taken.empty())
+  if (installed.usual_name_taken.empty() && !installed.in_application_mount)
     return;
   auto slash = installed.path.rfind('/');
   if (slash == std::string::npos)

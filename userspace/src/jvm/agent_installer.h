@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "jvm/hotspot_attach.h"
@@ -18,6 +19,16 @@ namespace flamebpf::jvm {
 inline constexpr std::array<std::string_view, 3> kAgentDirectories = {"/tmp", "/var/tmp",
                                                                       "/dev/shm"};
 
+// Besides those, the JVM's own mount points (from its mountinfo) are tried, after them and at
+// most this many: a hardened container's only writable, exec-able directory may be a volume.
+inline constexpr size_t kMaxAgentMounts = 16;
+
+// The mount points in mountinfo text (a JVM's, so paths inside its root) that might take the
+// agent: of a file system that holds files (no proc, sysfs, cgroup and the like), not the root
+// and nothing below /proc, /sys or /dev but /dev/shm, none of kAgentDirectories, each once, at
+// most kMaxAgentMounts. Whether each is writable and exec-able is for the install to find out.
+[[nodiscard]] std::vector<std::string> agent_mount_candidates(std::string_view mountinfo);
+
 // A name that changes with the library's content, "libflamebpf-agent-<16 hex digits>.so" (64-bit
 // FNV-1a): a new flamebpf build never meets an older build's file under the same name.
 [[nodiscard]] std::string agent_file_name(std::span<const unsigned char> library);
@@ -29,11 +40,15 @@ struct InstalledAgent {
   // used, and the library went under a fresh one instead, for this attach only: remove_agent()
   // removes it once the JVM has loaded it.
   std::string usual_name_taken;
+  // Placed in one of the JVM's own mounts (not a scratch directory), under a fresh name:
+  // remove_agent() removes it once the JVM has loaded it.
+  bool in_application_mount = false;
   uint64_t device = 0; // the file's st_dev and st_ino, to remove that file and no other
   uint64_t inode = 0;
 };
 
-// Writes library as <directory>/<file_name> in the first of kAgentDirectories that exists inside
+// Writes library as <directory>/<file_name> in the first of kAgentDirectories (then of the JVM's
+// mount points, under a fresh name, see agent_mount_candidates) that exists inside
 // the target's root (resolved as if it were "/", so no symlink leads out of the container), is
 // not mounted noexec or read-only, and that no user but root, the container's root and the JVM's
 // could swap the library in: it belongs to one of them and, if others may write it, is sticky.
@@ -53,7 +68,7 @@ struct InstalledAgent {
 
 // Removes an agent installed under a fresh name (as the JVM's user, and only if the name still
 // holds the file installed); the JVM keeps what it mapped. Does nothing for one under its usual
-// name, which later attaches reuse.
+// name in a scratch directory, which later attaches reuse.
 void remove_agent(const AttachTarget& target, const InstalledAgent& installed);
 
 } // namespace flamebpf::jvm

@@ -15,6 +15,7 @@ JvmTraits jvm_traits(const std::vector<procfs::Mapping>& mappings)
     // HotSpot's: OpenJ9 has a libjvm.so too, but answers SIGQUIT with a javacore dump.
     traits.hotspot |= file == "libjvm.so";
     openj9 |= file.starts_with("libj9vm");
+    traits.launcher |= file == "libjli.so";
     traits.keeps_perf_map |= file.starts_with("libflamebpf-agent") || file == "libperfmap.so";
   }
   traits.hotspot &= !openj9;

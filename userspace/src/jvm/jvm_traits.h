@@ -13,6 +13,9 @@ namespace flamebpf::jvm {
 struct JvmTraits {
   bool hotspot = false;        // libjvm.so is mapped, and OpenJ9's VM is not
   bool keeps_perf_map = false; // an agent that keeps /tmp/perf-<pid>.map current is loaded
+  // The java launcher's libjli.so is mapped: a JVM once it loads libjvm.so, which it does after
+  // its first samples may have been taken.
+  bool launcher = false;
 };
 
 // Reads the traits off a process's mappings (any mapping counts, executable or not).

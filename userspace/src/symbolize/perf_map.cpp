@@ -137,6 +137,7 @@ void PerfMapReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
   device_ = device;
   inode_ = inode;
   offset_ = 0;
+  reread_requested_.store(false, std::memory_order_relaxed);
   lines_.clear();
   table_.clear();
   if (!fd_.valid())
@@ -263,7 +264,8 @@ void PerfMapReader::read_new()
           std::chrono::seconds(status.st_mtim.tv_sec) +
           std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
   uint64_t size = static_cast<uint64_t>(status.st_size);
-  if (size < offset_) {
+  bool rewritten = reread_requested_.load(std::memory_order_relaxed);
+  if (size < offset_ || rewritten) {
     // Truncated and rewritten in place: read it again from the start, once per interval.
     if (started_over_in_interval_) {
       note_over_budget();

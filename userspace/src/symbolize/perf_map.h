@@ -17,6 +17,7 @@
 //                polled, replaced or rewritten: the rest waits for the next interval.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -119,6 +120,9 @@ public:
   void refresh();
   // A new interval begins: its budgets are whole again.
   void begin_interval();
+  // The map was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written
+  // whole): the next refresh reads it again from its start. Safe from any thread.
+  void reread() { reread_requested_.store(true, std::memory_order_relaxed); }
 
   const PerfMapTable& table() const { return table_; }
   // Lines skipped as malformed or too long, since the reader was made.
@@ -183,6 +187,8 @@ private:
   size_t parsed_in_interval_ = 0;
   bool started_over_in_interval_ = false;
   bool over_budget_in_interval_ = false;
+  // A rewrite in place can leave the file as long as before, so its size cannot tell.
+  std::atomic<bool> reread_requested_{false};
   // The last file refused for its owner, so that it is counted once.
   uint64_t refused_device_ = 0;
   uint64_t refused_inode_ = 0;
