@@ -6,10 +6,10 @@ set -euo pipefail
 build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev liblzma-dev
   libiberty-dev zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless
+  libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless libdebuginfod-dev
 )
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) is xz; libiberty-dev: the demangler with a bounded
-# output (cplus_demangle_v3_callback).
+# output (cplus_demangle_v3_callback); libdebuginfod-dev: elfutils' client of debuginfod servers.
 # openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
 # images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
@@ -19,10 +19,12 @@ build_packages=(
 # the pprof files; clang-19 and its runtime (libclang-rt-19-dev) build the libFuzzer targets;
 # xz-utils compresses the MiniDebugInfo of the ELF fixtures; systemd's systemd-analyze checks the
 # service unit; libfuse3 builds tests/progs/stall_fs, a FUSE file system that stalls; linux-perf
-# is the oracle the unwinding tests compare stacks with (perf record --call-graph dwarf).
+# is the oracle the unwinding tests compare stacks with (perf record --call-graph dwarf); libc6-dbg
+# holds glibc's debug file, which names its local functions (start_thread); debuginfod is the
+# server the debug-file tests fetch from.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
-  libfuse3-dev fuse3 linux-perf)
+  libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod)
 
 wanted=("${build_packages[@]}")
 if [[ "${1:-}" == "--test" ]]; then

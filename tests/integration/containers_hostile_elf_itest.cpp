@@ -347,6 +347,23 @@ TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)
   }
 }
 
+// A stripped program whose only symbols are its MiniDebugInfo, with no debug file anywhere: its
+// local function is named from the decompressed symbol table.
+TEST_F(HostileElfTest, MiniDebugInfoAloneNamesTheLocalFunction)
+{
+  run_spinner("he-minidebug", spinner_variant("elf_spinner.minidebug"), {});
+  std::string folded = dir_.path().string() + "/minidebug.folded";
+  auto run = run_measured({"--cgroup", "he-minidebug", "-d", "3", "-o", folded}, dir_.path(), 60,
+                          RunAs::kDaemon);
+  expect_prompt(run, 3);
+  auto [named, samples] = samples_with(folded, kLocalFunction);
+  EXPECT_GT(samples, 100u) << describe(run);
+  EXPECT_GE(named * 100, samples * 95) << read_text(folded);
+  std::printf("[ FIGURES  ] MiniDebugInfo only: %llu of %llu samples name %s\n",
+              static_cast<unsigned long long>(named), static_cast<unsigned long long>(samples),
+              kLocalFunction);
+}
+
 // --- memory ---
 
 TEST_F(HostileElfTest, XzBombInMiniDebugInfoKeepsMemoryBounded)
@@ -364,6 +381,36 @@ TEST_F(HostileElfTest, XzBombInMiniDebugInfoKeepsMemoryBounded)
   auto [named, samples] = samples_with(folded, kLocalFunction);
   EXPECT_GT(samples, 10u) << describe(run);
   EXPECT_EQ(named, 0u);
+}
+
+// DWARF that would cost the inline reader without bound: a million nested DIEs, and 256 MiB of
+// units compressed into a few hundred KB. Each is read on the indexer's thread within its budgets:
+// the run ends on time, memory stays bounded, one line says what was cut, and the program's own
+// symbols still name its frames.
+TEST_F(HostileElfTest, HostileDwarfIsReadWithinItsBudgetsInTheBackground)
+{
+  struct Case {
+    const char* name;
+    const char* variant;
+    const char* said;
+  };
+  for (const Case& hostile :
+       {Case{"he-dwarfnest", "elf_spinner.dwarfnest", "DIEs nested deeper than 256"},
+        Case{"he-dwarfbomb", "elf_spinner.dwarfbomb", "DWARF units larger than"}}) {
+    SCOPED_TRACE(hostile.variant);
+    run_spinner(hostile.name, spinner_variant(hostile.variant), {});
+    std::string folded = dir_.path().string() + "/" + hostile.name + ".folded";
+    auto run = run_measured({"--cgroup", hostile.name, "-d", "3", "-o", folded}, dir_.path(), 60,
+                            RunAs::kDaemon);
+    print_figures(hostile.variant, run);
+    expect_prompt(run, 3);
+    EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);
+    EXPECT_EQ(lines_with(run.log, hostile.said).size(), 1u) << run.log;
+    auto [named, samples] = samples_with(folded, kLocalFunction);
+    EXPECT_GT(samples, 10u) << describe(run);
+    EXPECT_GE(named * 100, samples * 90) << describe(run);
+    EXPECT_EQ(folded_problems(read_text(folded)), "");
+  }
 }
 
 TEST_F(HostileElfTest, ExponentialMangledNameIsCutVisibly)

@@ -18,6 +18,7 @@
 
 #include "container_harness.h"
 #include "harness.h"
+#include "temp_dir.h"
 #include "wait.h"
 
 namespace flamebpf::testing {
@@ -665,6 +666,29 @@ TEST(PodmanRuntimeTest, CleansUpAfterAKilledRun)
     }
   }
   EXPECT_EQ(created(host_before), std::vector<std::string>{});
+}
+
+// The burner image holds the host's libc, and no debug file: its local functions (start_thread)
+// are named from the host's libc6-dbg, found by build ID after the container's own root.
+TEST(ContainerDebugFiles, HostsDebugFileNamesTheContainersLibc)
+{
+  ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+  DockerDaemon daemon;
+  auto container = daemon.run("debug-host", {}, daemon.burner_image(),
+                              {"burner_a", "--late-thread", "0.5", "30"});
+  std::string proc_root = "/proc/" + std::to_string(container.pid) + "/root";
+  ASSERT_FALSE(fs::exists(proc_root + "/usr/lib/debug"));
+  TempDir dir("/var/tmp");
+  std::string out = dir.path().string() + "/out.folded";
+  auto run = run_flamebpf({"--cgroup", "debug-host", "-d", "3", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto folded = read_folded(out);
+  auto roots = late_thread_roots(folded);
+  ASSERT_GT(roots.thread, 100u) << hottest_stacks(folded);
+  EXPECT_GE(roots.start_thread * 100, roots.thread * 95) << hottest_stacks(folded);
+  std::printf("[ FIGURES  ] %llu of %llu samples of the container's thread reach start_thread\n",
+              static_cast<unsigned long long>(roots.start_thread),
+              static_cast<unsigned long long>(roots.thread));
 }
 
 } // namespace

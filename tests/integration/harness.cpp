@@ -318,4 +318,18 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
   return found;
 }
 
+LateThreadRoots late_thread_roots(const std::map<std::string, uint64_t>& folded)
+{
+  LateThreadRoots roots;
+  for (const auto& [stack, count] : folded) {
+    if (stack.find(";late_thread;") == std::string::npos)
+      continue;
+    roots.thread += count;
+    // As perf report names the thread's root: clone3, then start_thread, then the function.
+    if (stack.find(";start_thread;late_thread;") != std::string::npos)
+      roots.start_thread += count;
+  }
+  return roots;
+}
+
 } // namespace flamebpf::testing

@@ -95,6 +95,15 @@ uint64_t total_count(const std::map<std::string, uint64_t>& folded);
 // The how_many stacks with the most samples, one per line, for failure messages.
 std::string hottest_stacks(const std::map<std::string, uint64_t>& folded, size_t how_many = 8);
 
+// The samples of the burner's late thread (burner --late-thread), and those of them whose stack
+// reaches glibc's start_thread right above the thread's function: a local function of glibc
+// that only its debug file names.
+struct LateThreadRoots {
+  uint64_t thread = 0;
+  uint64_t start_thread = 0;
+};
+LateThreadRoots late_thread_roots(const std::map<std::string, uint64_t>& folded);
+
 // The call chain of the burner workload (tests/progs/burner.c), root to leaf.
 inline constexpr const char* kBurnerChain = "main;run;a;b;c";
 

@@ -44,8 +44,10 @@ struct SyntheticElf {
   static constexpr uint64_t kCodeSize = 0x1000;
 
   std::vector<SyntheticSymbol> symbols; // in .symtab, names in .strtab
-  // Further PROGBITS sections, by name and content.
+  // Further PROGBITS sections, by name and content, and the header flags of some of them
+  // (SHF_COMPRESSED, whose content then starts with an Elf64_Chdr).
   std::vector<std::pair<std::string, std::string>> sections;
+  std::map<std::string, uint64_t> section_flags;
   // Hostile headers: a section count in section 0 (extended numbering) instead of the real one,
   // and sizes .symtab and .strtab claim instead of their real ones.
   std::optional<uint64_t> claimed_section_count;
@@ -111,8 +113,11 @@ struct SyntheticElf {
       headers[symtab_index].sh_size = *claimed_symtab_size;
     if (claimed_strtab_size)
       headers[strtab_index].sh_size = *claimed_strtab_size;
-    for (const auto& [section_name, content] : sections)
-      add(section_name, SHT_PROGBITS, content);
+    for (const auto& [section_name, content] : sections) {
+      size_t index = add(section_name, SHT_PROGBITS, content);
+      if (auto flags = section_flags.find(section_name); flags != section_flags.end())
+        headers[index].sh_flags = flags->second;
+    }
     Elf64_Word shstrtab_name = name(".shstrtab");
     size_t shstrtab_index = add("", SHT_STRTAB, names);
     headers[shstrtab_index].sh_name = shstrtab_name;

@@ -1,6 +1,7 @@
 #include "cli/options.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/build_info.h"
 #include "dumps/dump_files.h"
@@ -87,8 +88,19 @@ void add_options(CLI::App& app, Config& config)
   app.add_flag("--java-signatures", config.java_signatures,
                "Name Java frames with their parameter types: Foo.bar(long, int[])");
   app.add_flag("!--no-attach", config.attach,
-               "Do not load flamebpf's agent into JVMs; Java frames are named only from perf maps "
-               "something else keeps");
+               "Do not load flamebpf's agent into JVMs; Java frames are named from perf maps "
+               "something else keeps, or read from the JVM's code cache");
+  app.add_option("--debuginfod", config.debuginfod_urls,
+                 "Fetch the debug files of stripped files by build ID from these debuginfod "
+                 "servers (space-separated URLs), in the background (default: $DEBUGINFOD_URLS)");
+  app.add_option("--debuginfod-cache", config.debuginfod_cache,
+                 "Where fetched debug files are kept; it and the directories above it must be "
+                 "root's alone")
+      ->capture_default_str();
+  app.add_option("--debuginfod-timeout", config.debuginfod_timeout_seconds,
+                 "Seconds a whole fetch may take")
+      ->check(CLI::Range(1u, 3600u))
+      ->capture_default_str();
   app.add_option("--stack-storage", config.stack_storage,
                  "Distinct stacks kept in the kernel per interval")
       ->check(CLI::Range(64u, 1u << 22))
@@ -205,6 +217,11 @@ void finish_parse(const CLI::App& app, Config& config)
   // Agent mode writes one set of dumps per interval: a minute unless asked otherwise.
   if (!config.output_dir.empty() && app.count("--interval") == 0)
     config.interval_seconds = 60;
+  // The standard variable of elfutils' clients (gdb, perf, systemd-coredump) opts in too.
+  if (app.count("--debuginfod") == 0) {
+    if (const char* urls = std::getenv("DEBUGINFOD_URLS"))
+      config.debuginfod_urls = urls;
+  }
 }
 
 } // namespace flamebpf::cli

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unordered_map>
 
 #include "common/elf_reader.h"
+#include "symbolize/debuginfod.h"
 #include "symbolize/name_cut.h"
 #include "symbolize/xz.h"
 
@@ -112,13 +114,31 @@ uint64_t bias_between(const ElfReader& file, const ElfReader& debug)
   return ours && theirs ? ours->vaddr - theirs->vaddr : 0;
 }
 
-// The .symtab of the debug file of reader's file, if one is found; its path in found_at.
+// The file fd, for its DWARF (section .debug_info of reader, its ELF) to be read later, if it has
+// any. A descriptor of its own: the one open() took is closed on return.
+std::optional<InlineSource>
+inline_source(int fd, const ElfReader& reader, uint64_t bias, const std::string& shown)
+{
+  const ElfSection* info = reader.section_named(".debug_info");
+  if (!info || info->type == SHT_NOBITS || info->size == 0)
+    return std::nullopt;
+  UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!own.valid())
+    return std::nullopt;
+  return InlineSource{std::move(own), bias, shown};
+}
+
+// The .symtab of the debug file of reader's file, if one is found; its path in found_at, and
+// where its DWARF is in dwarf.
 std::optional<ElfSymbols::Table> debug_file_table(const ElfReader& reader,
                                                   const struct stat& status,
                                                   const std::string& path,
                                                   const std::string& build_id,
                                                   const std::vector<DebugRoot>& roots,
+                                                  DebugFetcher* fetcher,
+                                                  const std::string& shown,
                                                   std::string& found_at,
+                                                  std::optional<InlineSource>& dwarf,
                                                   std::vector<std::string>& problems)
 {
   DebugQuery query{path, build_id, std::nullopt, status.st_dev, status.st_ino};
@@ -132,6 +152,13 @@ std::optional<ElfSymbols::Table> debug_file_table(const ElfReader& reader,
   if (query.build_id.empty() && !query.link)
     return std::nullopt;
   auto found = find_debug_file(roots, query, problems);
+  if (!found && fetcher && !build_id.empty()) {
+    // Fetched (now, or in an earlier run) into flamebpf's cache, and checked there to carry the
+    // file's build ID; if not yet, it is on its way.
+    if (auto fetched = fetcher->find(build_id, shown))
+      found = DebugFile{std::move(*fetched), "debuginfod:" + hex(build_id),
+                        "debuginfod's file for " + shown};
+  }
   if (!found)
     return std::nullopt;
   struct stat debug_status {};
@@ -144,7 +171,9 @@ std::optional<ElfSymbols::Table> debug_file_table(const ElfReader& reader,
     return std::nullopt;
   }
   found_at = found->path;
-  return read_table(*debug, SHT_SYMTAB, bias_between(reader, *debug), problems);
+  uint64_t bias = bias_between(reader, *debug);
+  dwarf = inline_source(found->fd.get(), *debug, bias, found->shown);
+  return read_table(*debug, SHT_SYMTAB, bias, problems);
 }
 
 // The .symtab of reader's MiniDebugInfo (.gnu_debugdata), if it has one.
@@ -196,7 +225,8 @@ ElfSymbols::~ElfSymbols() = default;
 Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
                                                      const std::string& path,
                                                      const std::vector<DebugRoot>& debug_roots,
-                                                     const std::string& shown)
+                                                     const std::string& shown,
+                                                     DebugFetcher* fetcher)
 {
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0)
@@ -220,13 +250,14 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     // A file with its own .symtab is not stripped: no debug file can name more.
     best = read_table(*reader, SHT_SYMTAB, 0, problems);
     symbols->symbols_from_ = ".symtab";
+    symbols->inline_source_ = inline_source(fd.get(), *reader, 0, shown);
   } else {
     Table dynamic = read_table(*reader, SHT_DYNSYM, 0, problems);
     best = dynamic;
     symbols->symbols_from_ = ".dynsym";
     std::string debug_path;
-    auto debug =
-        debug_file_table(*reader, status, path, build_id, debug_roots, debug_path, problems);
+    auto debug = debug_file_table(*reader, status, path, build_id, debug_roots, fetcher, shown,
+                                  debug_path, symbols->inline_source_, problems);
     if (debug && debug->symbols.size() > best.symbols.size()) {
       best = std::move(*debug);
       symbols->symbols_from_ = debug_path;
@@ -307,7 +338,10 @@ std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t fi
     it->second = symbol->name_cut ? Demangled{std::string(name), true} : demangle_bounded(name);
     demangled_cut_ += it->second.cut && !symbol->name_cut;
   }
-  return SymbolMatch{it->second.text, *address - symbol->address, it->second.cut};
+  SymbolMatch match{it->second.text, *address - symbol->address, it->second.cut, {}};
+  if (inlines_)
+    match.inlined = inlines_->at(*address);
+  return match;
 }
 
 std::optional<std::string> ElfSymbols::symbolize_file_offset(uint64_t file_offset) const

@@ -1,9 +1,9 @@
 // The function symbols of one ELF file, read once into flamebpf's own memory: the file and any
-// debug file are closed before open() returns, so a cached file holds no descriptor and no
-// mapping. The symbols come from whichever table is richest: the file's .symtab if it has one;
-// else its .dynsym, the .symtab of its separate debug file (debug_files.h), or its .dynsym with
-// the MiniDebugInfo of .gnu_debugdata. Every read has a byte budget; a name cut by one ends in
-// kTruncated (name_cut.h).
+// debug file are closed before open() returns, so a cached file holds no mapping, and no
+// descriptor once its inline index (which names inlined functions from DWARF) is built. The symbols
+// come from whichever table is richest: the file's .symtab if it has one; else its .dynsym, the
+// .symtab of its separate debug file (debug_files.h), or its .dynsym with the MiniDebugInfo of
+// .gnu_debugdata. Every read has a byte budget; a name cut by one ends in kTruncated (name_cut.h).
 #pragma once
 
 #include <cstddef>
@@ -12,14 +12,19 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "symbolize/debug_files.h"
 #include "symbolize/demangle.h"
+#include "symbolize/dwarf_inlines.h"
+#include "symbolize/inline_indexer.h"
 
 namespace flamebpf::symbolize {
+
+class DebugFetcher;
 
 // Budgets of what is read from one ELF file (and its debug file), each: symbol tables (read in
 // small steps; 2.8 million 64-bit entries), string tables (held while the table is read), a name.
@@ -40,19 +45,34 @@ public:
   // Reads the symbols of the ELF file fd (closed on return). path is the file's path inside its
   // root, as /proc/<pid>/maps shows it, for the .gnu_debuglink lookup; debug_roots are searched
   // for its debug file, in order. shown names the file in messages.
+  // Where no debug root has it, the debug file is asked of fetcher (if given) by build ID.
   [[nodiscard]] static Result<std::unique_ptr<ElfSymbols>>
   open(UniqueFd fd,
        const std::string& path,
        const std::vector<DebugRoot>& debug_roots,
-       const std::string& shown);
+       const std::string& shown,
+       DebugFetcher* fetcher = nullptr);
 
   struct SymbolMatch {
     std::string name; // demangled, at most kMaxSymbolNameBytes or kMaxDemangledBytes
     uint64_t offset;  // of the looked-up byte from the symbol's start
     bool cut = false; // a budget cut the name (when read or demangled): it ends in kTruncated
+    // The functions the compiler inlined at the byte, outermost first, once the file's inline
+    // index is built (use_inlines); they live as long as this ElfSymbols.
+    std::vector<InlineIndex::Inlined> inlined;
   };
   // The function covering the byte at file_offset, with the byte's offset into it.
   std::optional<SymbolMatch> match_file_offset(uint64_t file_offset) const;
+
+  // Where the file's DWARF is (its own .debug_info, or its debug file's), if it has any, for its
+  // inline index to be built off the report cycle; taken once.
+  std::optional<InlineSource> take_inline_source() const
+  {
+    return std::exchange(inline_source_, {});
+  }
+  // From now on, lookups name the inlined functions index holds.
+  void use_inlines(std::shared_ptr<const InlineIndex> index) const { inlines_ = std::move(index); }
+  bool has_inlines() const { return inlines_ != nullptr; }
 
   // The name of the function covering the byte at file_offset in the file, demangled; nullopt if
   // no symbol covers it.
@@ -69,7 +89,8 @@ public:
   size_t symbol_count() const { return symbols_.size(); }
   // Names cut by a budget so far: when read, or when demangled.
   uint64_t names_cut() const { return names_cut_ + demangled_cut_; }
-  // The memory the symbols hold, roughly.
+  // The memory the symbols hold, roughly; the inline index, which files of one build ID share, is
+  // not counted.
   size_t memory_bytes() const;
 
   // A function symbol, its name in names_.
@@ -109,6 +130,9 @@ private:
   std::string build_id_;
   std::string symbols_from_;
   std::vector<std::string> problems_;
+  // Set on the thread that reads the symbols, taken and given by the one that names frames.
+  mutable std::optional<InlineSource> inline_source_;
+  mutable std::shared_ptr<const InlineIndex> inlines_;
 };
 
 } // namespace flamebpf::symbolize

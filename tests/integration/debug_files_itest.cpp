@@ -1,0 +1,369 @@
+// Native frames named from separate debug files: glibc's own local functions, which its stripped
+// libc.so.6 leaves out of .dynsym, come from libc6-dbg, found by build ID; a stripped program's
+// come from a real debuginfod server (Debian's, started by the test), in the background. Servers
+// that stall, trickle, or answer with another file, and a cache that is not flamebpf's alone, each
+// cost one line and no interval.
+#include <arpa/inet.h>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "dumps/dump_files.h"
+#include "harness.h"
+#include "process.h"
+#include "temp_dir.h"
+#include "wait.h"
+
+namespace flamebpf::testing {
+namespace {
+
+// The libc.so.6 that the burner runs with, and the path of its debug file by build ID.
+constexpr const char* kLibc = "/lib/x86_64-linux-gnu/libc.so.6";
+
+std::string build_id_debug_path(const std::string& binary)
+{
+  auto notes = run_process({"/usr/bin/readelf", "-n", binary}, {}, std::chrono::seconds(30));
+  auto at = notes.out.find("Build ID: ");
+  if (notes.status != 0 || at == std::string::npos)
+    return "";
+  std::string id = notes.out.substr(at + 10, notes.out.find('\n', at) - at - 10);
+  return "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+}
+
+TEST(DebugFiles, GlibcsLocalFunctionsAreNamedFromItsDebugPackage)
+{
+  ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+  // What makes this a test of the debug file: libc.so.6 itself cannot name start_thread, and
+  // libc6-dbg (scripts/install-deps.sh --test) holds its debug file.
+  auto symbols = run_process({"/usr/bin/readelf", "-sW", kLibc}, {}, std::chrono::seconds(30));
+  ASSERT_EQ(symbols.status, 0) << symbols.err;
+  ASSERT_EQ(symbols.out.find(" start_thread\n"), std::string::npos)
+      << kLibc << " has a symbol table of its own";
+  std::string debug_file = build_id_debug_path(kLibc);
+  ASSERT_EQ(::access(debug_file.c_str(), R_OK), 0)
+      << "no debug file " << debug_file << " for " << kLibc << ": install libc6-dbg";
+
+  TempDir dir;
+  auto burner = copy_burner(dir.path(), "burner_dbg");
+  Child workload({burner, "--late-thread", "0.2", "4"});
+  wait_until_started(workload.pid(), "burner_dbg");
+  std::string out = dir.path().string() + "/out.folded";
+  auto run = run_flamebpf({"--pid", std::to_string(workload.pid()), "-d", "3", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto folded = read_folded(out);
+  auto roots = late_thread_roots(folded);
+  ASSERT_GT(roots.thread, 100u) << hottest_stacks(folded);
+  EXPECT_GE(roots.start_thread * 100, roots.thread * 95) << hottest_stacks(folded);
+  std::printf("[ FIGURES  ] %llu of %llu samples of the thread reach start_thread, named from %s\n",
+              static_cast<unsigned long long>(roots.start_thread),
+              static_cast<unsigned long long>(roots.thread), debug_file.c_str());
+}
+
+namespace fs = std::filesystem;
+
+// The stripped spinner whose local function only its debug file names.
+constexpr const char* kLocalFunction = "elf_spinner_inner";
+
+std::string spinner_variant(const std::string& name)
+{
+  return std::string(ELF_SPINNERS_DIR) + "/" + name;
+}
+
+// A TCP listener on 127.0.0.1 whose every connection is handed to answer, on a thread of its own,
+// once the request's headers are in; answer(-1) is never called.
+class FakeServer {
+public:
+  explicit FakeServer(std::function<void(int)> answer) : answer_(std::move(answer))
+  {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+      throw std::runtime_error("cannot listen");
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int connection = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (connection < 0 || stopping_)
+          return;
+        connections_.push_back(connection);
+        std::string request;
+        char buffer[4096];
+        while (request.find("\r\n\r\n") == std::string::npos) {
+          ssize_t n = ::read(connection, buffer, sizeof buffer);
+          if (n <= 0)
+            break;
+          request.append(buffer, static_cast<size_t>(n));
+        }
+        requests_++;
+        answer_(connection);
+      }
+    });
+  }
+  ~FakeServer()
+  {
+    stopping_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+    for (int connection : connections_)
+      ::close(connection);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_; }
+
+private:
+  std::function<void(int)> answer_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> requests_{0};
+  std::vector<int> connections_;
+  std::thread thread_;
+};
+
+// Sends text, false once the client has gone (no SIGPIPE).
+bool write_all(int fd, const std::string& text)
+{
+  return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+}
+
+class DebuginfodTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    // A copy of its own, with nothing beside it: no local debug file names it.
+    program_ = dir_.path().string() + "/spinner";
+    fs::copy_file(spinner_variant("elf_spinner.stripped"), program_);
+    cache_ = dir_.path().string() + "/cache";
+  }
+
+  struct Run {
+    ProcessOutput output;
+    std::vector<std::map<std::string, uint64_t>> windows; // each interval's folded stacks
+    std::string log() const { return output.out + output.err; }
+  };
+
+  // Profiles the spinner for seconds in windows of 1 s, with environment added to the test's.
+  Run profile(const std::vector<std::string>& args,
+              int seconds,
+              const std::vector<std::string>& environment = {})
+  {
+    Child spinner({program_});
+    wait_until_busy(spinner.pid(), "spinner");
+    std::string out = dir_.path().string() + "/out-" + std::to_string(++runs_);
+    std::vector<std::string> argv{FLAMEBPF_BINARY,
+                                  "--pid",
+                                  std::to_string(spinner.pid()),
+                                  "-d",
+                                  std::to_string(seconds),
+                                  "--output-dir",
+                                  out,
+                                  "--interval",
+                                  "1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    SpawnOptions options;
+    std::vector<std::string> env;
+    for (char** variable = environ; *variable; ++variable) {
+      if (!std::string(*variable).starts_with("DEBUGINFOD_"))
+        env.emplace_back(*variable);
+    }
+    env.insert(env.end(), environment.begin(), environment.end());
+    options.environment = env;
+    Run run;
+    run.output = run_process(argv, options, std::chrono::seconds(seconds + 30));
+    std::string target =
+        out + "/" + dumps::target_directory("spinner-" + std::to_string(spinner.pid()));
+    for (const auto& window : dumps::list_dumps(target))
+      run.windows.push_back(read_folded(target + "/" + window.files[0]));
+    return run;
+  }
+
+  // Samples naming the local function, and all, in windows [first, end).
+  static std::pair<uint64_t, uint64_t> named(const Run& run, size_t first)
+  {
+    uint64_t named = 0;
+    uint64_t all = 0;
+    for (size_t i = first; i < run.windows.size(); ++i) {
+      named += count_containing(run.windows[i], kLocalFunction);
+      all += total_count(run.windows[i]);
+    }
+    return {named, all};
+  }
+
+  TempDir dir_{"/var/tmp"};
+  std::string program_;
+  std::string cache_;
+  int runs_ = 0;
+};
+
+// Debian's debuginfod, serving the spinner's debug file: with DEBUGINFOD_URLS set, the frames of
+// the intervals after it arrived are named, and the next run finds it in the cache.
+TEST_F(DebuginfodTest, RealServerNamesAStrippedProgram)
+{
+  std::string served = dir_.path().string() + "/served";
+  fs::create_directories(served);
+  fs::copy_file(spinner_variant("elf_spinner.debug"), served + "/elf_spinner.debug");
+  // A port no one holds now, for the server to take.
+  int port = 0;
+  {
+    FakeServer probe([](int) {});
+    port = std::stoi(probe.url().substr(probe.url().rfind(':') + 1));
+  }
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  Child server({"/usr/bin/debuginfod", "-F", served, "-d", dir_.path().string() + "/db.sqlite",
+                "-p", std::to_string(port)},
+               "", dir_.path().string() + "/server.log");
+  // Until the server has indexed the file and answers for it.
+  auto id = run_process({"/usr/bin/readelf", "-n", program_}, {}, std::chrono::seconds(30));
+  std::string build_id = id.out.substr(id.out.find("Build ID: ") + 10, 40);
+  SpawnOptions client;
+  client.environment = std::vector<std::string>{
+      "DEBUGINFOD_URLS=" + url, "DEBUGINFOD_CACHE_PATH=" + dir_.path().string() + "/probe-cache"};
+  // Each try with a cache of its own: libdebuginfod remembers a miss for ten minutes.
+  int tries = 0;
+  wait_until(
+      [&] {
+        client.environment->back() = "DEBUGINFOD_CACHE_PATH=" + dir_.path().string() +
+                                     "/probe-cache-" + std::to_string(++tries);
+        return run_process({"/usr/bin/debuginfod-find", "debuginfo", build_id}, client,
+                           std::chrono::seconds(10))
+                   .status == 0;
+      },
+      std::chrono::seconds(60), "debuginfod to serve the debug file",
+      std::chrono::milliseconds(500));
+
+  auto run = profile({"--debuginfod-cache", cache_}, 5, {"DEBUGINFOD_URLS=" + url});
+  ASSERT_EQ(run.output.status, 0) << run.log();
+  ASSERT_GE(run.windows.size(), 4u) << run.log();
+  EXPECT_NE(run.log().find("debuginfod: fetched the debug file of"), std::string::npos)
+      << run.log();
+  // From the third window on, the file has arrived.
+  auto [later, all] = named(run, 2);
+  EXPECT_GT(all, 100u) << run.log();
+  EXPECT_GE(later * 100, all * 95) << run.log();
+  EXPECT_TRUE(fs::exists(cache_ + "/" + build_id + "/debuginfo"));
+
+  // The server gone, the cache names every window of the next run.
+  server.signal(SIGTERM);
+  server.wait();
+  auto cached = profile({"--debuginfod", url, "--debuginfod-cache", cache_}, 3);
+  auto [named_now, all_now] = named(cached, 0);
+  EXPECT_GE(named_now * 100, all_now * 95) << cached.log();
+  std::printf("[ FIGURES  ] debuginfod: %llu of %llu samples named after the fetch; %llu of %llu "
+              "from the cache\n",
+              static_cast<unsigned long long>(later), static_cast<unsigned long long>(all),
+              static_cast<unsigned long long>(named_now), static_cast<unsigned long long>(all_now));
+}
+
+// A server that never answers, and one that answers a byte at a time: each costs one warning, the
+// run ends on time with every interval, and nothing is left in the cache.
+TEST_F(DebuginfodTest, StalledAndTricklingServersCostOneLineAndNoInterval)
+{
+  FakeServer silent([](int) {});
+  std::atomic<bool> done{false};
+  FakeServer trickle([&](int connection) {
+    write_all(connection, "HTTP/1.1 200 OK\r\nContent-Length: 10000000\r\n\r\n");
+    for (int i = 0; i < 200 && !done; ++i) {
+      if (!write_all(connection, "x"))
+        return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  for (const FakeServer* server : {&silent, &trickle}) {
+    auto started = std::chrono::steady_clock::now();
+    // A cache each: libdebuginfod remembers a failed fetch for ten minutes.
+    std::string cache = cache_ + (server == &silent ? "-silent" : "-trickle");
+    auto run = profile(
+        {"--debuginfod", server->url(), "--debuginfod-cache", cache, "--debuginfod-timeout", "2"},
+        4);
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    ASSERT_EQ(run.output.status, 0) << run.log();
+    EXPECT_GE(server->requests(), 1) << run.log();
+    EXPECT_GE(run.windows.size(), 4u) << run.log();
+    auto warnings = lines_with(run.log(), "debuginfod: cannot fetch");
+    EXPECT_EQ(warnings.size(), 1u) << run.log();
+    EXPECT_EQ(count_containing(run.windows.back(), kLocalFunction), 0u);
+    // The whole run: its 4 s, starting and stopping, not a fetch's time-out more.
+    EXPECT_LT(took.count(), 4 + 8) << run.log();
+    std::printf("[ FIGURES  ] %s server: run of 4 s took %.2f s; %s\n",
+                server == &silent ? "silent" : "trickling", took.count(),
+                warnings.empty() ? "" : warnings[0].c_str());
+  }
+  done = true;
+  for (const auto& entry : fs::recursive_directory_iterator(dir_.path()))
+    EXPECT_FALSE(entry.is_regular_file() && entry.path().filename() == "debuginfo" &&
+                 fs::file_size(entry.path()) > 0)
+        << entry.path();
+}
+
+// A server that answers with another ELF file: its build ID is not the program's, so it names
+// nothing, and that is said.
+TEST_F(DebuginfodTest, AnswerWithAnotherBuildIdIsRefused)
+{
+  std::string other;
+  {
+    std::ifstream in(FLAMEBPF_UNWIND_FIXTURE_FP, std::ios::binary);
+    other.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  FakeServer wrong([&](int connection) {
+    write_all(connection, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(other.size()) +
+                              "\r\nConnection: close\r\n\r\n" + other);
+    ::shutdown(connection, SHUT_WR);
+  });
+  auto run = profile({"--debuginfod", wrong.url(), "--debuginfod-cache", cache_}, 4);
+  ASSERT_EQ(run.output.status, 0) << run.log();
+  auto said = lines_with(run.log(), "is not its debug file");
+  ASSERT_EQ(said.size(), 1u) << run.log();
+  EXPECT_NE(said[0].find("removed from the cache"), std::string::npos) << said[0];
+  auto [named_samples, all] = named(run, 0);
+  EXPECT_GT(all, 100u);
+  EXPECT_EQ(named_samples, 0u) << run.log();
+  // Not kept: nothing of it is in the cache for the next run.
+  for (const auto& entry : fs::recursive_directory_iterator(cache_))
+    EXPECT_FALSE(entry.path().filename() == "debuginfo" && fs::file_size(entry.path()) > 0)
+        << entry.path();
+}
+
+// A cache below a directory another user may write, or reached through a link: no fetch at all,
+// one line, and nothing written where the link points.
+TEST_F(DebuginfodTest, CacheThatIsNotFlamebpfsAloneIsRefused)
+{
+  std::string elsewhere = dir_.path().string() + "/elsewhere";
+  fs::create_directories(elsewhere);
+  std::string link = dir_.path().string() + "/link";
+  fs::create_symlink(elsewhere, link);
+  std::string shared = dir_.path().string() + "/shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms(0777));
+  FakeServer server([](int) {});
+  for (const std::string& cache : {link + "/cache", shared + "/cache"}) {
+    auto run = profile({"--debuginfod", server.url(), "--debuginfod-cache", cache}, 2);
+    ASSERT_EQ(run.output.status, 0) << run.log();
+    auto said = lines_with(run.log(), "debuginfod: no debug files are fetched");
+    ASSERT_EQ(said.size(), 1u) << run.log();
+    EXPECT_NE(said[0].find("cannot be trusted"), std::string::npos) << said[0];
+    EXPECT_GE(run.windows.size(), 2u) << run.log();
+  }
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+  EXPECT_FALSE(fs::exists(shared + "/cache"));
+  EXPECT_EQ(server.requests(), 0);
+}
+
+} // namespace
+} // namespace flamebpf::testing
