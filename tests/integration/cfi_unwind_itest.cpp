@@ -188,9 +188,12 @@ std::string context_of(const SideBySide& seen)
 // sound).
 void expect_reported_once_and_counted(const std::string& log, const std::string& file)
 {
-  EXPECT_EQ(lines_with(log, file).size(), 1u)
-      << "a file whose CFI cannot be read is logged once, naming it\n"
-      << own_log(log);
+  // Other lines may name the file for what else is read of it (its inlined functions).
+  size_t about_cfi = 0;
+  for (const auto& line : lines_with(log, file))
+    about_cfi += line.find("FDE") != std::string::npos || line.find("CFI") != std::string::npos;
+  EXPECT_EQ(about_cfi, 1u) << "a file whose CFI cannot be read is logged once, naming it\n"
+                           << own_log(log);
   auto summaries = lines_with(log, "unwind tables: ");
   ASSERT_FALSE(summaries.empty()) << own_log(log);
   EXPECT_NE(summaries.back().find(" 1 partly malformed"), std::string::npos)

@@ -519,7 +519,8 @@ TEST_F(RecordTest, ContainerStartedWhileProfilingNeverCountsForTheHost)
   for (const auto& container : containers) {
     std::string short_id = container.substr(container.rfind('/') + 1, 12);
     auto own = read_folded(dir_.path().string() + "/all." + short_id + ".folded");
-    EXPECT_GT(count_with_prefix(own, "burner_new;"), 150u) << short_id << "\n" << context;
+    EXPECT_GT(count_with_prefix(own, "burner_new;"), 150u) << short_id << "\n"
+                                                           << hottest_stacks(own) << context;
   }
 }
 

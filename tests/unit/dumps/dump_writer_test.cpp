@@ -299,13 +299,13 @@ TEST(Stats, OneJsonLinePerInterval)
 {
   auto profile = interval(5, 3);
   profile.counters.counts[FB_COUNTER_KSTACK_COLLISION] = 2;
-  profile.symbolize_stats = {100, 4, 50, 1, 6, 2};
+  profile.symbolize_stats = {100, 4, 50, 1, 6, 2, 9};
   IntervalStats stats;
   stats.window = window(0);
   stats.profile = &profile;
   stats.perf_maps = {{42, "web\"quoted", 1.5}};
   stats.usage = {1.25, 30 << 20, 12 << 20, 17};
-  stats.occupancy = {120, 3, 0, 118, 40};
+  stats.occupancy = {120, 3, 0, 118, 40, 5 << 20};
   stats.interval_cpu_seconds = 0.05;
   std::string json = stats_json(stats);
   EXPECT_EQ(json.find('\n'), std::string::npos);
@@ -313,6 +313,7 @@ TEST(Stats, OneJsonLinePerInterval)
   EXPECT_NE(json.find("\"web\":{\"samples\":5,\"processes\":1}"), std::string::npos) << json;
   EXPECT_NE(json.find("\"total\":2,\"kernel_stack_collisions\":2"), std::string::npos) << json;
   EXPECT_NE(json.find("\"native_share\":0.0400"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"native_inlined_frames\":9"), std::string::npos) << json;
   EXPECT_NE(json.find("\"jit_share\":0.0200"), std::string::npos) << json;
   EXPECT_NE(json.find("\"truncated\":{\"names\":6,\"stacks\":2}"), std::string::npos) << json;
   EXPECT_NE(json.find("{\"pid\":42,\"target\":\"web\\\"quoted\",\"age_seconds\":1.5}"),
@@ -322,7 +323,8 @@ TEST(Stats, OneJsonLinePerInterval)
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"occupancy\":{\"known_images\":120,\"cgroup_targets\":3,"
-                      "\"pid_targets\":0,\"processes\":118,\"elf_files\":40}"),
+                      "\"pid_targets\":0,\"processes\":118,\"elf_files\":40,"
+                      "\"symbol_bytes\":5242880}"),
             std::string::npos)
       << json;
   EXPECT_EQ(summary_line(stats), "interval 16:20:00\xE2\x80\x93"

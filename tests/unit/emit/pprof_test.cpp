@@ -346,13 +346,41 @@ TEST(Pprof, InlinedJavaMethodsAreLinesOfTheCompiledMethodsLocation)
   EXPECT_TRUE(mapping_named(profile, "[jit]").has_inline_frames());
   EXPECT_FALSE(mapping_named(profile, kBurner).has_inline_frames());
 
-  // An inlined frame after no Java frame (a folded file's first frame) stands alone.
+  // An inlined frame after no frame it could be inlined into (a folded file's first frame, or
+  // after an unnamed one) stands alone.
   SymbolizedProfile odd;
   odd.frequency_hz = 99;
-  odd.stacks = {{1, "x", "", {inlined("A.a"), native("f"), inlined("B.b")}, 1}};
+  odd.stacks = {{1, "x", "", {inlined("A.a"), unknown("[unknown]"), inlined("B.b")}, 1}};
   pb::Profile alone = parse(odd);
   EXPECT_EQ(sample_names(alone, alone.sample(0)),
-            (std::vector<std::string>{"B.b", "f", "A.a", "x"}));
+            (std::vector<std::string>{"B.b", "[unknown]", "A.a", "x"}));
+}
+
+TEST(Pprof, InlinedNativeFunctionsAreLinesOfTheirCallersLocationInItsFile)
+{
+  SymbolizedProfile input;
+  input.frequency_hz = 99;
+  input.stacks = {
+      {1,
+       "spinner",
+       "",
+       {native("main"), native("outer_work"), Frame{"middle_step", kBurner, FrameKind::kInlined},
+        Frame{"leaf_mix", kBurner, FrameKind::kInlined}},
+       5}};
+  pb::Profile profile = parse(input);
+  ASSERT_EQ(profile.sample_size(), 1);
+  EXPECT_EQ(sample_names(profile, profile.sample(0)),
+            (std::vector<std::string>{"leaf_mix+middle_step+outer_work", "main", "spinner"}));
+  const pb::Mapping& file = mapping_named(profile, kBurner);
+  EXPECT_TRUE(file.has_inline_frames());
+  size_t three_lines = 0;
+  for (const auto& location : profile.location()) {
+    if (location.line_size() != 3)
+      continue;
+    ++three_lines;
+    EXPECT_EQ(location.mapping_id(), file.id());
+  }
+  EXPECT_EQ(three_lines, 1u);
 }
 
 TEST(Pprof, ValuesArePeriodsOfCpuTime)

@@ -1,6 +1,7 @@
 // How ElfCache opens the file behind a mapping: through /proc/<pid>/map_files, else by the
 // mapping's path inside the process's root, and only the mapping's own file.
 #include <cerrno>
+#include <chrono>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <thread>
 #include <unistd.h>
 
 #include "common/procfs.h"
@@ -159,6 +161,36 @@ TEST_F(ElfCacheFallback, HoldsNoMoreSymbolsThanItsBudget)
   EXPECT_NE(cache.get(kPid, mapping("c.so")), nullptr);
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.held_bytes(), one_file);
+}
+
+// The inline index of a file with DWARF, built in the background, counts in the cache's budget;
+// where the budget has no room for it, the file keeps its symbols and goes without inlines.
+TEST_F(ElfCacheFallback, InlineIndexesCountInTheBudget)
+{
+  fs::copy_file(std::string(INLINE_SPINNERS_DIR) + "/gcc-dwarf5", root_ / "lib/spinner");
+  auto mapping = mapping_of("/lib/spinner", inode_of(root_ / "lib/spinner"));
+  auto built = [](ElfCache& cache) {
+    for (int tries = 0; tries < 1000 && cache.inline_builds_pending() > 0; ++tries)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cache.install_inlines();
+  };
+  size_t symbols_only = 0;
+  {
+    ElfCache cache(proc());
+    auto symbols = cache.get(kPid, mapping);
+    ASSERT_NE(symbols, nullptr);
+    symbols_only = symbols->memory_bytes();
+    EXPECT_EQ(cache.held_bytes(), symbols_only);
+    built(cache);
+    EXPECT_TRUE(symbols->has_inlines());
+    EXPECT_GT(cache.held_bytes(), symbols_only);
+  }
+  ElfCache cache(proc(), symbols_only);
+  auto symbols = cache.get(kPid, mapping);
+  ASSERT_NE(symbols, nullptr);
+  built(cache);
+  EXPECT_FALSE(symbols->has_inlines());
+  EXPECT_EQ(cache.held_bytes(), symbols_only);
 }
 
 // Through the real /proc: a mapped file that was deleted is still read through map_files.

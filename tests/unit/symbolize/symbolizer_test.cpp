@@ -337,28 +337,28 @@ TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
   }
 }
 
-// A file named libjvm.so mapped as code into the test process, as a launcher maps it when it
-// loads the VM. Made beside the test binary: /tmp may be mounted noexec.
-class FakeVmMapping {
+// A file of the given name mapped as code into the test process, as a launcher maps libjli.so
+// and then libjvm.so. Made beside the test binary: /tmp may be mounted noexec.
+class FakeLibraryMapping {
 public:
-  FakeVmMapping()
+  explicit FakeLibraryMapping(const std::string& name)
   {
     std::string dir_template =
-        std::filesystem::read_symlink("/proc/self/exe").parent_path().string() + "/jvm-XXXXXX";
+        std::filesystem::read_symlink("/proc/self/exe").parent_path().string() + "/lib-XXXXXX";
     EXPECT_NE(::mkdtemp(dir_template.data()), nullptr);
     dir_ = dir_template;
-    std::string vm = dir_ + "/libjvm.so";
-    std::ofstream(vm) << std::string(4096, '\0');
-    int fd = ::open(vm.c_str(), O_RDONLY | O_CLOEXEC);
+    file_ = dir_ + "/" + name;
+    std::ofstream(file_) << std::string(4096, '\0');
+    int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0);
     mapped_ = ::mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
     ::close(fd);
     EXPECT_NE(mapped_, MAP_FAILED);
   }
-  ~FakeVmMapping()
+  ~FakeLibraryMapping()
   {
     ::munmap(mapped_, 4096);
-    ::unlink((dir_ + "/libjvm.so").c_str());
+    ::unlink(file_.c_str());
     ::rmdir(dir_.c_str());
   }
   // An address in no code mapping: symbolizing it makes the symbolizer re-read the maps.
@@ -366,6 +366,7 @@ public:
 
 private:
   std::string dir_;
+  std::string file_;
   void* mapped_ = nullptr;
 };
 
@@ -376,7 +377,7 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
   ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
   symbolizer_->on_process_seen(self, "");
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-  FakeVmMapping vm;
+  FakeLibraryMapping vm("libjvm.so");
   // The next interval finds an address outside every known code mapping: a capture again.
   symbolizer_->forget_exited_processes();
   frames_of(one_sample({vm.address()}, {}));
@@ -388,6 +389,33 @@ TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
 
   symbolizer_->forget_exited_processes();
   frames_of(one_sample({vm.address()}, {}));
+  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+}
+
+// A java launcher that loads the VM and is then not sampled again (a JVM paused at its start
+// uses no CPU) is found a JVM at the end of an interval all the same; a process that is no
+// launcher is not read again.
+TEST_F(SymbolizerSelf, LauncherIsFoundAJvmWithNoFurtherSample)
+{
+  ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
+  FakeLibraryMapping launcher("libjli.so");
+  symbolizer_->on_process_seen(self, "");
+  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+  FakeLibraryMapping vm("libjvm.so");
+  symbolizer_->forget_exited_processes();
+  auto found = symbolizer_->take_new_jvms();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].key, self);
+  symbolizer_->forget_exited_processes();
+  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
+}
+
+TEST_F(SymbolizerSelf, ProcessThatIsNoLauncherIsNotReadAgainUnsampled)
+{
+  ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
+  symbolizer_->on_process_seen(self, "");
+  FakeLibraryMapping vm("libjvm.so");
+  symbolizer_->forget_exited_processes();
   EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
 }
 

@@ -161,6 +161,7 @@ std::string stats_json(const IntervalStats& stats)
                   frames.jit_unnamed, share(frames.jit_unnamed, frames.jit_frames));
   // What the budgets on targets' names cut: names ending in "[truncated]", stacks with a
   // "[truncated]" frame in place of those they lost.
+  json += fmt::format(",\"native_inlined_frames\":{}", frames.native_inlined_frames);
   json += fmt::format(",\"truncated\":{{\"names\":{},\"stacks\":{}}}", frames.truncated_names,
                       frames.truncated_stacks);
   json += ",\"perf_maps\":[";
@@ -176,9 +177,10 @@ std::string stats_json(const IntervalStats& stats)
                       stats.usage.rss_anon_bytes, stats.usage.open_fds);
   const Occupancy& held = stats.occupancy;
   json += fmt::format(",\"occupancy\":{{\"known_images\":{},\"cgroup_targets\":{},"
-                      "\"pid_targets\":{},\"processes\":{},\"elf_files\":{}}}",
+                      "\"pid_targets\":{},\"processes\":{},\"elf_files\":{},"
+                      "\"symbol_bytes\":{}}}",
                       held.known_images, held.cgroup_targets, held.pid_targets, held.processes,
-                      held.elf_files);
+                      held.elf_files, held.symbol_bytes);
   json += fmt::format(",\"files_written\":{},\"dumps_pending\":{}}}", stats.files_written,
                       stats.dumps_pending);
   return json;

@@ -28,6 +28,7 @@ struct Occupancy {
   size_t pid_targets = 0;    // BPF pid filter
   size_t processes = 0;      // processes the symbolizer remembers
   size_t elf_files = 0;      // ELF files it holds open
+  size_t symbol_bytes = 0;   // what their symbols and inline indexes take, roughly
 };
 
 // Reads this process's CPU time and resident memory.

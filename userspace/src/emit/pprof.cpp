@@ -35,11 +35,6 @@ std::string_view or_unknown(const std::string& name)
   return name.empty() ? kUnknownName : std::string_view(name);
 }
 
-bool is_java(FrameKind kind)
-{
-  return kind == FrameKind::kJit || kind == FrameKind::kInlined;
-}
-
 // The file a frame's code came from, "" if unknown. perf's names for the kernel's pseudo-files.
 std::string mapping_name(const Frame& frame)
 {
@@ -143,7 +138,6 @@ uint64_t Builder::mapping(const std::string& file)
     mapping->set_build_id(string(build_id->second));
   // Names are all pprof gets, and they are final: nothing for it to symbolize.
   mapping->set_has_functions(true);
-  mapping->set_has_inline_frames(file == kJitMapping);
   mappings_.emplace(file, id);
   mapping_samples_.push_back(0);
   return id;
@@ -158,6 +152,8 @@ uint64_t Builder::location(uint64_t mapping_id, const std::vector<uint64_t>& fun
   pb::Location* location = out_.add_location();
   location->set_id(id);
   location->set_mapping_id(mapping_id);
+  if (functions_root_first.size() > 1 && mapping_id != 0)
+    out_.mutable_mapping(static_cast<int>(mapping_id - 1))->set_has_inline_frames(true);
   // pprof lists a location's inlined functions innermost first.
   for (auto function = functions_root_first.rbegin(); function != functions_root_first.rend();
        ++function)
@@ -178,12 +174,13 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
                       " samples of pid " + std::to_string(stack.pid) +
                       " overflow int64 nanoseconds"));
 
-  // Root first, as the frames come; a Java method and those inlined into it share one location.
+  // Root first, as the frames come; a function and those inlined into it share one location (its
+  // mapping's): a JIT-compiled Java method's, or a native function's.
   std::vector<uint64_t> locations;
   locations.push_back(location(0, {function(or_unknown(stack.comm), kProcessKind, "")}));
   std::vector<uint64_t> group;
   uint64_t group_mapping = 0;
-  bool group_is_java = false;
+  bool group_takes_inlines = false;
   std::set<uint64_t> stack_mappings;
   auto close_group = [&] {
     if (!group.empty())
@@ -193,14 +190,14 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
   for (const Frame& frame : stack.frames) {
     uint64_t function_id =
         function(or_unknown(frame.name), static_cast<int>(frame.kind), frame.module);
-    if (frame.kind == FrameKind::kInlined && group_is_java) {
+    if (frame.kind == FrameKind::kInlined && group_takes_inlines) {
       group.push_back(function_id);
       continue;
     }
     close_group();
     group.push_back(function_id);
     group_mapping = mapping(mapping_name(frame));
-    group_is_java = is_java(frame.kind);
+    group_takes_inlines = frame.kind == FrameKind::kJit || frame.kind == FrameKind::kNative;
     if (group_mapping != 0)
       stack_mappings.insert(group_mapping);
   }

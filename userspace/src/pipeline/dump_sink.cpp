@@ -71,8 +71,9 @@ Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
   stats.perf_maps = perf_map_ages(context.symbolizer, interval);
   stats.usage = dumps::own_usage();
   auto kernel_maps = context.sampler.occupancy();
-  stats.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets, kernel_maps.pid_targets,
-                     context.symbolizer.processes(), context.symbolizer.elf_files()};
+  stats.occupancy = {kernel_maps.known_images,       kernel_maps.cgroup_targets,
+                     kernel_maps.pid_targets,        context.symbolizer.processes(),
+                     context.symbolizer.elf_files(), context.symbolizer.symbol_bytes()};
   stats.interval_cpu_seconds = stats.usage.cpu_seconds - usage_before_.cpu_seconds;
   usage_before_ = stats.usage;
   stats.files_written = report.files;

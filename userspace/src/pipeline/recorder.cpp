@@ -10,6 +10,7 @@
 #include "pipeline/dump_sink.h"
 #include "pipeline/profile_file_sink.h"
 #include "profile/drop_report.h"
+#include "symbolize/debuginfod.h"
 
 namespace flamebpf::pipeline {
 
@@ -157,6 +158,20 @@ Result<> Recorder::start()
     return fail(kernel_names.error());
   symbolize::SymbolizerOptions symbolizer_options;
   symbolizer_options.java_signatures = config_.java_signatures;
+  if (!config_.debuginfod_urls.empty()) {
+    symbolize::DebuginfodOptions fetching;
+    fetching.urls = config_.debuginfod_urls;
+    fetching.cache_dir = config_.debuginfod_cache;
+    fetching.timeout = std::chrono::seconds(config_.debuginfod_timeout_seconds);
+    auto fetcher = symbolize::DebugFetcher::start(fetching);
+    if (fetcher) {
+      spdlog::info("debuginfod: missing debug files are fetched from {} into {}", fetching.urls,
+                   fetching.cache_dir);
+      symbolizer_options.debug_fetcher = std::move(*fetcher);
+    } else {
+      spdlog::warn("debuginfod: no debug files are fetched: {}", fetcher.error().message);
+    }
+  }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
   last_refresh_ = Steady::now();
   watch_targets();
@@ -191,6 +206,12 @@ void Recorder::hand_new_jvms_to_attacher()
   auto names = targets_.names();
   for (const auto& jvm : found)
     attacher_.on_jvm(jvm.key.pid, jvm.keeps_perf_map, describe_jvm(names, jvm));
+}
+
+void Recorder::reread_rewritten_perf_maps()
+{
+  for (uint32_t pid : attacher_.take_rewritten_perf_maps())
+    symbolizer_->perf_map_rewritten(pid);
 }
 
 void Recorder::install_jit_tables()
@@ -255,9 +276,12 @@ Result<> Recorder::drain()
   // samples are named: otherwise those the kernel took before it joined the filter would count
   // for the host.
   refresh_targets(false);
+  reread_rewritten_perf_maps();
   auto symbolized = symbolizer_->symbolize(*raw, targets_.names());
   if (!symbolized)
     return fail(symbolized.error());
+  for (uint32_t pid : symbolizer_->take_unnamed_jit_processes())
+    attacher_.perf_map_lacks_code(pid);
   // Targets dropped before this drain have no samples left in the kernel.
   targets_.forget_dropped(dropped_before);
   symbolized->frequency_hz = config_.frequency_hz;
@@ -265,7 +289,6 @@ Result<> Recorder::drain()
                 symbolized->total_samples(), symbolized->stacks.size(),
                 raw->counters.counts[FB_COUNTER_FILTERED]);
   accumulator_.add(std::move(*symbolized));
-  hand_new_jvms_to_attacher();
   if (unwind_tables_) {
     // Libraries loaded since the image's maps were read: once per interval at most.
     for (const auto& image : sampler_->missed_images())
@@ -279,6 +302,8 @@ Result<> Recorder::drain()
     sampler_->forget_image(image.pid, image.image_id);
     attacher_.forget_if_gone(image.pid);
   }
+  // After the generation's end, which reads launchers' maps again.
+  hand_new_jvms_to_attacher();
   if (unwind_tables_ && log::verbose()) {
     const auto& counts = unwind_tables_->counts();
     // The row array grows with the tables: the maps' memory now, not only at start.

@@ -55,6 +55,8 @@ private:
   // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
   // before it loaded the VM.
   void hand_new_jvms_to_attacher();
+  // The perf maps HotSpot rewrote on request are read again from their start.
+  void reread_rewritten_perf_maps();
   // Installs the unwind tables of JVMs whose agents' records changed (as often as perf maps are
   // read).
   void install_jit_tables();

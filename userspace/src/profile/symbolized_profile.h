@@ -16,7 +16,7 @@ enum class FrameKind : uint8_t {
   kNative,      // from an ELF file's symbols, or JIT code that is no Java method (stubs)
   kUnknown,     // unresolved: shown as "[unknown]" or "module+0xoffset"
   kJit,         // a JIT-compiled Java method, from a perf map
-  kInlined,     // a Java method the JIT inlined into the frame before it
+  kInlined,     // a function inlined into the frame before it: by the JIT (Java) or the compiler
   kInterpreted, // a Java method run by the interpreter, named from the JVM agent's records
 };
 
@@ -47,10 +47,12 @@ struct SymbolizeStats {
   uint64_t jit_unnamed = 0;      // of those, not in the process's perf map
   uint64_t truncated_names = 0;  // frame names cut short: they end in "[truncated]"
   uint64_t truncated_stacks = 0; // stacks that lost frames: a "[truncated]" frame is in their place
+  uint64_t native_inlined_frames = 0; // functions inlined into native frames, named from DWARF
   SymbolizeStats& operator+=(const SymbolizeStats& other)
   {
     native_frames += other.native_frames;
     native_unnamed += other.native_unnamed;
+    native_inlined_frames += other.native_inlined_frames;
     jit_frames += other.jit_frames;
     jit_unnamed += other.jit_unnamed;
     truncated_names += other.truncated_names;

@@ -15,6 +15,8 @@
 #include "common/mapped_file.h"
 #include "common/procfs.h"
 #include "jvm/jvm_traits.h"
+#include "symbolize/debuginfod.h"
+#include "symbolize/hotspot_code.h"
 
 namespace flamebpf::symbolize {
 
@@ -51,20 +53,33 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapp
     return keep(key, opened, shown);
   }
   // The work owns copies of what it reads: after a stall it runs on alone.
-  auto outcome = stall_guard_.run<OpenedSymbols>([process, mapping, shown]() -> OpenedSymbols {
-    auto file = open_mapped_file(process, mapping);
-    if (!file)
-      return fail(file.error());
-    // Debug files are looked for inside the process's root only.
-    std::string root = process + "/root";
-    std::vector<DebugRoot> debug_roots;
-    if (auto root_fd = open_directory(root))
-      debug_roots.push_back({std::move(*root_fd), kResolveInRoot, root, true});
-    auto symbols = ElfSymbols::open(std::move(*file), mapping.path, debug_roots, shown);
-    if (!symbols)
-      return fail(symbols.error());
-    return std::shared_ptr<const ElfSymbols>(std::move(*symbols));
-  });
+  auto outcome = stall_guard_.run<OpenedSymbols>(
+      [process, mapping, shown, fetcher = fetcher_]() -> OpenedSymbols {
+        auto file = open_mapped_file(process, mapping);
+        if (!file)
+          return fail(file.error());
+        // Debug files are looked for inside the process's root, then on the host: a container's
+        // files are often the host distribution's own (by build ID, checked, so nothing of the
+        // host's is taken for a file it is not).
+        std::string root = process + "/root";
+        std::vector<DebugRoot> debug_roots;
+        struct stat root_status {};
+        struct stat host_status {};
+        bool own_root = ::stat(root.c_str(), &root_status) == 0 && ::stat("/", &host_status) == 0 &&
+                        root_status.st_dev == host_status.st_dev &&
+                        root_status.st_ino == host_status.st_ino;
+        if (auto root_fd = open_directory(root))
+          debug_roots.push_back({std::move(*root_fd), kResolveInRoot, root, true});
+        if (!own_root) {
+          if (auto host_fd = open_directory("/"))
+            debug_roots.push_back({std::move(*host_fd), kResolveInRoot, "", false});
+        }
+        auto symbols =
+            ElfSymbols::open(std::move(*file), mapping.path, debug_roots, shown, fetcher.get());
+        if (!symbols)
+          return fail(symbols.error());
+        return std::shared_ptr<const ElfSymbols>(std::move(*symbols));
+      });
   if (!outcome) {
     spdlog::debug("{}: not read, too many reads of targets' files are stalled", shown);
     return nullptr;
@@ -104,7 +119,99 @@ ElfCache::keep(const FileKey& key, const OpenedSymbols& opened, const std::strin
   }
   held_bytes_ += bytes;
   files_.emplace(key, Cached{symbols, uses_, bytes});
+  queue_inlines(key, symbols);
   return symbols;
+}
+
+void ElfCache::queue_inlines(const FileKey& key, const std::shared_ptr<const ElfSymbols>& symbols)
+{
+  auto source = symbols->take_inline_source();
+  if (!source)
+    return;
+  const std::string& build_id = symbols->build_id();
+  if (!build_id.empty()) {
+    if (auto built = inline_indexes_.find(build_id); built != inline_indexes_.end()) {
+      if (auto index = built->second.lock()) {
+        use_inlines(key, index);
+        return;
+      }
+      inline_indexes_.erase(built);
+    }
+    if (auto job = inline_job_of_build_id_.find(build_id); job != inline_job_of_build_id_.end()) {
+      inline_jobs_[job->second].files.emplace_back(key, symbols);
+      return;
+    }
+  }
+  if (!indexer_)
+    indexer_ = std::make_unique<InlineIndexer>();
+  uint64_t job = next_inline_job_++;
+  std::string shown = source->shown;
+  if (!indexer_->queue(job, std::move(*source))) {
+    spdlog::debug("{}: inlined functions not read: {} files wait for theirs already", shown,
+                  InlineIndexer::kMaxQueued);
+    return;
+  }
+  inline_jobs_[job] = InlineJob{build_id, {{key, symbols}}};
+  if (!build_id.empty())
+    inline_job_of_build_id_[build_id] = job;
+}
+
+void ElfCache::install_inlines()
+{
+  if (!indexer_)
+    return;
+  for (auto& built : indexer_->take_built()) {
+    auto job = inline_jobs_.extract(built.key);
+    if (job.empty())
+      continue;
+    const InlineJob& done = job.mapped();
+    if (!done.build_id.empty())
+      inline_job_of_build_id_.erase(done.build_id);
+    if (!built.problems.empty())
+      spdlog::warn("inlined functions: {}", fmt::join(built.problems, "; ")); // each names the file
+    if (!built.index) {
+      spdlog::debug("{}: no inlined functions named: {}", built.shown, built.index.error().message);
+      continue;
+    }
+    const auto& index = *built.index;
+    spdlog::debug("{}: {} ranges of inlined functions in {} KiB, read in {} ms", built.shown,
+                  index->ranges(), index->memory_bytes() >> 10, built.took.count());
+    // Files forgotten meanwhile are indexed again if they are read again.
+    for (const auto& [key, file] : done.files) {
+      // Held here, so that making room cannot evict it; a file evicted meanwhile is skipped, and
+      // so is another file that came to have its key.
+      auto symbols = file.lock();
+      if (auto cached = files_.find(key);
+          cached != files_.end() && cached->second.symbols == symbols)
+        use_inlines(key, index);
+    }
+    if (!done.build_id.empty())
+      inline_indexes_[done.build_id] = index;
+  }
+  std::erase_if(inline_indexes_, [](const auto& entry) { return entry.second.expired(); });
+}
+
+void ElfCache::use_inlines(const FileKey& key, const std::shared_ptr<const InlineIndex>& index)
+{
+  auto it = files_.find(key);
+  if (it == files_.end())
+    return;
+  size_t bytes = index->memory_bytes();
+  if (held_bytes_ + bytes > max_held_bytes_)
+    evict_unused(held_bytes_ + bytes - max_held_bytes_);
+  if (held_bytes_ + bytes > max_held_bytes_) {
+    if (!full_reported_)
+      spdlog::warn("the symbols of ELF files in use take {} MiB; inlined functions of further "
+                   "files are left unnamed",
+                   held_bytes_ >> 20);
+    full_reported_ = true;
+    return;
+  }
+  // The caller holds the file's symbols, so evicting made room without it.
+  it = files_.find(key);
+  it->second.symbols->use_inlines(index);
+  it->second.bytes += bytes;
+  held_bytes_ += bytes;
 }
 
 void ElfCache::evict_unused(size_t bytes)
@@ -191,6 +298,7 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
   if (traits.hotspot && !image.jvm)
     new_jvms_.push_back(key);
   image.jvm |= traits.hotspot;
+  image.java_launcher = traits.launcher && !image.jvm;
   image.keeps_perf_map |= traits.keeps_perf_map;
   std::vector<MappedCode> code;
   for (auto& mapping : mappings) {
@@ -380,6 +488,84 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   return image.perf_map_usable() ? &image.perf_map->table() : nullptr;
 }
 
+std::optional<PerfMapTable::Entry> ProcessTable::code_read_from_outside(const ImageKey& key,
+                                                                        uint64_t address)
+{
+  auto it = processes_.find(key);
+  if (it == processes_.end() || !it->second.jvm)
+    return std::nullopt;
+  ProcessImage& image = it->second;
+  if (image.hotspot_generation != generation_) {
+    image.hotspot_generation = generation_;
+    image.hotspot_found.clear();
+    if (image.hotspot_code)
+      image.hotspot_code->begin_interval();
+  }
+  if (auto found = image.hotspot_found.find(address))
+    return found;
+  std::string about = fmt::format("JVM {} ({})", key.pid, image.comm);
+  if (!image.hotspot_code) {
+    if (image.hotspot_code_tried)
+      return std::nullopt;
+    image.hotspot_code_tried = true;
+    auto libjvm = std::find_if(image.code.begin(), image.code.end(), [](const MappedCode& code) {
+      return code.mapping.file_backed() && code.mapping.path.ends_with("/libjvm.so");
+    });
+    if (libjvm == image.code.end())
+      return std::nullopt;
+    std::string shown_libjvm =
+        proc_root_ + "/" + std::to_string(key.pid) + "/root" + libjvm->mapping.path;
+    using Opened = Result<std::shared_ptr<HotSpotCode>>;
+    auto outcome = stall_guard_.run<Opened>(
+        [pid = key.pid, proc_root = proc_root_, mapping = libjvm->mapping]() -> Opened {
+          auto code = HotSpotCode::open(pid, proc_root, mapping);
+          if (!code)
+            return fail(code.error());
+          return std::shared_ptr<HotSpotCode>(std::move(*code));
+        });
+    if (!outcome || outcome->stalled) {
+      spdlog::warn("{}: the JIT code of process {} cannot be read from outside: reading it "
+                   "stalls",
+                   shown_libjvm, key.pid);
+      return std::nullopt;
+    }
+    auto opened = outcome->result.get();
+    if (!opened) {
+      // A JVM that exited meanwhile is no trouble; one that runs is said once, whichever of its
+      // images asked.
+      bool gone = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
+      // Said of its libjvm.so: the JVM's own line is the attacher's.
+      if (!gone && hotspot_refused_.insert(key.pid).second)
+        spdlog::warn("{}: the JIT code of process {} cannot be read from outside, so what its "
+                     "perf map lacks stays unnamed: {}",
+                     shown_libjvm, key.pid, opened.error().message);
+      return std::nullopt;
+    }
+    image.hotspot_code = std::move(*opened);
+    spdlog::debug("{}: JIT frames its perf map lacks are named from outside, from HotSpot's code "
+                  "cache",
+                  about);
+  }
+  if (image.hotspot_code->budget_spent())
+    return std::nullopt;
+  auto outcome = stall_guard_.run<std::optional<PerfMapEntry>>(
+      [code = image.hotspot_code, address] { return code->find(address); });
+  if (!outcome || outcome->stalled) {
+    // A JVM whose memory cannot be read without stalling (userfaultfd) is not read again.
+    if (outcome)
+      spdlog::warn("process {} ({}): reading its memory stalls; its JIT frames are no longer read "
+                   "from outside",
+                   key.pid, image.comm);
+    image.hotspot_code.reset();
+    return std::nullopt;
+  }
+  auto entry = outcome->result.get();
+  if (!entry)
+    return std::nullopt;
+  image.hotspot_found.insert(std::move(*entry));
+  return image.hotspot_found.find(address);
+}
+
 std::vector<PerfMapStatus> ProcessTable::perf_maps() const
 {
   std::vector<PerfMapStatus> maps;
@@ -403,6 +589,14 @@ void ProcessTable::poll_perf_maps()
   }
 }
 
+void ProcessTable::reread_perf_map(uint32_t pid)
+{
+  for (auto& [key, image] : processes_) {
+    if (key.pid == pid && image.perf_map)
+      image.perf_map->reread();
+  }
+}
+
 const ProcessImage* ProcessTable::find(const ImageKey& key) const
 {
   auto it = processes_.find(key);
@@ -414,8 +608,38 @@ std::vector<ImageKey> ProcessTable::take_new_jvms()
   return std::exchange(new_jvms_, {});
 }
 
+void ElfCache::forget_build_id(const std::string& build_id)
+{
+  for (auto it = files_.begin(); it != files_.end();) {
+    if (it->second.symbols && it->second.symbols->build_id() == build_id) {
+      held_bytes_ -= it->second.bytes;
+      it = files_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ProcessTable::fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher)
+{
+  fetcher_ = fetcher;
+  elf_cache_.fetch_debug_files_with(std::move(fetcher));
+}
+
 std::vector<ImageKey> ProcessTable::end_generation()
 {
+  if (fetcher_) {
+    // The files a debug file arrived for are read again on their next use.
+    for (const auto& build_id : fetcher_->take_arrived()) {
+      elf_cache_.forget_build_id(build_id);
+      for (auto& [key, image] : processes_) {
+        for (auto& mapped : image.code) {
+          if (mapped.symbols && mapped.symbols->build_id() == build_id)
+            mapped.symbols.reset();
+        }
+      }
+    }
+  }
   // The newest capture of each pid is its current image; older ones were replaced by exec.
   std::unordered_map<uint32_t, uint64_t> newest_capture;
   for (const auto& [key, image] : processes_) {
@@ -423,20 +647,29 @@ std::vector<ImageKey> ProcessTable::end_generation()
     newest = std::max(newest, image.capture_generation);
   }
   std::vector<ImageKey> gone;
+  std::vector<ImageKey> launchers;
   for (auto it = processes_.begin(); it != processes_.end();) {
     auto& [key, image] = *it;
     bool exited = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
     bool replaced =
         image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
     if (exited || replaced) {
+      if (exited)
+        hotspot_refused_.erase(key.pid);
       gone.push_back(key);
       it = processes_.erase(it);
     } else {
       if (image.perf_map_usable())
         image.perf_map->begin_interval();
+      if (image.java_launcher && image.capture_generation == newest_capture[key.pid] &&
+          launchers.size() < kMaxLauncherRechecks)
+        launchers.push_back(key);
       ++it;
     }
   }
+  for (const auto& key : launchers)
+    capture(key, "");
+  elf_cache_.install_inlines();
   elf_cache_.trim();
   ++generation_;
   return gone;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/proc_maps.h"
@@ -21,6 +22,9 @@
 #include "unwind/jvm_records.h"
 
 namespace flamebpf::symbolize {
+
+class DebugFetcher;
+class HotSpotCode;
 
 // An executable mapping and the file behind it.
 struct MappedCode {
@@ -42,6 +46,7 @@ struct ProcessImage {
   bool maps_read = false;       // false when /proc/<pid>/maps could not be read (process gone)
   bool jvm = false;             // a HotSpot JVM: libjvm.so is mapped (and OpenJ9's VM is not)
   bool keeps_perf_map = false;  // an agent that keeps /tmp/perf-<pid>.map current is loaded
+  bool java_launcher = false;   // the java launcher, not yet found with libjvm.so mapped
   uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
   std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
   uint64_t cgroup_id = 0;       // cgroup2 id its first sample was taken in; 0 if not known
@@ -63,6 +68,14 @@ struct ProcessImage {
   // The JVM's unwind table, rebuilt from jvm_records when they change.
   unwind::JitTableKeeper jit_table;
   bool jit_drops_reported = false;
+
+  // The JVM's code as read from outside it (symbolize/hotspot_code.h), for JIT addresses its perf
+  // map does not name: opened on the first such address (once: a failure is not tried again);
+  // the pieces of code found are kept for the generation, since code is freed and reused.
+  std::shared_ptr<HotSpotCode> hotspot_code;
+  bool hotspot_code_tried = false;
+  PerfMapTable hotspot_found;
+  uint64_t hotspot_generation = 0;
 
   // Whether perf_map may be used now: there is one and no stalled refresh holds it.
   bool perf_map_usable();
@@ -99,11 +112,23 @@ public:
   // The symbols of the file behind mapping in process pid, opening it on first use.
   std::shared_ptr<const ElfSymbols> get(uint32_t pid, const procfs::Mapping& mapping);
   size_t size() const { return files_.size(); }
-  // The memory the cached symbols take, roughly.
+  // The memory the cached symbols and inline indexes take, roughly.
   size_t held_bytes() const { return held_bytes_; }
   // Forgets files no process holds beyond the kUnusedKept most recently used, and forgets old
   // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
   void trim();
+  // Debug files no debug root holds are asked of fetcher from now on.
+  void fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher)
+  {
+    fetcher_ = std::move(fetcher);
+  }
+  // Forgets the files whose build ID (hex) is build_id: their debug file arrived.
+  void forget_build_id(const std::string& build_id);
+  // Gives the files whose inline index was built since the last call their index (one line for
+  // what a build cut or refused). A file read while kMaxQueued builds wait gets none.
+  void install_inlines();
+  // Inline index builds queued or under way.
+  size_t inline_builds_pending() const { return indexer_ ? indexer_->pending() : 0; }
 
   static constexpr size_t kUnusedKept = 64;
   static constexpr size_t kFailuresKept = 1024;
@@ -123,15 +148,23 @@ private:
   struct Cached {
     std::shared_ptr<const ElfSymbols> symbols;
     uint64_t last_use = 0;
-    size_t bytes = 0; // symbols->memory_bytes() when cached
+    size_t bytes = 0; // symbols->memory_bytes() when cached, and its inline index's once built
   };
   // Forgets files no process holds, least recently used first, until bytes are freed.
   void evict_unused(size_t bytes);
   // Forgets one file; returns the bytes it held.
   size_t erase(const FileKey& key);
+  // Queues the build of the inline index of a file just read, if it has DWARF and no file of its
+  // build ID has it built or queued already.
+  void queue_inlines(const FileKey& key, const std::shared_ptr<const ElfSymbols>& symbols);
+  // Gives the cached file key, whose symbols the caller holds, its inline index if the budget of
+  // held bytes has room for it. An index shared by copies of one file is counted for each: the
+  // budget errs on the safe side.
+  void use_inlines(const FileKey& key, const std::shared_ptr<const InlineIndex>& index);
 
   std::string proc_root_;
   size_t max_held_bytes_;
+  std::shared_ptr<DebugFetcher> fetcher_;
   std::map<FileKey, Cached> files_;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
@@ -140,6 +173,20 @@ private:
   // Files whose reading stalled and goes on; taken when it ends.
   std::map<FileKey, std::shared_future<OpenedSymbols>> stalled_;
   StallGuard stall_guard_{kStallLimit};
+  // Made when the first file with DWARF is read: its thread is needed only then.
+  std::unique_ptr<InlineIndexer> indexer_;
+  // A build, for every file read meanwhile that has its build ID (copies of one library in many
+  // containers, say): each file is indexed once.
+  struct InlineJob {
+    std::string build_id; // hex; "" if the file has none
+    // The files waiting for it; one evicted meanwhile (its symbols gone) is skipped.
+    std::vector<std::pair<FileKey, std::weak_ptr<const ElfSymbols>>> files;
+  };
+  std::map<uint64_t, InlineJob> inline_jobs_; // by the indexer's key
+  std::map<std::string, uint64_t> inline_job_of_build_id_;
+  // Built indexes, by build ID, while a file uses them.
+  std::map<std::string, std::weak_ptr<const InlineIndex>> inline_indexes_;
+  uint64_t next_inline_job_ = 0;
 };
 
 // One process between two execs.
@@ -180,6 +227,10 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
+  // The piece of the JVM's generated code holding address, read from outside the JVM (see
+  // HotSpotCode); nullopt if key's image is no JVM, or the code cannot be read or found. The
+  // entry is valid until the next call.
+  std::optional<PerfMapTable::Entry> code_read_from_outside(const ImageKey& key, uint64_t address);
   // The process's JVM unwind records, read up to now (at most one refresh per generation, unless
   // read_now: then again, within the generation's budget of bytes); null if the process's pid
   // namespace cannot be known or a read of them stalls.
@@ -193,17 +244,27 @@ public:
   // Reads what JVMs appended to their perf maps since the last call, so that the map of a JVM
   // that exits soon after its agent loaded is open (and readable to its end) before it is gone.
   void poll_perf_maps();
+  // The perf map of process pid was rewritten in place: its next refresh reads it from its start.
+  void reread_perf_map(uint32_t pid);
+  // Debug files no debug root holds are fetched by fetcher; once one arrives, the files it is
+  // for are read again (at the end of a generation), so that later intervals name their frames.
+  void fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher);
   // Starts a new generation, which is also a new interval for the perf maps' budgets, and removes
   // the images of processes that no longer exist, and images replaced by an exec that no sample
-  // used in the generation; returns their keys.
+  // used in the generation; returns their keys. A java launcher's maps are read again, so that it
+  // is found a JVM even when no sample meets it after it loads libjvm.so (one paused at its start).
   std::vector<ImageKey> end_generation();
 
   const std::string& proc_root() const { return proc_root_; }
   size_t size() const { return processes_.size(); }
   size_t elf_files() const { return elf_cache_.size(); }
+  size_t symbol_bytes() const { return elf_cache_.held_bytes(); }
 
   // How long a perf map's refresh may go without progress before the table goes on without it.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
+  // Launchers whose maps are read again at the end of a generation, at most: a real one loads
+  // libjvm.so within a second, so only a process that holds libjli.so and waits stays one.
+  static constexpr size_t kMaxLauncherRechecks = 32;
 
 private:
   // Refreshes image's perf map through the stall guard; one line if it stalls.
@@ -215,6 +276,9 @@ private:
   ElfCache elf_cache_;
   std::vector<ImageKey> new_jvms_;
   uint64_t generation_ = 1;
+  std::shared_ptr<DebugFetcher> fetcher_;
+  // JVMs whose code could not be read from outside, said once each.
+  std::unordered_set<uint32_t> hotspot_refused_;
 };
 
 } // namespace flamebpf::symbolize

@@ -40,6 +40,8 @@ Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
                        std::string proc_root)
     : kernel_(std::move(kernel)), options_(options), processes_(std::move(proc_root))
 {
+  if (options_.debug_fetcher)
+    processes_.fetch_debug_files_with(options_.debug_fetcher);
 }
 
 const ProcessImage&
@@ -101,6 +103,13 @@ bool Symbolizer::add_user_frames(const ImageKey& key,
   return dropped;
 }
 
+std::vector<uint32_t> Symbolizer::take_unnamed_jit_processes()
+{
+  std::vector<uint32_t> pids(unnamed_jit_processes_.begin(), unnamed_jit_processes_.end());
+  unnamed_jit_processes_.clear();
+  return pids;
+}
+
 profile::Frame Symbolizer::method_frame(const ImageKey& key, uint64_t method)
 {
   if (const unwind::JvmRecords* records = processes_.jvm_records(key)) {
@@ -124,20 +133,26 @@ bool Symbolizer::name_user_address(const ImageKey& key,
     // Anonymous code is a JIT's: its perf map names it.
     bool anonymous_code = code && code->mapping.path.empty();
     stats.jit_frames += anonymous_code;
-    if (const PerfMapTable* map = processes_.perf_map(key)) {
-      if (auto entry = map->find(address)) {
-        uint64_t dropped = 0;
-        auto frames = perf_map_frames(entry->name, options_.java_signatures, &dropped);
-        out.insert(out.end(), std::make_move_iterator(frames.begin()),
-                   std::make_move_iterator(frames.end()));
-        stats.jit_frames += !anonymous_code; // a map that names code outside any mapping
-        *cut_when_read = entry->truncated;
-        if (dropped > 0)
-          report_cut(key, fmt::format("an inline chain of more than {} methods", kMaxInlineFrames));
-        return dropped > 0;
-      }
+    std::optional<PerfMapTable::Entry> entry;
+    if (const PerfMapTable* map = processes_.perf_map(key))
+      entry = map->find(address);
+    // Where no map names it, HotSpot's code cache may, read from outside.
+    if (!entry && anonymous_code)
+      entry = processes_.code_read_from_outside(key, address);
+    if (entry) {
+      uint64_t dropped = 0;
+      auto frames = perf_map_frames(entry->name, options_.java_signatures, &dropped);
+      out.insert(out.end(), std::make_move_iterator(frames.begin()),
+                 std::make_move_iterator(frames.end()));
+      stats.jit_frames += !anonymous_code; // a map that names code outside any mapping
+      *cut_when_read = entry->truncated;
+      if (dropped > 0)
+        report_cut(key, fmt::format("an inline chain of more than {} methods", kMaxInlineFrames));
+      return dropped > 0;
     }
     stats.jit_unnamed += anonymous_code;
+    if (anonymous_code)
+      unnamed_jit_processes_.insert(key.pid);
   }
   if (!code) {
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
@@ -156,6 +171,11 @@ bool Symbolizer::name_user_address(const ImageKey& key,
       if (match->cut)
         report_cut(key, "a symbol name longer than its budget");
       out.push_back({std::move(match->name), mapping.path, profile::FrameKind::kNative});
+      stats.native_inlined_frames += match->inlined.size();
+      for (const auto& inlined : match->inlined) {
+        *cut_when_read |= inlined.cut;
+        out.push_back({std::string(inlined.name), mapping.path, profile::FrameKind::kInlined});
+      }
       return false;
     }
   }

@@ -42,6 +42,8 @@ struct SymbolizerOptions {
   size_t max_stack_frames = kMaxStackFrames;
   size_t max_stack_name_bytes = kMaxStackNameBytes;
   size_t max_profile_name_bytes = kMaxProfileNameBytes;
+  // Where debug files no debug root holds are fetched from; none if null.
+  std::shared_ptr<DebugFetcher> debug_fetcher;
 };
 
 // A process image found to be a JVM.
@@ -81,10 +83,16 @@ public:
 
   // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).
   void poll_perf_maps() { processes_.poll_perf_maps(); }
+  // The processes with samples in JIT code their perf maps did not name, since the last call:
+  // a map written on request (jcmd Compiler.perfmap) is behind their JIT.
+  std::vector<uint32_t> take_unnamed_jit_processes();
+  // The perf map of process pid was rewritten in place: it is read again from its start.
+  void perf_map_rewritten(uint32_t pid) { processes_.reread_perf_map(pid); }
 
-  // Processes remembered and ELF files held open, for statistics.
+  // Processes remembered, ELF files held open and what their symbols take, for statistics.
   size_t processes() const { return processes_.size(); }
   size_t elf_files() const { return processes_.elf_files(); }
+  size_t symbol_bytes() const { return processes_.symbol_bytes(); }
 
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
   std::vector<ImageKey> forget_exited_processes();
@@ -124,6 +132,7 @@ private:
   ProcessTable processes_;
   // Processes whose cut was said (see report_cut); forgotten with them.
   std::unordered_set<ImageKey, ImageKeyHash> cuts_reported_;
+  std::unordered_set<uint32_t> unnamed_jit_processes_;
 };
 
 } // namespace flamebpf::symbolize

@@ -1,0 +1,81 @@
+// Builds the inline indexes of ELF files (symbolize/dwarf_inlines.h) on one thread of its own, at
+// the lowest priority: reading a debug file's DWARF takes tens of milliseconds for glibc's and
+// seconds for the largest, which no report cycle may wait for. A file's inlined frames are named
+// from the interval after its index is built, as a debug file fetched by debuginfod is.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace flamebpf::symbolize {
+
+class InlineIndex;
+
+// Where a file's DWARF is: the file itself or its debug file, opened (and checked to be the
+// file's) when its symbols were read. The descriptor is held until the index is built, so a file
+// swapped in meanwhile is never read.
+struct InlineSource {
+  UniqueFd fd;
+  uint64_t bias = 0; // added to DWARF addresses to make them the file's
+  std::string shown; // names the DWARF's file in messages
+};
+
+class InlineIndexer {
+public:
+  InlineIndexer();
+  // Waits a little for a build under way; one stuck on a stalled read is left to finish alone.
+  ~InlineIndexer();
+  InlineIndexer(const InlineIndexer&) = delete;
+  InlineIndexer& operator=(const InlineIndexer&) = delete;
+
+  // Files waiting for their build, at most: each holds a descriptor. A file not queued for room
+  // is queued again when its symbols are next read.
+  static constexpr size_t kMaxQueued = 64;
+
+  // Queues the build of source's index for the file known by key; false if the queue is full.
+  bool queue(uint64_t key, InlineSource source);
+
+  struct Built {
+    uint64_t key = 0;
+    Result<std::shared_ptr<const InlineIndex>> index = nullptr;
+    std::vector<std::string> problems; // what budgets cut and malformed parts skipped
+    std::string shown;
+    std::chrono::milliseconds took{0};
+  };
+  // The builds finished since the last call.
+  std::vector<Built> take_built();
+  // Builds queued or under way.
+  size_t pending() const;
+
+private:
+  struct Job {
+    uint64_t key;
+    InlineSource source;
+  };
+  // Shared with the thread, which may outlive this if a read stalls.
+  struct State {
+    mutable std::mutex mutex;
+    std::condition_variable wake;
+    std::condition_variable idle;
+    std::deque<Job> queued;
+    std::vector<Built> built;
+    bool busy = false;
+    bool stop = false;
+    bool exited = false;
+  };
+  static void run(const std::shared_ptr<State>& state);
+
+  std::shared_ptr<State> state_;
+};
+
+} // namespace flamebpf::symbolize
