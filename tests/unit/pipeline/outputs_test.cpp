@@ -14,6 +14,8 @@ TEST(OutputPathForTarget, NameGoesBeforeTheExtension)
   EXPECT_EQ(output_path_for_target("/var/x/profile.v1.folded", "db"),
             "/var/x/profile.v1.db.folded");
   EXPECT_EQ(output_path_for_target("out", "web"), "out.web");
+  EXPECT_EQ(output_path_for_target("/var/x/all.pb.gz", "web"), "/var/x/all.web.pb.gz");
+  EXPECT_EQ(output_path_for_target("/var/x/.pb.gz", "web"), "/var/x/.pb.gz.web");
   EXPECT_EQ(output_path_for_target("dir.d/out", "web"), "dir.d/out.web");
   EXPECT_EQ(output_path_for_target(".hidden", "web"), ".hidden.web");
 }

@@ -41,7 +41,8 @@ std::string output_path_for_target(const std::string& path, const std::string& f
 {
   size_t slash = path.rfind('/');
   size_t base = slash == std::string::npos ? 0 : slash + 1;
-  size_t dot = path.rfind('.');
+  // pprof's ".pb.gz" is one extension: "out.web.pb.gz", not "out.pb.web.gz".
+  size_t dot = path.ends_with(".pb.gz") ? path.size() - 6 : path.rfind('.');
   // A leading dot (".profile") or none at all: no extension to keep.
   if (dot == std::string::npos || dot <= base)
     return path + "." + file_name;
