@@ -8,14 +8,17 @@
 namespace flamebpf::target {
 namespace {
 
+using flamebpf::testing::cri_annotations;
 using flamebpf::testing::FakeProc;
 using flamebpf::testing::nul_joined;
+using flamebpf::testing::oci_spec;
 using flamebpf::testing::read_data;
 using flamebpf::testing::TempDir;
 using flamebpf::testing::write_file;
 
 constexpr const char* kWeb = "474d492e3c1f0a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7bbeec";
 constexpr const char* kOld = "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b";
+constexpr const char* kPodUid = "5f2b1c3d-8e4a-4b6c-9d7e-0a1b2c3d4e5f";
 
 TEST(DockerdCmdline, DataRootAndConfigFileInEverySpelling)
 {
@@ -186,6 +189,227 @@ TEST(ContainerNames, OnlyRootsRuntimesFromRootsProgramsAreTrusted)
   EXPECT_FALSE(names.name_of(kWeb).has_value());
   EXPECT_FALSE(names.name_of(kOld).has_value());
   EXPECT_TRUE(names.docker_data_roots().empty());
+}
+
+TEST(ContainerdCmdline, StateAndConfigInEverySpelling)
+{
+  auto parsed = parse_containerd_cmdline(
+      nul_joined({"/usr/bin/containerd", "--state", "/srv/state", "-c", "/etc/c.toml"}));
+  EXPECT_EQ(parsed.state, "/srv/state");
+  EXPECT_EQ(parsed.config_file, "/etc/c.toml");
+  parsed = parse_containerd_cmdline(
+      nul_joined({"containerd", "--state=/x", "--config=/y.toml", "--log-level", "debug"}));
+  EXPECT_EQ(parsed.state, "/x");
+  EXPECT_EQ(parsed.config_file, "/y.toml");
+  parsed = parse_containerd_cmdline(nul_joined({"containerd"}));
+  EXPECT_TRUE(parsed.state.empty());
+  EXPECT_TRUE(parsed.config_file.empty());
+}
+
+TEST(ContainerdConfig, TopLevelStateOnly)
+{
+  EXPECT_EQ(parse_containerd_config_state("version = 2\nroot = \"/r\"\n  state = \"/s\"\n"), "/s");
+  EXPECT_EQ(parse_containerd_config_state("# state = \"/no\"\nstate='/literal'\n"), "/literal");
+  // A state key in a table is a plugin's, not containerd's.
+  EXPECT_FALSE(parse_containerd_config_state("version = 2\n[plugins.x]\n  state = \"/p\"\n"));
+  EXPECT_FALSE(parse_containerd_config_state("stateful = true\nstate = /unquoted\n"));
+  EXPECT_FALSE(parse_containerd_config_state(""));
+}
+
+TEST(PodAnnotations, ContainerdCriContainerAndSandbox)
+{
+  auto member =
+      parse_pod_annotations(oci_spec(cri_annotations("prod", "shop-7d9f", "web", kPodUid)));
+  ASSERT_TRUE(member.has_value()) << member.error().message;
+  ASSERT_TRUE(member->has_value());
+  EXPECT_EQ((*member)->namespace_name, "prod");
+  EXPECT_EQ((*member)->pod, "shop-7d9f");
+  EXPECT_EQ((*member)->container, "web");
+  EXPECT_EQ((*member)->pod_uid, kPodUid);
+  EXPECT_FALSE((*member)->sandbox);
+  EXPECT_EQ(pod_member_name(**member), "prod/shop-7d9f/web");
+
+  auto sandbox = parse_pod_annotations(oci_spec(cri_annotations("prod", "shop-7d9f", "", kPodUid)));
+  ASSERT_TRUE(sandbox.has_value() && sandbox->has_value());
+  EXPECT_TRUE((*sandbox)->sandbox);
+  EXPECT_EQ(pod_member_name(**sandbox), "prod/shop-7d9f/POD");
+}
+
+TEST(PodAnnotations, CrioContainer)
+{
+  auto member =
+      parse_pod_annotations(oci_spec({{"io.kubernetes.cri-o.ContainerType", "container"},
+                                      {"io.kubernetes.pod.namespace", "kube-system"},
+                                      {"io.kubernetes.pod.name", "coredns-5d78c9869d-x2x4q"},
+                                      {"io.kubernetes.container.name", "coredns"},
+                                      {"io.kubernetes.pod.uid", kPodUid}}));
+  ASSERT_TRUE(member.has_value() && member->has_value());
+  EXPECT_EQ(pod_member_name(**member), "kube-system/coredns-5d78c9869d-x2x4q/coredns");
+  EXPECT_FALSE((*member)->sandbox);
+}
+
+TEST(PodAnnotations, SpecOfNoPodIsNoPod)
+{
+  auto member = parse_pod_annotations(oci_spec({{"org.opencontainers.image.title", "x"}}));
+  ASSERT_TRUE(member.has_value());
+  EXPECT_FALSE(member->has_value());
+  member = parse_pod_annotations(R"({"ociVersion": "1.0.2"})");
+  ASSERT_TRUE(member.has_value());
+  EXPECT_FALSE(member->has_value());
+  EXPECT_FALSE(parse_pod_annotations("not json").has_value());
+}
+
+// The values a hostile pod (or whoever runs ctr) could write: none may become a name.
+TEST(PodAnnotations, NamesKubernetesWouldRefuseAreRefused)
+{
+  for (std::string bad :
+       {std::string("a/b"), std::string(".."), std::string("a\nb"), std::string(10000, 'a'),
+        std::string("<b>x</b>"), std::string("Web"), std::string(""), std::string("-a"),
+        std::string("a..b"), std::string("\x1b[2Jx"), std::string("caf\xc3\xa9")}) {
+    for (int field = 0; field < 3; ++field) {
+      std::string namespace_name = field == 0 ? bad : "prod";
+      std::string pod = field == 1 ? bad : "shop";
+      std::string container = field == 2 ? bad : "web";
+      if (field == 2 && bad.empty())
+        continue; // no container name is a sandbox's
+      auto member =
+          parse_pod_annotations(oci_spec(cri_annotations(namespace_name, pod, container, kPodUid)));
+      ASSERT_FALSE(member.has_value()) << field << " " << bad;
+      const std::string& message = member.error().message;
+      EXPECT_LT(message.size(), 200u) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+    }
+  }
+  // Kubernetes' own limits hold: a pod name may have dots and 253 bytes, a namespace 63.
+  EXPECT_TRUE(parse_pod_annotations(
+                  oci_spec(cri_annotations(std::string(63, 'n'), "a.b-c." + std::string(200, 'p'),
+                                           "web", kPodUid)))
+                  .has_value());
+  EXPECT_FALSE(
+      parse_pod_annotations(oci_spec(cri_annotations(std::string(64, 'n'), "shop", "web", kPodUid)))
+          .has_value());
+  EXPECT_FALSE(parse_pod_annotations(oci_spec(cri_annotations("prod", "shop", "web", "../../etc")))
+                   .has_value());
+}
+
+TEST(ContainerNames, PodsFromContainerdsState)
+{
+  FakeProc proc;
+  std::string tasks = proc.add_containerd();
+  std::string sandbox(64, '5');
+  std::string moby(64, '6');
+  write_file(tasks + "/k8s.io/" + kWeb + "/config.json",
+             oci_spec(cri_annotations("prod", "shop-7d9f", "web", kPodUid)));
+  write_file(tasks + "/k8s.io/" + sandbox + "/config.json",
+             oci_spec(cri_annotations("prod", "shop-7d9f", "", kPodUid)));
+  // Docker's own containers, in containerd's namespace moby, are named from Docker's state.
+  write_file(tasks + "/moby/" + moby + "/config.json", oci_spec({}));
+
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_EQ(names.name_of(kWeb), "prod/shop-7d9f/web");
+  EXPECT_EQ(names.name_of(sandbox), "prod/shop-7d9f/POD");
+  EXPECT_FALSE(names.name_of(moby).has_value());
+  const NamedContainer* web = names.find(kWeb);
+  ASSERT_NE(web, nullptr);
+  ASSERT_TRUE(web->pod.has_value());
+  EXPECT_EQ(web->pod->pod_uid, kPodUid);
+  EXPECT_FALSE(web->pod->sandbox);
+  EXPECT_EQ(web->source, "containerd /run/containerd");
+  EXPECT_TRUE(names.find(sandbox)->pod->sandbox);
+  EXPECT_EQ(names.all().size(), 2u);
+}
+
+TEST(ContainerNames, ContainerdsStateFromItsConfigElseTheDefault)
+{
+  FakeProc proc;
+  std::string configured =
+      proc.add_process(400, "containerd", nul_joined({"containerd", "-c", "/etc/k.toml"}));
+  write_file(configured + "/etc/k.toml", "version = 2\nstate = \"/var/run/k\"\n");
+  write_file(configured + "/var/run/k/io.containerd.runtime.v2.task/k8s.io/" + kWeb +
+                 "/config.json",
+             oci_spec(cri_annotations("prod", "shop", "web", kPodUid)));
+  std::string plain = proc.add_process(401, "containerd", nul_joined({"containerd"}));
+  write_file(plain + "/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + kOld +
+                 "/config.json",
+             oci_spec(cri_annotations("batch", "job-1", "worker", kPodUid)));
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_EQ(names.name_of(kWeb), "prod/shop/web");
+  EXPECT_EQ(names.name_of(kOld), "batch/job-1/worker");
+}
+
+TEST(ContainerNames, PodContainerStartedAfterTheRefreshIsReadOnDemand)
+{
+  FakeProc proc;
+  std::string tasks = proc.add_containerd();
+  std::filesystem::create_directories(tasks + "/k8s.io");
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_FALSE(names.name_of(kWeb).has_value());
+  write_file(tasks + "/k8s.io/" + kWeb + "/config.json",
+             oci_spec(cri_annotations("prod", "shop", "web", kPodUid)));
+  EXPECT_EQ(names.name_of(kWeb), "prod/shop/web");
+}
+
+TEST(ContainerNames, ForgedAnnotationsNameNoPod)
+{
+  FakeProc proc;
+  std::string tasks = proc.add_containerd();
+  write_file(tasks + "/k8s.io/" + kWeb + "/config.json",
+             oci_spec(cri_annotations("prod", "../../etc", "web", kPodUid)));
+  // A spec that is a link out of containerd's root is not read.
+  write_file(proc.root() + "/outside.json", oci_spec(cri_annotations("x", "y", "z", kPodUid)));
+  std::filesystem::create_directories(tasks + "/k8s.io/" + kOld);
+  std::filesystem::create_symlink(proc.root() + "/outside.json",
+                                  tasks + "/k8s.io/" + kOld + "/config.json");
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_FALSE(names.name_of(kWeb).has_value());
+  EXPECT_FALSE(names.name_of(kOld).has_value());
+  EXPECT_TRUE(names.all().empty());
+}
+
+TEST(ContainerNames, ContainerdOfAnotherPidNamespaceOrUserIsNotTrusted)
+{
+  FakeProc proc;
+  std::string inside = proc.add_process(400, "containerd", nul_joined({"containerd"}), false);
+  std::string users = proc.add_process(401, "containerd", nul_joined({"containerd"}), true,
+                                       FakeProc::Identity::kUser);
+  for (const auto& root : {inside, users})
+    write_file(root + "/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + kWeb +
+                   "/config.json",
+               oci_spec(cri_annotations("prod", "spoofed", "web", kPodUid)));
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_FALSE(names.name_of(kWeb).has_value());
+}
+
+TEST(ContainerNames, CrioBundleNamesThePod)
+{
+  FakeProc proc;
+  std::string bundle =
+      "/run/containers/storage/overlay-containers/" + std::string(kWeb) + "/userdata";
+  std::string conmon = proc.add_process(
+      500, "conmon",
+      nul_joined({"/usr/bin/conmon", "-c", kWeb, "-n", "k8s_web_shop_prod_uid_0", "-b", bundle}));
+  write_file(conmon + bundle + "/config.json",
+             oci_spec({{"io.kubernetes.cri-o.ContainerType", "container"},
+                       {"io.kubernetes.pod.namespace", "prod"},
+                       {"io.kubernetes.pod.name", "shop"},
+                       {"io.kubernetes.container.name", "web"},
+                       {"io.kubernetes.pod.uid", kPodUid}}));
+  std::string podman_id(64, 'c');
+  proc.add_process(501, "conmon",
+                   nul_joined({"conmon", "-c", podman_id, "-n", "pod-app", "-b",
+                               "/var/lib/containers/x/userdata"}));
+  ContainerNames names(proc.root());
+  names.refresh();
+  EXPECT_EQ(names.name_of(kWeb), "prod/shop/web");
+  EXPECT_EQ(names.find(kWeb)->source, "cri-o");
+  // podman's bundle has no pod annotations: conmon's name stays.
+  EXPECT_EQ(names.name_of(podman_id), "pod-app");
 }
 
 } // namespace

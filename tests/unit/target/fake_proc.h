@@ -1,8 +1,10 @@
 // A /proc tree for the target tests: processes that flamebpf reads container names from
-// (dockerd, conmon), each with its own root directory.
+// (dockerd, containerd, conmon), each with its own root directory.
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "test_support.h"
@@ -18,6 +20,33 @@ inline std::string nul_joined(std::initializer_list<std::string> args)
     joined.push_back('\0');
   }
   return joined;
+}
+
+// An OCI spec (config.json) with these annotations, as a runtime writes it for a container.
+inline std::string oci_spec(const std::map<std::string, std::string>& annotations)
+{
+  nlohmann::json spec = {{"ociVersion", "1.0.2-dev"},
+                         {"process", {{"args", {"/pause"}}, {"cwd", "/"}}},
+                         {"root", {{"path", "rootfs"}}}};
+  spec["annotations"] = annotations;
+  return spec.dump(2);
+}
+
+// The annotations containerd's CRI plugin gives a container of a pod (a sandbox if container is
+// empty).
+inline std::map<std::string, std::string> cri_annotations(const std::string& namespace_name,
+                                                          const std::string& pod,
+                                                          const std::string& container,
+                                                          const std::string& pod_uid)
+{
+  std::map<std::string, std::string> annotations = {
+      {"io.kubernetes.cri.container-type", container.empty() ? "sandbox" : "container"},
+      {"io.kubernetes.cri.sandbox-namespace", namespace_name},
+      {"io.kubernetes.cri.sandbox-name", pod},
+      {"io.kubernetes.cri.sandbox-uid", pod_uid}};
+  if (!container.empty())
+    annotations["io.kubernetes.cri.container-name"] = container;
+  return annotations;
 }
 
 // The tree lives in a scratch directory, removed with it.
@@ -64,6 +93,15 @@ public:
       write_file(base + "/ns/pid", "theirs");
     std::filesystem::create_directories(base + "/root");
     return base + "/root";
+  }
+
+  // A containerd run with --state /run/containerd (pid 400), and the spec of each container it
+  // runs: write_task(namespace, id, spec). Returns the task directory of its state.
+  std::string add_containerd() const
+  {
+    return add_process(400, "containerd",
+                       nul_joined({"/usr/bin/containerd", "--state", "/run/containerd"})) +
+           "/run/containerd/io.containerd.runtime.v2.task";
   }
 
 private:

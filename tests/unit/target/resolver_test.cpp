@@ -52,6 +52,7 @@ TEST_F(ResolverTest, ContainerByNameFullIdAndPrefix)
     ASSERT_TRUE(target.has_value()) << argument << ": " << target.error().message;
     EXPECT_EQ(target->name, "web") << argument;
     EXPECT_EQ(target->container_id, kWeb);
+    EXPECT_EQ(target->labels, (profile::TargetLabels{"web", kWeb, "", ""}));
     EXPECT_EQ(target->cgroup_path, mount() + "/docker/" + kWeb);
     EXPECT_EQ(target->level, 2u);
     EXPECT_NE(target->cgroup_id, 0u);
@@ -157,6 +158,86 @@ TEST_F(ResolverTest, PathThatIsNoCgroup2DirectoryIsRefused)
   EXPECT_NE(missing.error().message.find("unknown cgroup system.slice/nope.service"),
             std::string::npos)
       << missing.error().message;
+}
+
+// A pod of containerd's CRI plugin: its sandbox and two containers, named in containerd's state.
+class PodResolverTest : public ResolverTest {
+protected:
+  void SetUp() override
+  {
+    ResolverTest::SetUp();
+    tasks_ = proc_.add_containerd() + "/k8s.io/";
+    start_pod("prod", "shop-7d9f", kPod,
+              {{std::string(64, '5'), ""},
+               {std::string(64, '6'), "web"},
+               {std::string(64, '7'), "sidecar"}});
+  }
+
+  void start_pod(const std::string& namespace_name,
+                 const std::string& pod,
+                 const std::string& uid,
+                 const std::vector<std::pair<std::string, std::string>>& containers)
+  {
+    for (const auto& [id, container] : containers) {
+      write_file(tasks_ + id + "/config.json",
+                 flamebpf::testing::oci_spec(
+                     flamebpf::testing::cri_annotations(namespace_name, pod, container, uid)));
+      mkdir("/kubepods/burstable/pod" + uid + "/" + id);
+    }
+  }
+
+  std::string tasks_;
+};
+
+TEST_F(PodResolverTest, PodByNamespaceAndNameIsItsCgroup)
+{
+  auto target = resolve("prod/shop-7d9f");
+  ASSERT_TRUE(target.has_value()) << target.error().message;
+  EXPECT_EQ(target->name, "prod/shop-7d9f");
+  EXPECT_EQ(target->cgroup_path, mount() + "/kubepods/burstable/pod" + kPod);
+  EXPECT_TRUE(target->container_id.empty());
+  EXPECT_EQ(target->labels, (profile::TargetLabels{"", "", "prod", "shop-7d9f"}));
+  // By UID, the pod is named as by name.
+  auto by_uid = resolve(kPod);
+  ASSERT_TRUE(by_uid.has_value()) << by_uid.error().message;
+  EXPECT_EQ(by_uid->name, "prod/shop-7d9f");
+  EXPECT_EQ(by_uid->cgroup_id, target->cgroup_id);
+}
+
+TEST_F(PodResolverTest, ContainerOfAPodByItsThreeNames)
+{
+  auto target = resolve("prod/shop-7d9f/web");
+  ASSERT_TRUE(target.has_value()) << target.error().message;
+  EXPECT_EQ(target->name, "prod/shop-7d9f/web");
+  EXPECT_EQ(target->container_id, std::string(64, '6'));
+  EXPECT_EQ(target->labels,
+            (profile::TargetLabels{"web", std::string(64, '6'), "prod", "shop-7d9f"}));
+  EXPECT_EQ(target->cgroup_path,
+            mount() + "/kubepods/burstable/pod" + kPod + "/" + std::string(64, '6'));
+}
+
+TEST_F(PodResolverTest, UnknownPodListsTheClosestPods)
+{
+  start_pod("prod", "cart-5c4b", "0a0b0c0d-1111-2222-3333-444455556666",
+            {{std::string(64, '8'), "web"}});
+  for (std::string argument : {"prod/shop-7d9e", "prod/shop-7d9f/webb", "staging/shop-7d9f"}) {
+    auto target = resolve(argument);
+    ASSERT_FALSE(target.has_value()) << argument;
+    EXPECT_TRUE(target.error().usage);
+    const auto& message = target.error().message;
+    EXPECT_NE(message.find("running pods: prod/shop-7d9f, prod/cart-5c4b"), std::string::npos)
+        << message;
+  }
+}
+
+TEST_F(PodResolverTest, TwoPodsOfOneNameAreAmbiguous)
+{
+  start_pod("prod", "shop-7d9f", "0a0b0c0d-1111-2222-3333-444455556666",
+            {{std::string(64, '8'), "web"}});
+  auto target = resolve("prod/shop-7d9f");
+  ASSERT_FALSE(target.has_value());
+  EXPECT_TRUE(target.error().usage);
+  EXPECT_NE(target.error().message.find(kPod), std::string::npos) << target.error().message;
 }
 
 TEST(EditDistance, Basics)

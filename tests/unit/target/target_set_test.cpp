@@ -214,5 +214,71 @@ TEST_F(TargetSetTest, ProcessTargetStaysWhileFlamebpfIsOutOfDescriptors)
   EXPECT_EQ(set->live().size(), 1u);
 }
 
+// containerd's CRI plugin: a pod's sandbox and container, their specs, then their cgroups.
+void start_pod_container(const FakeProc& proc,
+                         const std::string& mount,
+                         const std::string& pod,
+                         const std::string& uid,
+                         const std::string& id,
+                         const std::string& container)
+{
+  write_file(
+      proc.root() + "/400/root/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + id +
+          "/config.json",
+      flamebpf::testing::oci_spec(flamebpf::testing::cri_annotations("prod", pod, container, uid)));
+  std::filesystem::create_directories(mount + "/kubepods/pod" + uid + "/" + id);
+}
+
+TEST_F(TargetSetTest, AllContainersLeavesPodSandboxesOut)
+{
+  proc_.add_containerd();
+  std::string uid = "5f2b1c3d-8e4a-4b6c-9d7e-0a1b2c3d4e5f";
+  start_pod_container(proc_, mount(), "shop", uid, std::string(64, '5'), "");
+  start_pod_container(proc_, mount(), "shop", uid, std::string(64, '6'), "web");
+  TargetOptions options;
+  options.all_containers = true;
+  options.containers_only = true;
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  EXPECT_EQ(names_of(set->live()), std::vector<std::string>{"prod/shop/web"});
+  EXPECT_EQ(set->labels(), (std::map<std::string, profile::TargetLabels>{
+                               {"prod/shop/web", {"web", std::string(64, '6'), "prod", "shop"}}}));
+  start_pod_container(proc_, mount(), "shop", uid, std::string(64, '7'), "sidecar");
+  auto changes = set->refresh();
+  ASSERT_EQ(changes.added.size(), 1u);
+  EXPECT_EQ(changes.added[0].name, "prod/shop/sidecar");
+}
+
+// A StatefulSet's pod is deleted and made again under its name, with a new UID.
+TEST_F(TargetSetTest, PodRecreatedWithANewUidIsFollowed)
+{
+  proc_.add_containerd();
+  std::string first_uid = "5f2b1c3d-8e4a-4b6c-9d7e-0a1b2c3d4e5f";
+  std::string second_uid = "0a0b0c0d-1111-2222-3333-444455556666";
+  start_pod_container(proc_, mount(), "db-0", first_uid, std::string(64, '5'), "");
+  start_pod_container(proc_, mount(), "db-0", first_uid, std::string(64, '6'), "postgres");
+  TargetOptions options;
+  options.cgroups = {"prod/db-0"};
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  ASSERT_EQ(set->live().size(), 1u);
+  EXPECT_EQ(set->live()[0].name, "prod/db-0");
+  EXPECT_EQ(set->live()[0].cgroup_path, mount() + "/kubepods/pod" + first_uid);
+
+  std::filesystem::remove_all(mount() + "/kubepods/pod" + first_uid);
+  std::filesystem::remove_all(proc_.root() +
+                              "/400/root/run/containerd/io.containerd.runtime.v2.task/k8s.io");
+  auto changes = set->refresh();
+  ASSERT_EQ(changes.removed.size(), 1u);
+  EXPECT_TRUE(set->live().empty());
+
+  start_pod_container(proc_, mount(), "db-0", second_uid, std::string(64, '7'), "");
+  start_pod_container(proc_, mount(), "db-0", second_uid, std::string(64, '8'), "postgres");
+  changes = set->refresh();
+  ASSERT_EQ(changes.added.size(), 1u);
+  EXPECT_EQ(changes.added[0].name, "prod/db-0");
+  EXPECT_EQ(changes.added[0].cgroup_path, mount() + "/kubepods/pod" + second_uid);
+}
+
 } // namespace
 } // namespace flamebpf::target

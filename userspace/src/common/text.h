@@ -42,6 +42,15 @@ template <std::integral T>
 // The spaces and tabs that separate fields by default.
 inline constexpr std::string_view kBlanks = " \t";
 
+// text without the blanks at its ends.
+[[nodiscard]] inline std::string_view trim(std::string_view text, std::string_view blanks = kBlanks)
+{
+  size_t begin = text.find_first_not_of(blanks);
+  if (begin == std::string_view::npos)
+    return {};
+  return text.substr(begin, text.find_last_not_of(blanks) - begin + 1);
+}
+
 // The fields of line: the runs of characters that are not separators. A run of separators counts
 // as one, and none yields an empty field, so " a\t b " has the fields "a" and "b".
 [[nodiscard]] std::vector<std::string_view> split_fields(std::string_view line,

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <set>
 #include <sys/stat.h>
 
+#include "common/text.h"
 #include "target/cgroup_resolver.h"
 
 namespace flamebpf::target {
@@ -33,11 +36,17 @@ Target from_cgroup(const CgroupTarget& cgroup, const std::string& argument)
   return target;
 }
 
-Target from_pod(const PodCgroup& pod, const std::string& mount, const std::string& argument)
+Target from_pod(const PodCgroup& pod, ContainerDirectory& directory, const std::string& argument)
 {
   Target target;
   target.argument = argument;
   target.name = "pod-" + pod.uid.substr(0, 8);
+  if (auto member = directory.pod_of(pod.uid)) {
+    target.name = member->namespace_name + "/" + member->pod;
+    target.labels.namespace_name = member->namespace_name;
+    target.labels.pod = member->pod;
+  }
+  const std::string& mount = directory.cgroup2_mount();
   target.cgroup_path = mount + pod.path;
   target.cgroup_id = pod.cgroup_id;
   target.level = pod.level;
@@ -50,6 +59,19 @@ std::string describe(ContainerDirectory& directory, const ContainerCgroup& conta
   std::string short_id = container.id.substr(0, kShortId);
   auto name = directory.names().name_of(container.id);
   return name ? fmt::format("{} ({})", short_id, *name) : short_id;
+}
+
+// Names scored by their distance to what the user gave, the closest first, at most
+// kMaxSuggestions of them and a count of the rest.
+std::string closest_first(std::vector<std::pair<size_t, std::string>> scored)
+{
+  std::sort(scored.begin(), scored.end());
+  std::string list;
+  for (size_t i = 0; i < scored.size() && i < kMaxSuggestions; ++i)
+    list += (i ? ", " : "") + scored[i].second;
+  if (scored.size() > kMaxSuggestions)
+    list += fmt::format(" (and {} more)", scored.size() - kMaxSuggestions);
+  return list;
 }
 
 // The running containers closest to argument, by name or ID, closest first.
@@ -65,13 +87,75 @@ std::string closest_candidates(const std::string& argument, ContainerDirectory& 
       distance = std::min<size_t>(distance, 1);
     scored.emplace_back(distance, shown);
   }
-  std::sort(scored.begin(), scored.end());
-  std::string list;
-  for (size_t i = 0; i < scored.size() && i < kMaxSuggestions; ++i)
-    list += (i ? ", " : "") + scored[i].second;
-  if (scored.size() > kMaxSuggestions)
-    list += fmt::format(" (and {} more)", scored.size() - kMaxSuggestions);
-  return list;
+  return closest_first(std::move(scored));
+}
+
+// The pods whose containers are named namespace/pod, by UID.
+std::set<std::string>
+pods_named(ContainerDirectory& directory, std::string_view namespace_name, std::string_view pod)
+{
+  std::set<std::string> uids;
+  for (const auto& container : directory.inventory().containers) {
+    const NamedContainer* named = directory.names().find(container.id);
+    if (named && named->pod && named->pod->namespace_name == namespace_name &&
+        named->pod->pod == pod && !container.pod_uid.empty())
+      uids.insert(container.pod_uid);
+  }
+  return uids;
+}
+
+// The running pods closest to argument ("<namespace>/<pod>"), closest first.
+std::string closest_pods(std::string_view argument, ContainerDirectory& directory)
+{
+  std::set<std::string> pods;
+  for (const auto& container : directory.inventory().containers) {
+    const NamedContainer* named = directory.names().find(container.id);
+    if (named && named->pod)
+      pods.insert(named->pod->namespace_name + "/" + named->pod->pod);
+  }
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const auto& pod : pods)
+    scored.emplace_back(edit_distance(argument, pod), pod);
+  return closest_first(std::move(scored));
+}
+
+// <namespace>/<pod> or <namespace>/<pod>/<container>: nullopt if argument has neither form.
+std::optional<Result<Target>> resolve_pod_member(const std::string& argument,
+                                                 ContainerDirectory& directory)
+{
+  auto parts = text::split_fields(argument, "/");
+  if (argument.ends_with('/') || argument.find("//") != std::string::npos ||
+      (parts.size() != 2 && parts.size() != 3) || !is_dns_label(parts[0]) ||
+      !is_dns_subdomain(parts[1]) || (parts.size() == 3 && !is_dns_label(parts[2])))
+    return std::nullopt;
+  if (parts.size() == 3) {
+    for (const auto& container : directory.inventory().containers) {
+      const NamedContainer* named = directory.names().find(container.id);
+      if (named && named->pod && named->name == argument) {
+        Target target = directory.container_target(container);
+        target.argument = argument;
+        return target;
+      }
+    }
+  } else {
+    auto uids = pods_named(directory, parts[0], parts[1]);
+    if (uids.size() > 1)
+      return fail(usage_error(fmt::format("pod {} is ambiguous: pods {} have that name; give the "
+                                          "UID of one",
+                                          argument, fmt::join(uids, ", "))));
+    if (uids.size() == 1) {
+      for (const auto& pod : directory.inventory().pods) {
+        if (pod.uid == *uids.begin())
+          return from_pod(pod, directory, argument);
+      }
+    }
+  }
+  std::string candidates = closest_pods(argument, directory);
+  return fail(usage_error(fmt::format(
+      "unknown cgroup or {} {}: no cgroup2 directory {}/{} and no such Kubernetes {}; {}",
+      parts.size() == 2 ? "pod" : "pod container", argument, directory.cgroup2_mount(), argument,
+      parts.size() == 2 ? "pod" : "container",
+      candidates.empty() ? "no pod is running" : "running pods: " + candidates)));
 }
 
 // A path to a container's own cgroup directory is named after the container, when the directory
@@ -88,6 +172,7 @@ Target name_path_target(Target target, ContainerDirectory& directory)
   if (match && match->cgroup == below && managers) {
     target.container_id = match->id;
     target.name = directory.display_name(match->id);
+    target.labels = directory.container_labels(match->id);
   }
   return target;
 }
@@ -113,11 +198,46 @@ std::string ContainerDirectory::display_name(const std::string& container_id)
   return container_id.substr(0, kShortId);
 }
 
+bool ContainerDirectory::is_pod_sandbox(const std::string& container_id)
+{
+  const NamedContainer* named = names_.find(container_id);
+  return named && named->pod && named->pod->sandbox;
+}
+
+std::optional<PodMember> ContainerDirectory::pod_of(const std::string& pod_uid)
+{
+  for (const auto& container : inventory_.containers) {
+    if (container.pod_uid != pod_uid)
+      continue;
+    const NamedContainer* named = names_.find(container.id);
+    if (named && named->pod)
+      return PodMember{named->pod->namespace_name, named->pod->pod, "", pod_uid, false};
+  }
+  return std::nullopt;
+}
+
+profile::TargetLabels ContainerDirectory::container_labels(const std::string& container_id)
+{
+  profile::TargetLabels labels;
+  labels.container_id = container_id;
+  if (const NamedContainer* named = names_.find(container_id)) {
+    if (named->pod) {
+      labels.container = named->pod->sandbox ? "POD" : named->pod->container;
+      labels.namespace_name = named->pod->namespace_name;
+      labels.pod = named->pod->pod;
+    } else {
+      labels.container = named->name;
+    }
+  }
+  return labels;
+}
+
 Target ContainerDirectory::container_target(const ContainerCgroup& container)
 {
   Target target;
   target.name = display_name(container.id);
   target.container_id = container.id;
+  target.labels = container_labels(container.id);
   target.cgroup_path = cgroup2_mount_ + container.path;
   target.cgroup_id = container.cgroup_id;
   target.level = container.level;
@@ -142,6 +262,8 @@ Result<Target> resolve_target(const std::string& argument, ContainerDirectory& d
       return fail(usage_error(cgroup.error().message));
     return name_path_target(from_cgroup(*cgroup, argument), directory);
   }
+  if (auto member = resolve_pod_member(argument, directory))
+    return std::move(*member);
   if (argument.find('/') != std::string::npos)
     return fail(usage_error(fmt::format("unknown cgroup {}: no directory {}/{}; list the cgroups "
                                         "with: ls {}",
@@ -179,7 +301,7 @@ Result<Target> resolve_target(const std::string& argument, ContainerDirectory& d
         pods.push_back(&pod);
     }
     if (pods.size() == 1)
-      return from_pod(*pods.front(), mount, argument);
+      return from_pod(*pods.front(), directory, argument);
     if (pods.size() > 1)
       return fail(usage_error(fmt::format("pod UID prefix {} is ambiguous: it matches {} pods",
                                           argument, pods.size())));

@@ -76,9 +76,14 @@ Result<TargetSet> TargetSet::create(const TargetOptions& options,
     add(std::move(*target));
   }
   if (options.all_containers) {
-    for (const auto& container : set.directory_.inventory().containers)
+    size_t containers = 0;
+    for (const auto& container : set.directory_.inventory().containers) {
+      if (set.directory_.is_pod_sandbox(container.id))
+        continue;
       add(set.directory_.container_target(container));
-    spdlog::info("profiling {} containers{}", set.directory_.inventory().containers.size(),
+      ++containers;
+    }
+    spdlog::info("profiling {} containers{}", containers,
                  options.containers_only ? "" : " and the host");
     if (set.directory_.inventory().truncated)
       spdlog::warn("the cgroup tree has more directories than flamebpf scans; some containers "
@@ -235,7 +240,7 @@ TargetChanges TargetSet::refresh(bool reresolve)
   }
   if (options_.all_containers) {
     for (const auto& container : inventory.containers) {
-      if (live_ids.contains(container.cgroup_id))
+      if (live_ids.contains(container.cgroup_id) || directory_.is_pod_sandbox(container.id))
         continue;
       Target target = directory_.container_target(container);
       spdlog::info("target {}: {} started", target.name, describe(target));
@@ -246,6 +251,18 @@ TargetChanges TargetSet::refresh(bool reresolve)
   for (const auto& directory : inventory.directories)
     watched_.push_back(directory_.cgroup2_mount() + directory);
   return changes;
+}
+
+std::map<std::string, profile::TargetLabels> TargetSet::labels() const
+{
+  std::map<std::string, profile::TargetLabels> labels;
+  for (const auto* list : {&retired_, &live_}) {
+    for (const auto& target : *list) {
+      if (target.labels != profile::TargetLabels{})
+        labels.insert_or_assign(target.name, target.labels);
+    }
+  }
+  return labels;
 }
 
 profile::TargetNames TargetSet::names() const

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +59,8 @@ public:
   // Names of every target whose samples may still be in the kernel's buffers: live ones and
   // dropped ones not yet forgotten.
   profile::TargetNames names() const;
+  // The labels of those targets that have any, by name (a live target's over a dropped one's).
+  std::map<std::string, profile::TargetLabels> labels() const;
   // How many targets were dropped so far; taken just before a drain, and given to
   // forget_dropped() once that drain is symbolized.
   size_t dropped_mark() const { return forgotten_ + retired_.size(); }
