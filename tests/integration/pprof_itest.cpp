@@ -194,7 +194,7 @@ TEST_F(PprofToolTest, TracesAreTheStacksWithTheirLabels)
   auto end_trace = [&] {
     if (frames.empty())
       return;
-    std::string key = labels["container"] + "|" + labels["pid"] + "|";
+    std::string key = labels["target"] + "|" + labels["pid"] + "|";
     for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame)
       key += (frame == frames.rbegin() ? "" : ";") + *frame;
     EXPECT_EQ(labels["comm"], frames.back()) << "the comm label names the root frame";
@@ -229,15 +229,24 @@ TEST_F(PprofToolTest, TracesAreTheStacksWithTheirLabels)
   EXPECT_EQ(traces, expected) << output;
 }
 
-TEST_F(PprofToolTest, TagsShowPidCommAndContainer)
+TEST_F(PprofToolTest, TagsShowPidCommTargetPodAndNode)
 {
   SymbolizedProfile profile = built_profile();
+  profile.node = "node-7";
+  const std::string id(64, 'a');
+  profile.target_labels["web"] = {"web", id, "prod", "shop-7d9f"};
   write_pprof(profile, path("p.pb.gz"));
   std::map<std::string, uint64_t> expected; // "key=value" -> samples
   for (const auto& stack : profile.stacks) {
     expected["pid=" + std::to_string(stack.pid)] += stack.count;
     expected["comm=" + stack.comm] += stack.count;
-    expected["container=" + (stack.target.empty() ? "host" : stack.target)] += stack.count;
+    expected["target=" + (stack.target.empty() ? "host" : stack.target)] += stack.count;
+    expected["node=node-7"] += stack.count;
+    if (stack.target == "web") {
+      for (const char* tag : {"container=web", "namespace=prod", "pod=shop-7d9f"})
+        expected[tag] += stack.count;
+      expected["container_id=" + id] += stack.count;
+    }
   }
   ASSERT_TRUE(expected.contains("pid=0")); // pprof drops unitless numeric labels of 0
 

@@ -311,6 +311,12 @@ TEST(Stats, OneJsonLinePerInterval)
   EXPECT_EQ(json.find('\n'), std::string::npos);
   EXPECT_NE(json.find("\"start\":\"2026-11-22T16:20:00.000Z\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"web\":{\"samples\":5,\"processes\":1}"), std::string::npos) << json;
+  profile.target_labels["web"] = {"web", "abc", "prod", "shop"};
+  json = stats_json(stats);
+  EXPECT_NE(json.find("\"web\":{\"samples\":5,\"processes\":1,\"container\":\"web\","
+                      "\"container_id\":\"abc\",\"namespace\":\"prod\",\"pod\":\"shop\"}"),
+            std::string::npos)
+      << json;
   EXPECT_NE(json.find("\"total\":2,\"kernel_stack_collisions\":2"), std::string::npos) << json;
   EXPECT_NE(json.find("\"native_share\":0.0400"), std::string::npos) << json;
   EXPECT_NE(json.find("\"native_inlined_frames\":9"), std::string::npos) << json;

@@ -235,7 +235,7 @@ TEST(Pprof, MatchesGoldenTextproto)
     function { id: 7 name: 19 system_name: 19 }
     string_table: [
       "", "samples", "count", "cpu", "nanoseconds", "burner", "main", "/usr/bin/burner",
-      "abc123", "run", "do_idle", "[kernel.kallsyms]", "pid", "comm", "container", "host",
+      "abc123", "run", "do_idle", "[kernel.kallsyms]", "pid", "comm", "target", "host",
       "java", "Burner.loop", "[jit]", "Burner.a", "web"
     ]
     time_nanos: 1700000000000000000
@@ -261,7 +261,7 @@ TEST(Pprof, StringTableStartsEmptyAndHoldsEachStringOnce)
   std::set<std::string> distinct(profile.string_table().begin(), profile.string_table().end());
   EXPECT_EQ(distinct.size(), static_cast<size_t>(profile.string_table_size()));
   for (const char* expected : {"samples", "count", "cpu", "nanoseconds", "burner", "java",
-                               "swapper/0", "main", "pid", "comm", "container", "host", "web"})
+                               "swapper/0", "main", "pid", "comm", "target", "host", "web"})
     EXPECT_TRUE(distinct.contains(expected)) << expected;
 }
 
@@ -418,17 +418,41 @@ TEST(Pprof, UnknownFrequencyGivesSampleCountsOnly)
   EXPECT_EQ(profile.sample(0).value(0), 50);
 }
 
-TEST(Pprof, SamplesCarryPidCommAndContainerLabels)
+TEST(Pprof, SamplesCarryPidCommAndTargetLabels)
 {
   pb::Profile profile = parse(sample_profile());
   ASSERT_EQ(profile.sample_size(), 6);
   EXPECT_EQ(labels(profile, profile.sample(0)),
-            (std::vector<std::string>{"pid=100 pid", "comm=burner", "container=host"}));
+            (std::vector<std::string>{"pid=100 pid", "comm=burner", "target=host"}));
   EXPECT_EQ(labels(profile, profile.sample(2)),
-            (std::vector<std::string>{"pid=101 pid", "comm=burner", "container=web"}));
+            (std::vector<std::string>{"pid=101 pid", "comm=burner", "target=web"}));
   // pid 0 has a unit, so that pprof keeps it.
   EXPECT_EQ(labels(profile, profile.sample(5)),
-            (std::vector<std::string>{"pid=0 pid", "comm=swapper/0", "container=host"}));
+            (std::vector<std::string>{"pid=0 pid", "comm=swapper/0", "target=host"}));
+}
+
+TEST(Pprof, SamplesOfContainersAndPodsCarryTheirNamesAndTheNode)
+{
+  SymbolizedProfile input = sample_profile();
+  input.node = "node-7";
+  input.target_labels["web"] = {"web", std::string(64, 'a'), "", ""};
+  for (auto& stack : input.stacks) {
+    if (stack.pid == 100)
+      stack.target = "prod/shop-7d9f/api";
+  }
+  input.target_labels["prod/shop-7d9f/api"] = {"api", std::string(64, 'b'), "prod", "shop-7d9f"};
+  pb::Profile profile = parse(input);
+  ASSERT_EQ(profile.sample_size(), 6);
+  EXPECT_EQ(labels(profile, profile.sample(0)),
+            (std::vector<std::string>{"pid=100 pid", "comm=burner", "target=prod/shop-7d9f/api",
+                                      "container=api", "container_id=" + std::string(64, 'b'),
+                                      "namespace=prod", "pod=shop-7d9f", "node=node-7"}));
+  EXPECT_EQ(labels(profile, profile.sample(2)),
+            (std::vector<std::string>{"pid=101 pid", "comm=burner", "target=web", "container=web",
+                                      "container_id=" + std::string(64, 'a'), "node=node-7"}));
+  EXPECT_EQ(
+      labels(profile, profile.sample(5)),
+      (std::vector<std::string>{"pid=0 pid", "comm=swapper/0", "target=host", "node=node-7"}));
 }
 
 TEST(Pprof, MappingsCarryBuildIdsAndTheMainBinaryComesFirst)

@@ -41,6 +41,24 @@ const Stack* find(const SymbolizedProfile& profile, uint32_t pid, const std::str
   return nullptr;
 }
 
+TEST(Accumulator, LaterLabelsOfATargetWinAndTheNodeIsKept)
+{
+  Accumulator accumulator;
+  auto first = interval(0, 1, {stack_of(1, {"main"}, 1)});
+  first.node = "node-7";
+  first.target_labels["web"] = {"web", std::string(64, 'a'), "", ""};
+  first.target_labels["db"] = {"db", std::string(64, 'b'), "", ""};
+  accumulator.add(std::move(first));
+  // web was made again under its name, with a new ID.
+  auto second = interval(1, 2, {stack_of(1, {"main"}, 1)});
+  second.target_labels["web"] = {"web", std::string(64, 'c'), "", ""};
+  accumulator.add(std::move(second));
+  const auto& total = accumulator.total();
+  EXPECT_EQ(total.node, "node-7");
+  EXPECT_EQ(total.target_labels.at("web").container_id, std::string(64, 'c'));
+  EXPECT_EQ(total.target_labels.at("db").container_id, std::string(64, 'b'));
+}
+
 TEST(Accumulator, EmptyTotal)
 {
   Accumulator accumulator;

@@ -24,6 +24,22 @@ TEST(SplitByTarget, EachTargetGetsOnlyItsStacks)
   EXPECT_TRUE(split_by_target(SymbolizedProfile{}).empty());
 }
 
+TEST(SplitByTarget, EachTargetKeepsItsOwnLabelsAndTheNode)
+{
+  SymbolizedProfile profile;
+  profile.node = "node-7";
+  profile.stacks = {{1, "a", "prod/shop/web", {}, 3}, {2, "b", "", {}, 4}};
+  profile.target_labels["prod/shop/web"] = {"web", std::string(64, 'a'), "prod", "shop"};
+  profile.target_labels["gone"] = {"gone", std::string(64, 'b'), "", ""};
+  auto parts = split_by_target(profile);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts.at("prod/shop/web").target_labels,
+            (std::map<std::string, TargetLabels>{
+                {"prod/shop/web", {"web", std::string(64, 'a'), "prod", "shop"}}}));
+  EXPECT_TRUE(parts.at("").target_labels.empty());
+  EXPECT_EQ(parts.at("").node, "node-7");
+}
+
 bool portable(const std::string& name)
 {
   return !name.empty() && name.front() != '.' &&

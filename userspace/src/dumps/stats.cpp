@@ -145,8 +145,19 @@ std::string stats_json(const IntervalStats& stats)
   json += ",\"targets\":{";
   bool first = true;
   for (const auto& [name, target] : targets) {
-    json += fmt::format("{}{}:{{\"samples\":{},\"processes\":{}}}", first ? "" : ",",
+    json += fmt::format("{}{}:{{\"samples\":{},\"processes\":{}", first ? "" : ",",
                         json_string(name), target.first, target.second.size());
+    // The same names pprof labels its samples with.
+    if (auto labels = profile.target_labels.find(name); labels != profile.target_labels.end()) {
+      for (const auto& [key, value] : {std::pair{"container", &labels->second.container},
+                                       std::pair{"container_id", &labels->second.container_id},
+                                       std::pair{"namespace", &labels->second.namespace_name},
+                                       std::pair{"pod", &labels->second.pod}}) {
+        if (!value->empty())
+          json += fmt::format(",\"{}\":{}", key, json_string(*value));
+      }
+    }
+    json += "}";
     first = false;
   }
   json += fmt::format("}},\"drops\":{{\"total\":{}", profile::total_drops(profile.counters));

@@ -216,12 +216,22 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
   pid->set_num(stack.pid);
   // pprof drops a numeric label of 0 that has no unit, and the idle task's pid is 0.
   pid->set_num_unit(string("pid"));
-  pb::Label* comm = sample->add_label();
-  comm->set_key(string("comm"));
-  comm->set_str(string(or_unknown(stack.comm)));
-  pb::Label* container = sample->add_label();
-  container->set_key(string("container"));
-  container->set_str(string(stack.target.empty() ? "host" : stack.target));
+  auto text_label = [&](const char* key, const std::string& value) {
+    if (value.empty())
+      return;
+    pb::Label* label = sample->add_label();
+    label->set_key(string(key));
+    label->set_str(string(value));
+  };
+  text_label("comm", std::string(or_unknown(stack.comm)));
+  text_label("target", stack.target.empty() ? "host" : stack.target);
+  if (auto labels = input_.target_labels.find(stack.target); labels != input_.target_labels.end()) {
+    text_label("container", labels->second.container);
+    text_label("container_id", labels->second.container_id);
+    text_label("namespace", labels->second.namespace_name);
+    text_label("pod", labels->second.pod);
+  }
+  text_label("node", input_.node);
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <signal.h>
+#include <sys/utsname.h>
 
 #include "common/log.h"
 #include "common/procfs.h"
@@ -138,6 +139,8 @@ Recorder::~Recorder() = default;
 
 Result<> Recorder::start()
 {
+  if (struct utsname host{}; ::uname(&host) == 0)
+    node_ = host.nodename;
   sink_->targets_added(targets_.live());
   install_signal_handlers();
   auto sampler =
@@ -277,6 +280,8 @@ Result<> Recorder::drain()
   // for the host.
   refresh_targets(false);
   reread_rewritten_perf_maps();
+  // Taken with the names: the targets dropped before this drain are forgotten below.
+  auto labels = targets_.labels();
   auto symbolized = symbolizer_->symbolize(*raw, targets_.names());
   if (!symbolized)
     return fail(symbolized.error());
@@ -285,6 +290,8 @@ Result<> Recorder::drain()
   // Targets dropped before this drain have no samples left in the kernel.
   targets_.forget_dropped(dropped_before);
   symbolized->frequency_hz = config_.frequency_hz;
+  symbolized->target_labels = std::move(labels);
+  symbolized->node = node_;
   spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter",
                 symbolized->total_samples(), symbolized->stacks.size(),
                 raw->counters.counts[FB_COUNTER_FILTERED]);

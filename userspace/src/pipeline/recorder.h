@@ -91,6 +91,7 @@ private:
   profile::Accumulator accumulator_; // the current interval
   Schedule::Wall::time_point interval_start_;
   Schedule::Steady::time_point last_refresh_;
+  std::string node_; // the host's name, for the profiles' labels
   bool first_sample_seen_ = false;
   ServiceNotifier service_;
 };

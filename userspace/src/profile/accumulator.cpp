@@ -34,6 +34,10 @@ void Accumulator::add(SymbolizedProfile interval)
   total_.counters += interval.counters;
   total_.symbolize_stats += interval.symbolize_stats;
   total_.build_ids.merge(interval.build_ids);
+  for (auto& [target, labels] : interval.target_labels)
+    total_.target_labels.insert_or_assign(target, std::move(labels));
+  if (!interval.node.empty())
+    total_.node = std::move(interval.node);
   for (auto& stack : interval.stacks) {
     auto [it, inserted] = index_.try_emplace(identity(stack), total_.stacks.size());
     if (inserted)

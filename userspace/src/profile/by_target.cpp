@@ -80,6 +80,10 @@ std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile
       it->second.frequency_hz = profile.frequency_hz;
       it->second.counters = profile.counters;
       it->second.build_ids = profile.build_ids;
+      it->second.node = profile.node;
+      if (auto labels = profile.target_labels.find(stack.target);
+          labels != profile.target_labels.end())
+        it->second.target_labels.insert(*labels);
     }
     it->second.stacks.push_back(stack);
   }

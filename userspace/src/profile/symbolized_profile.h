@@ -61,6 +61,17 @@ struct SymbolizeStats {
   }
 };
 
+// What a target's samples are labelled with in pprof, beside the target's name: where it is a
+// container, which one, and for a Kubernetes pod (or a container of one), which pod.
+struct TargetLabels {
+  std::string container;      // the container's name: Docker's, podman's, or the pod's container
+  std::string container_id;   // full ID
+  std::string namespace_name; // the pod's Kubernetes namespace
+  std::string pod;
+
+  friend bool operator==(const TargetLabels&, const TargetLabels&) = default;
+};
+
 struct SymbolizedProfile {
   std::chrono::system_clock::time_point start;
   std::chrono::system_clock::time_point end;
@@ -69,6 +80,9 @@ struct SymbolizedProfile {
   DropCounters counters;
   // GNU build ID (hex) of each ELF file named as a frame's module, where it has one.
   std::map<std::string, std::string> build_ids;
+  // The labels of each target (by name) that has any; the latest of a name wins.
+  std::map<std::string, TargetLabels> target_labels;
+  std::string node; // the host's name
   SymbolizeStats symbolize_stats;
 
   // Total samples over all stacks.
