@@ -10,11 +10,13 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
 #include <poll.h>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -340,12 +342,18 @@ struct WorkDirKind {
   std::string_view prefix;          // kDockerWorkDirPrefix or kPodmanWorkDirPrefix
   std::string_view container_store; // below the work directory: one directory per container id
   std::string_view cgroup_prefix;   // a container's cgroup is <parent>/<cgroup_prefix><id>
-  bool containerd_shims;            // whether containerd shims left sockets named after the ids
+  // containerd's socket below the work directory, and the namespace of its containers, whose shims
+  // leave sockets named after them; "" if no containerd runs from the work directory.
+  std::string_view containerd_socket;
+  std::string_view containerd_namespace;
 };
 
-constexpr WorkDirKind kDockerKind{kDockerWorkDirPrefix, "data/containers", "", true};
-constexpr WorkDirKind kPodmanKind{kPodmanWorkDirPrefix, "storage/overlay-containers", "libpod-",
-                                  false};
+constexpr WorkDirKind kDockerKind{kDockerWorkDirPrefix, "data/containers", "",
+                                  "exec/containerd/containerd.sock", "moby"};
+constexpr WorkDirKind kPodmanKind{kPodmanWorkDirPrefix, "storage/overlay-containers", "libpod-", "",
+                                  ""};
+constexpr WorkDirKind kCriKind{kCriWorkDirPrefix, "state/io.containerd.runtime.v2.task/k8s.io", "",
+                               "containerd.sock", "k8s.io"};
 
 // What a work directory's record says may need cleaning up.
 struct CleanupRecord {
@@ -413,12 +421,15 @@ std::string sha256_hex(const std::string& text)
 
 // The sockets of killed shims stay behind in containerd's fixed socket directory. A shim's
 // socket is named after sha256(<containerd address>/<namespace>/<container id>) (containerd 1.6
-// runtime/v2/shim SocketAddress); dockerd's namespace is "moby".
-void remove_shim_sockets(const std::string& dir, const std::set<std::string>& ids)
+// runtime/v2/shim SocketAddress).
+void remove_shim_sockets(const std::string& dir,
+                         const WorkDirKind& kind,
+                         const std::set<std::string>& ids)
 {
   for (const auto& id : ids) {
     std::string socket = std::string("/run/containerd/s/") +
-                         sha256_hex(dir + "/exec/containerd/containerd.sock/moby/" + id);
+                         sha256_hex(dir + "/" + std::string(kind.containerd_socket) + "/" +
+                                    std::string(kind.containerd_namespace) + "/" + id);
     if (fs::is_socket(fs::symlink_status(socket)))
       ::unlink(socket.c_str());
   }
@@ -475,8 +486,8 @@ void purge_work_dir(const std::string& dir, const WorkDirKind& kind) noexcept
     }
 
     unmount_below(dir);
-    if (kind.containerd_shims)
-      remove_shim_sockets(dir, record.ids);
+    if (!kind.containerd_socket.empty())
+      remove_shim_sockets(dir, kind, record.ids);
 
     for (const auto& container : record.containers) {
       for (const auto& mount : hierarchies) {
@@ -1378,6 +1389,238 @@ std::string PodmanRuntime::burner_image()
   });
   burner_image_ = kPodmanBurnerImage;
   return burner_image_;
+}
+
+CriContainerd::CriContainerd() : work_dir_(create_work_dir(kCriKind))
+{
+  try {
+    socket_ = work_dir_ + "/containerd.sock";
+    state_ = work_dir_ + "/state";
+    ctr_ = find_executable("/usr/bin/ctr", "ctr", "containerd");
+    for (const char* host_dir : kHostRuntimeDirs) {
+      if (!fs::exists(host_dir))
+        append_record(work_dir_, "hostdir", host_dir);
+    }
+    // Everything below the work directory. The CRI plugin itself is off: the tests create
+    // containers as it would, and it would open a streaming port and look for CNI.
+    write_file(work_dir_ + "/config.toml",
+               "version = 2\n"
+               "root = \"" +
+                   work_dir_ +
+                   "/root\"\n"
+                   "state = \"" +
+                   state_ +
+                   "\"\n"
+                   "disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n"
+                   "[grpc]\n"
+                   "  address = \"" +
+                   socket_ +
+                   "\"\n"
+                   "[ttrpc]\n"
+                   "  address = \"" +
+                   socket_ +
+                   ".ttrpc\"\n"
+                   "[plugins.\"io.containerd.internal.v1.opt\"]\n"
+                   "  path = \"" +
+                   work_dir_ + "/opt\"\n");
+    std::string log_path = work_dir_ + "/containerd.log";
+    {
+      UniqueFd log = open_output_file(log_path);
+      SpawnOptions options = with_environment(child_environment({}));
+      options.output = log.get();
+      options.error_output = log.get();
+      options.new_session = true;
+      containerd_pid_ = spawn({find_executable("/usr/bin/containerd", "containerd", "containerd"),
+                               "--config", work_dir_ + "/config.toml"},
+                              options);
+    }
+    auto deadline = Clock::now() + kReadyTimeout;
+    for (;;) {
+      if (!process_alive(containerd_pid_))
+        throw std::runtime_error("containerd exited during startup: " +
+                                 tail(read_text(log_path), 3000));
+      auto result = run_process({ctr_, "--address", socket_, "version"},
+                                with_environment(child_environment({})), 5s);
+      if (result.status == 0)
+        break;
+      if (Clock::now() >= deadline)
+        throw std::runtime_error("containerd did not answer within 20 s (" + trim(result.err) +
+                                 "): " + tail(read_text(log_path), 3000));
+      std::this_thread::sleep_for(50ms);
+    }
+  } catch (...) {
+    shut_down();
+    throw;
+  }
+}
+
+CriContainerd::~CriContainerd()
+{
+  shut_down();
+}
+
+void CriContainerd::shut_down() noexcept
+{
+  try {
+    if (process_alive(containerd_pid_)) {
+      for (const auto& [id, pid] : containers_) {
+        try {
+          stop(id, pid);
+        } catch (const std::exception& e) {
+          warn("removing container " + id + " failed: " + e.what());
+        }
+      }
+      ::kill(containerd_pid_, SIGTERM);
+    }
+    if (containerd_pid_ > 0 && !wait_child(containerd_pid_, kExitTimeout)) {
+      warn("containerd " + std::to_string(containerd_pid_) + " ignores SIGTERM; killing it");
+      ::kill(containerd_pid_, SIGKILL);
+      wait_child(containerd_pid_, 5s);
+    }
+  } catch (const std::exception& e) {
+    warn(std::string("stopping containerd failed: ") + e.what());
+  } catch (...) {
+    warn("stopping containerd failed");
+  }
+  if (!work_dir_.empty())
+    purge_work_dir(work_dir_, kCriKind);
+}
+
+std::string CriContainerd::ctr(const std::vector<std::string>& args)
+{
+  std::vector<std::string> argv{ctr_, "--address", socket_, "--namespace", "k8s.io"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return client_output("ctr", args,
+                       run_process(argv, with_environment(child_environment({})), kClientTimeout));
+}
+
+std::string CriContainerd::burner_rootfs()
+{
+  if (burner_rootfs_.empty()) {
+    std::string rootfs = work_dir_ + "/burner-rootfs";
+    build_burner_rootfs(rootfs);
+    burner_rootfs_ = rootfs;
+  }
+  return burner_rootfs_;
+}
+
+CriContainerd::Pod CriContainerd::start_pod(const std::string& namespace_name,
+                                            const std::string& name,
+                                            const std::map<std::string, std::string>& annotations)
+{
+  std::mt19937_64 random(std::random_device{}());
+  std::string uid =
+      fmt::format("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", random() & 0xffffffff, random() & 0xffff,
+                  random() & 0xfff, random() & 0xfff, random() & 0xffffffffffff);
+  Pod pod{namespace_name, name, uid, "/kubepods/burstable/pod" + uid, annotations};
+  // The pause container: it only holds the pod's namespaces.
+  run(pod, "", {"/bin/sleep", "3600"});
+  return pod;
+}
+
+Container CriContainerd::run(const Pod& pod,
+                             const std::string& container_name,
+                             const std::vector<std::string>& command,
+                             const std::map<std::string, std::string>& annotations)
+{
+  std::mt19937_64 random(std::random_device{}());
+  std::string id;
+  for (int i = 0; i < 4; ++i)
+    id += fmt::format("{:016x}", random());
+  std::string cgroup = pod.cgroup + "/" + id;
+  // Recorded before the run, so that a crash right after it still finds the cgroups.
+  append_record(work_dir_, "parent", pod.cgroup);
+  append_record(work_dir_, "container", cgroup);
+  std::map<std::string, std::string> all = {
+      {"io.kubernetes.cri.container-type", container_name.empty() ? "sandbox" : "container"},
+      {"io.kubernetes.cri.sandbox-namespace", pod.namespace_name},
+      {"io.kubernetes.cri.sandbox-name", pod.name},
+      {"io.kubernetes.cri.sandbox-uid", pod.uid}};
+  if (!container_name.empty())
+    all["io.kubernetes.cri.container-name"] = container_name;
+  for (const auto& source : {pod.annotations, annotations}) {
+    for (const auto& [key, value] : source)
+      all[key] = value;
+  }
+  std::vector<std::string> args{"run", "-d", "--rootfs", "--cgroup", cgroup};
+  for (const auto& [key, value] : all) {
+    args.emplace_back("--annotation");
+    args.push_back(key + "=" + value);
+  }
+  args.push_back(burner_rootfs());
+  args.push_back(id);
+  args.insert(args.end(), command.begin(), command.end());
+  ctr(args);
+
+  Container container{container_name.empty() ? pod.name + "/POD" : container_name, id, 0, ""};
+  std::string pid_file = state_ + "/io.containerd.runtime.v2.task/k8s.io/" + id + "/init.pid";
+  auto deadline = Clock::now() + kReadyTimeout;
+  for (;;) {
+    auto words = split_words(read_text(pid_file));
+    if (!words.empty()) {
+      container.pid = std::stoi(words[0]);
+      std::istringstream lines(read_text("/proc/" + std::to_string(container.pid) + "/cgroup"));
+      for (std::string line; std::getline(lines, line);) {
+        if (line == "0::" + cgroup)
+          container.cgroup2_path = cgroup2_mount() + cgroup;
+      }
+      if (!container.cgroup2_path.empty())
+        break;
+    }
+    if (Clock::now() >= deadline)
+      throw std::runtime_error("container " + id + " of pod " + pod.name +
+                               " did not start within 20 s");
+    std::this_thread::sleep_for(20ms);
+  }
+  containers_.emplace_back(id, container.pid);
+  return container;
+}
+
+void CriContainerd::stop(const std::string& id, pid_t pid)
+{
+  try {
+    ctr({"task", "kill", "--signal", "SIGKILL", id});
+  } catch (const std::runtime_error&) {
+    // Exited already.
+  }
+  if (!poll_until([&] { return !process_alive(pid); }, 10s))
+    throw std::runtime_error("container " + id + " survives SIGKILL");
+  // The task is reaped by its shim a moment after its process dies.
+  poll_until(
+      [&] {
+        try {
+          ctr({"task", "delete", id});
+          return true;
+        } catch (const std::runtime_error&) {
+          return false;
+        }
+      },
+      10s);
+  ctr({"container", "delete", id});
+}
+
+void CriContainerd::remove_pod(const Pod& pod)
+{
+  for (auto it = containers_.begin(); it != containers_.end();) {
+    std::string cgroup = pod.cgroup + "/" + it->first;
+    bool ours = fs::exists(cgroup2_mount() + cgroup);
+    if (!ours) {
+      ++it;
+      continue;
+    }
+    stop(it->first, it->second);
+    for (const auto& mount : cgroup_mounts()) {
+      std::string dir = cgroup_dir(mount, cgroup);
+      if (!dir.empty() && fs::exists(dir))
+        remove_cgroup_tree(dir);
+    }
+    it = containers_.erase(it);
+  }
+  for (const auto& mount : cgroup_mounts()) {
+    std::string dir = cgroup_dir(mount, pod.cgroup);
+    if (!dir.empty() && fs::exists(dir))
+      remove_if_empty(dir);
+  }
 }
 
 } // namespace flamebpf::testing

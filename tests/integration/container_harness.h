@@ -26,6 +26,8 @@ inline constexpr std::array<std::string_view, 8> kBurnerNames{
 inline constexpr std::string_view kDockerWorkDirPrefix = "/var/tmp/flamebpf-dockerd.";
 // Every PodmanRuntime's work directory is this prefix plus a mkdtemp suffix.
 inline constexpr std::string_view kPodmanWorkDirPrefix = "/var/tmp/flamebpf-podman.";
+// Every CriContainerd's work directory is this prefix plus a mkdtemp suffix.
+inline constexpr std::string_view kCriWorkDirPrefix = "/var/tmp/flamebpf-containerd.";
 
 // The JDKs DockerDaemon::java_image() packages: the host's /usr/lib/jvm/java-17-openjdk-amd64
 // (Debian's, with jmods) and /usr/lib/jvm/temurin-25-jdk-amd64 (Temurin's, linked from its
@@ -241,6 +243,62 @@ private:
   std::vector<std::string> global_options_;
   std::vector<std::string> environment_;
   std::string burner_image_;
+};
+
+// A private containerd (Debian's containerd 1.6) for one test process, making containers as its
+// CRI plugin makes them for the kubelet: in namespace k8s.io, each in the cgroup
+// /kubepods/burstable/pod<uid>/<id>, with the io.kubernetes.cri.* annotations in its spec, and a
+// sandbox (pause) container per pod. Its root, state, sockets and configuration are in a fresh
+// work directory; the containers run the burner image's files (`ctr run --rootfs`), with no
+// image store. Cleanup works as DockerDaemon's does, from the work directory alone.
+class CriContainerd {
+public:
+  // Cleans up after killed test runs, then starts containerd and waits until it answers. Throws
+  // std::runtime_error, with the tail of its log, if it does not come up within about 20 seconds.
+  CriContainerd();
+  // Removes every container, stops containerd and purges the work directory. Never throws.
+  ~CriContainerd();
+  CriContainerd(const CriContainerd&) = delete;
+  CriContainerd& operator=(const CriContainerd&) = delete;
+
+  struct Pod {
+    std::string namespace_name;
+    std::string name;
+    std::string uid;
+    std::string cgroup; // relative to the cgroup2 mount: /kubepods/burstable/pod<uid>
+    // Set on every container of the pod, over the CRI plugin's own (to forge them).
+    std::map<std::string, std::string> annotations;
+  };
+
+  // Creates a pod with a new UID and starts its sandbox (sleep).
+  Pod start_pod(const std::string& namespace_name,
+                const std::string& name,
+                const std::map<std::string, std::string>& annotations = {});
+  // Starts container_name (empty: the sandbox) in pod running command from the burner image's
+  // files, with annotations over the pod's; waits until it runs in its cgroup.
+  Container run(const Pod& pod,
+                const std::string& container_name,
+                const std::vector<std::string>& command,
+                const std::map<std::string, std::string>& annotations = {});
+  // Kills and deletes every container of the pod, then removes the pod's cgroup.
+  void remove_pod(const Pod& pod);
+
+  // Runs ctr against this containerd in namespace k8s.io; returns its trimmed stdout or throws.
+  std::string ctr(const std::vector<std::string>& args);
+  pid_t containerd_pid() const { return containerd_pid_; }
+
+private:
+  std::string burner_rootfs();
+  void stop(const std::string& id, pid_t pid);
+  void shut_down() noexcept;
+
+  std::string work_dir_;
+  std::string socket_;
+  std::string state_;
+  std::string ctr_;
+  std::string burner_rootfs_;
+  pid_t containerd_pid_ = -1;
+  std::vector<std::pair<std::string, pid_t>> containers_; // id -> main process
 };
 
 // Mount points of every cgroup hierarchy, v1 controllers and cgroup2, from /proc/self/mountinfo.
