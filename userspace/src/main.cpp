@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include "cli/options.h"
+#include "common/host_namespaces.h"
 #include "common/log.h"
 #include "pipeline/recorder.h"
 #include "pipeline/render.h"
@@ -51,6 +52,10 @@ int main(int argc, char** argv)
     if (::setrlimit(RLIMIT_NOFILE, &files) != 0)
       spdlog::debug("cannot raise the open files limit to {}", files.rlim_max);
   }
+
+  // In a container of its own (a DaemonSet's pod), cgroups and the node's name are the host's.
+  for (const auto& entered : flamebpf::host_namespaces::enter_the_hosts())
+    spdlog::debug("entered the host's {} namespace", entered);
 
   auto summary = flamebpf::pipeline::record(config);
   if (!summary) {
