@@ -455,6 +455,30 @@ TEST(Pprof, SamplesOfContainersAndPodsCarryTheirNamesAndTheNode)
       (std::vector<std::string>{"pid=0 pid", "comm=swapper/0", "target=host", "node=node-7"}));
 }
 
+TEST(Pprof, SamplesOfAPodTargetCarryTheContainerTheyWereTakenIn)
+{
+  SymbolizedProfile input = sample_profile();
+  for (auto& stack : input.stacks) {
+    if (stack.pid == 100 || stack.pid == 101) {
+      stack.target = "prod/shop-7d9f";
+      stack.pod_container_id = std::string(64, stack.pid == 100 ? 'a' : 'b');
+    }
+  }
+  input.target_labels["prod/shop-7d9f"] = {"", "", "prod", "shop-7d9f"};
+  input.pod_container_labels[std::string(64, 'a')] = {"web", std::string(64, 'a'), "prod",
+                                                      "shop-7d9f"};
+  pb::Profile profile = parse(input);
+  ASSERT_EQ(profile.sample_size(), 6);
+  EXPECT_EQ(labels(profile, profile.sample(0)),
+            (std::vector<std::string>{"pid=100 pid", "comm=burner", "target=prod/shop-7d9f",
+                                      "container=web", "container_id=" + std::string(64, 'a'),
+                                      "namespace=prod", "pod=shop-7d9f"}));
+  // A container not (yet) known: the pod's labels only.
+  EXPECT_EQ(labels(profile, profile.sample(2)),
+            (std::vector<std::string>{"pid=101 pid", "comm=burner", "target=prod/shop-7d9f",
+                                      "namespace=prod", "pod=shop-7d9f"}));
+}
+
 TEST(Pprof, MappingsCarryBuildIdsAndTheMainBinaryComesFirst)
 {
   pb::Profile profile = parse(sample_profile());

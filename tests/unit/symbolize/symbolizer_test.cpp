@@ -267,6 +267,22 @@ TEST_F(SymbolizerSelf, UnmatchedSampleBelongsToTheTargetItsCgroupIsIn)
   EXPECT_EQ(symbolized->stacks[0].target, "host");
 }
 
+TEST_F(SymbolizerSelf, SampleOfAPodTargetKnowsItsContainer)
+{
+  auto own = procfs::read_cgroup2_path(static_cast<uint32_t>(::getpid()));
+  ASSERT_TRUE(own.has_value());
+  auto raw = one_sample({}, {});
+  targets_.by_cgroup_path = {{*own, "prod/shop"}};
+  targets_.pod_containers_by_cgroup_path = {{*own + "x", "sibling"}, {*own, "web-id"}};
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  EXPECT_EQ(symbolized->stacks[0].target, "prod/shop");
+  EXPECT_EQ(symbolized->stacks[0].pod_container_id, "web-id");
+  targets_.pod_containers_by_cgroup_path = {{*own + "/child", "below"}};
+  symbolized = symbolizer_->symbolize(raw, targets_);
+  EXPECT_EQ(symbolized->stacks[0].pod_container_id, "");
+}
+
 TEST_F(SymbolizerSelf, CommIsTheProcesssOwnNameWhileItLives)
 {
   // The first sample's name is a thread's (or, inside execve, the old program's); the process's

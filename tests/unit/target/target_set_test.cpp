@@ -249,6 +249,34 @@ TEST_F(TargetSetTest, AllContainersLeavesPodSandboxesOut)
   EXPECT_EQ(changes.added[0].name, "prod/shop/sidecar");
 }
 
+// A pod selected by name is one target; its samples are labelled with the container they are
+// from, found again as containers start.
+TEST_F(TargetSetTest, PodTargetKnowsItsContainersAsTheyCome)
+{
+  proc_.add_containerd();
+  std::string uid = "5f2b1c3d-8e4a-4b6c-9d7e-0a1b2c3d4e5f";
+  start_pod_container(proc_, mount(), "shop", uid, std::string(64, '5'), "");
+  start_pod_container(proc_, mount(), "shop", uid, std::string(64, '6'), "web");
+  TargetOptions options;
+  options.cgroups = {"prod/shop"};
+  auto set = create(options);
+  ASSERT_TRUE(set.has_value()) << set.error().message;
+  EXPECT_TRUE(set->follows_changes());
+  EXPECT_EQ(set->pod_container_labels(),
+            (std::map<std::string, profile::TargetLabels>{
+                {std::string(64, '6'), {"web", std::string(64, '6'), "prod", "shop"}}}));
+  std::string pod = "/kubepods/pod" + uid;
+  EXPECT_EQ(set->names().pod_containers_by_cgroup_path,
+            (std::vector<std::pair<std::string, std::string>>{
+                {pod + "/" + std::string(64, '6'), std::string(64, '6')}}));
+
+  start_pod_container(proc_, mount(), "shop", uid, std::string(64, '7'), "sidecar");
+  auto changes = set->refresh();
+  EXPECT_TRUE(changes.empty());
+  EXPECT_EQ(set->pod_container_labels().size(), 2u);
+  EXPECT_EQ(set->pod_container_labels()[std::string(64, '7')].container, "sidecar");
+}
+
 // A StatefulSet's pod is deleted and made again under its name, with a new UID.
 TEST_F(TargetSetTest, PodRecreatedWithANewUidIsFollowed)
 {

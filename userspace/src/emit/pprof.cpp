@@ -226,8 +226,13 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
   text_label("comm", std::string(or_unknown(stack.comm)));
   text_label("target", stack.target.empty() ? "host" : stack.target);
   if (auto labels = input_.target_labels.find(stack.target); labels != input_.target_labels.end()) {
-    text_label("container", labels->second.container);
-    text_label("container_id", labels->second.container_id);
+    const profile::TargetLabels* container = &labels->second;
+    // A pod's target has no container of its own: each sample has the one it was taken in.
+    if (auto member = input_.pod_container_labels.find(stack.pod_container_id);
+        container->container_id.empty() && member != input_.pod_container_labels.end())
+      container = &member->second;
+    text_label("container", container->container);
+    text_label("container_id", container->container_id);
     text_label("namespace", labels->second.namespace_name);
     text_label("pod", labels->second.pod);
   }

@@ -282,6 +282,7 @@ Result<> Recorder::drain()
   reread_rewritten_perf_maps();
   // Taken with the names: the targets dropped before this drain are forgotten below.
   auto labels = targets_.labels();
+  auto pod_container_labels = targets_.pod_container_labels();
   auto symbolized = symbolizer_->symbolize(*raw, targets_.names());
   if (!symbolized)
     return fail(symbolized.error());
@@ -291,6 +292,7 @@ Result<> Recorder::drain()
   targets_.forget_dropped(dropped_before);
   symbolized->frequency_hz = config_.frequency_hz;
   symbolized->target_labels = std::move(labels);
+  symbolized->pod_container_labels = std::move(pod_container_labels);
   symbolized->node = node_;
   spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter",
                 symbolized->total_samples(), symbolized->stacks.size(),

@@ -36,6 +36,8 @@ void Accumulator::add(SymbolizedProfile interval)
   total_.build_ids.merge(interval.build_ids);
   for (auto& [target, labels] : interval.target_labels)
     total_.target_labels.insert_or_assign(target, std::move(labels));
+  for (auto& [id, labels] : interval.pod_container_labels)
+    total_.pod_container_labels.insert_or_assign(id, std::move(labels));
   if (!interval.node.empty())
     total_.node = std::move(interval.node);
   for (auto& stack : interval.stacks) {

@@ -85,6 +85,9 @@ std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile
           labels != profile.target_labels.end())
         it->second.target_labels.insert(*labels);
     }
+    if (auto labels = profile.pod_container_labels.find(stack.pod_container_id);
+        labels != profile.pod_container_labels.end())
+      it->second.pod_container_labels.insert(*labels);
     it->second.stacks.push_back(stack);
   }
   return parts;

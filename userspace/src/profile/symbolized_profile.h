@@ -36,6 +36,8 @@ struct Stack {
   std::string target;        // name of the target it was attributed to; empty for the host
   std::vector<Frame> frames; // outermost (root) first: user frames, then kernel frames
   uint64_t count = 0;
+  // Where the target is a Kubernetes pod: the ID of the pod's container the process ran in.
+  std::string pod_container_id;
 };
 
 // How many user frames the symbolizer could not name, by where the code was, and what the
@@ -82,6 +84,8 @@ struct SymbolizedProfile {
   std::map<std::string, std::string> build_ids;
   // The labels of each target (by name) that has any; the latest of a name wins.
   std::map<std::string, TargetLabels> target_labels;
+  // The labels of the containers of pod targets, by container ID (Stack::pod_container_id).
+  std::map<std::string, TargetLabels> pod_container_labels;
   std::string node; // the host's name
   SymbolizeStats symbolize_stats;
 

@@ -17,6 +17,10 @@ struct TargetNames {
   // matched to no target, taken before a new container's cgroup joined the filter, still
   // belongs to the target whose cgroup its process was in.
   std::vector<std::pair<std::string, std::string>> by_cgroup_path;
+  // The containers of Kubernetes pods profiled as one target (--cgroup <namespace>/<pod>), by
+  // their cgroup2 path below the mount -> container ID: which container of the pod a sample is
+  // from, for its labels.
+  std::vector<std::pair<std::string, std::string>> pod_containers_by_cgroup_path;
   std::string unmatched = "host"; // samples of no target: the host outside every container
 };
 
@@ -34,5 +38,8 @@ const std::string& target_of(const TargetNames& targets,
                              uint64_t target_cgroup_id,
                              uint32_t tgid,
                              ProcessCgroup process_cgroup);
+
+// The ID of the container of a pod target that a process's cgroup2 path is in, "" if none.
+const std::string& pod_container_of(const TargetNames& targets, std::string_view process_path);
 
 } // namespace flamebpf::profile

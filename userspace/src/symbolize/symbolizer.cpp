@@ -258,6 +258,7 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     stack.comm = image.comm;
     stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
                                       {image.cgroup, image.cgroup_id});
+    stack.pod_container_id = profile::pod_container_of(targets, image.cgroup);
     size_t bytes = 0;
     bool cut = false;
     auto user = user_frames(sample, &bytes, &cut, out);

@@ -18,6 +18,12 @@ bool same_target(const Target& a, const Target& b)
   return a.pid != 0 ? a.pid == b.pid : a.cgroup_id == b.cgroup_id && b.pid == 0;
 }
 
+// A Kubernetes pod selected by its name or UID: every container of it in one target.
+bool is_pod(const Target& target)
+{
+  return target.pid == 0 && target.container_id.empty() && !target.labels.pod.empty();
+}
+
 std::string describe(const Target& target)
 {
   if (target.pid != 0)
@@ -91,7 +97,28 @@ Result<TargetSet> TargetSet::create(const TargetOptions& options,
   }
   for (const auto& below : set.directory_.inventory().directories)
     set.watched_.push_back(set.directory_.cgroup2_mount() + below);
+  set.find_pod_containers();
   return set;
+}
+
+bool TargetSet::has_pod_target() const
+{
+  return std::any_of(live_.begin(), live_.end(), is_pod);
+}
+
+void TargetSet::find_pod_containers()
+{
+  pod_containers_.clear();
+  const std::string& mount = directory_.cgroup2_mount();
+  for (const auto& target : live_) {
+    if (!is_pod(target) || !target.cgroup_path.starts_with(mount))
+      continue;
+    std::string pod_path = target.cgroup_path.substr(mount.size()) + "/";
+    for (const auto& container : directory_.inventory().containers) {
+      if (container.path.starts_with(pod_path) && !directory_.is_pod_sandbox(container.id))
+        pod_containers_.emplace_back(container.path, directory_.container_target(container).labels);
+    }
+  }
 }
 
 bool TargetSet::keeps_unmatched() const
@@ -108,7 +135,8 @@ bool TargetSet::per_target_output() const
 
 bool TargetSet::follows_changes() const
 {
-  return options_.all_containers || !waiting_.empty();
+  // A pod's containers come and go (a restart is a new container): each is found for its labels.
+  return options_.all_containers || !waiting_.empty() || has_pod_target();
 }
 
 const std::vector<std::string>& TargetSet::watched_directories() const
@@ -250,7 +278,16 @@ TargetChanges TargetSet::refresh(bool reresolve)
   watched_.clear();
   for (const auto& directory : inventory.directories)
     watched_.push_back(directory_.cgroup2_mount() + directory);
+  find_pod_containers();
   return changes;
+}
+
+std::map<std::string, profile::TargetLabels> TargetSet::pod_container_labels() const
+{
+  std::map<std::string, profile::TargetLabels> labels;
+  for (const auto& [path, container] : pod_containers_)
+    labels.insert_or_assign(container.container_id, container);
+  return labels;
 }
 
 std::map<std::string, profile::TargetLabels> TargetSet::labels() const
@@ -280,6 +317,8 @@ profile::TargetNames TargetSet::names() const
       }
     }
   }
+  for (const auto& [path, labels] : pod_containers_)
+    names.pod_containers_by_cgroup_path.emplace_back(path, labels.container_id);
   return names;
 }
 

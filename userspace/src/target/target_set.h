@@ -61,6 +61,8 @@ public:
   profile::TargetNames names() const;
   // The labels of those targets that have any, by name (a live target's over a dropped one's).
   std::map<std::string, profile::TargetLabels> labels() const;
+  // The labels of the containers of live pod targets, by container ID.
+  std::map<std::string, profile::TargetLabels> pod_container_labels() const;
   // How many targets were dropped so far; taken just before a drain, and given to
   // forget_dropped() once that drain is symbolized.
   size_t dropped_mark() const { return forgotten_ + retired_.size(); }
@@ -71,6 +73,9 @@ public:
 private:
   TargetSet(TargetOptions options, ContainerDirectory directory, std::string proc_root);
   bool is_live(const Target& target) const;
+  bool has_pod_target() const;
+  // Finds the containers of the live pod targets in the last scan of the cgroup tree.
+  void find_pod_containers();
   void make_names_unique(Target& target) const;
   void retire(Target target);
 
@@ -82,6 +87,8 @@ private:
   std::vector<Target> retired_; // dropped, but samples may remain in the kernel's buffers
   size_t forgotten_ = 0;        // dropped targets already forgotten, for dropped_mark()
   std::vector<std::string> watched_;
+  // The containers of live pod targets: cgroup2 path below the mount, and labels.
+  std::vector<std::pair<std::string, profile::TargetLabels>> pod_containers_;
 };
 
 } // namespace flamebpf::target
