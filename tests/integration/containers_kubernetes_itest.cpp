@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -16,11 +17,13 @@
 #include "container_harness.h"
 #include "harness.h"
 #include "pprof_tool.h"
+#include "process.h"
 
 namespace flamebpf::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 // The per-target folded files of a run with -o <dir>/all.folded, by the name between "all." and
 // ".folded".
@@ -173,6 +176,21 @@ TEST_F(KubernetesPodTest, PodByNameIsAllItsContainersAndNothingElse)
   EXPECT_GT(burner_chain_samples(pod, "burner_a", run.output), 50u);
   EXPECT_GT(burner_chain_samples(pod, "burner_b", run.output), 50u);
   EXPECT_EQ(count_with_prefix(pod, "burner_c;"), 0u);
+  // One target, and each sample labelled with the container it was taken in.
+  std::string go = find_go();
+  ASSERT_FALSE(go.empty()) << "go tool pprof is the oracle: install golang-go";
+  std::string pod_pprof = dir_.path().string() + "/pod.pb.gz";
+  run = run_flamebpf({"--cgroup", "prod/shop-7d9f", "-d", "2", "-o", pod_pprof});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  PprofTool pprof(go, dir_.path().string());
+  auto tags = pprof_tags(pprof.run({"-tags"}, pod_pprof));
+  EXPECT_EQ(tags["target"], std::set<std::string>{"prod/shop-7d9f"});
+  EXPECT_EQ(tags["container"], (std::set<std::string>{"sidecar", "web"}));
+  EXPECT_EQ(tags["container_id"].size(), 2u);
+  EXPECT_EQ(tags["pod"], std::set<std::string>{"shop-7d9f"});
+  auto web_only = pprof.top({"-top", "-tagfocus", "container=web"}, pod_pprof);
+  EXPECT_TRUE(web_only.contains("burner_a")) << pprof.run({"-top"}, pod_pprof);
+  EXPECT_FALSE(web_only.contains("burner_b"));
 
   std::string container_out = dir_.path().string() + "/web.folded";
   run = run_flamebpf({"--cgroup", "prod/shop-7d9f/web", "-d", "2", "-o", container_out});
@@ -257,6 +275,73 @@ TEST_F(KubernetesPodTest, ForgedPodNamesNameNothingAndCostOneLineEach)
   for (const auto& entry : fs::recursive_directory_iterator(dir_.path()))
     EXPECT_TRUE(entry.is_regular_file()) << entry.path();
   EXPECT_EQ(run.output.find("\nflamebpf: error: forged"), std::string::npos) << run.output;
+  // Every line of every folded file is one stack and its count.
+  static const std::regex folded_line(R"(^[^ ]([^\n]*[^ ])? [1-9][0-9]*$)");
+  for (const auto& [name, unused] : files) {
+    std::istringstream lines(read_text(dir_.path().string() + "/all." + name + ".folded"));
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_TRUE(std::regex_match(line, folded_line)) << name << ": " << line;
+  }
+
+  // Beside them a pod with real names: its stacks start with them (--target-frame), in flame
+  // graphs that stay well-formed XML, and in an agent's dumps, whose directories stay inside.
+  auto shop = containerd_.start_pod("prod", "shop-7d9f");
+  run_burner(shop, "web", "burner_k8s");
+  fs::create_directory(dir_.path() / "svg");
+  run = run_flamebpf({"--all-containers", "--containers-only", "--target-frame", "-d", "2", "-o",
+                      (dir_.path() / "svg/all.svg").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  size_t svgs = 0;
+  bool pod_frame = false;
+  for (const auto& entry : fs::directory_iterator(dir_.path() / "svg")) {
+    auto lint = run_process({"/usr/bin/xmllint", "--noout", entry.path().string()}, {}, 60s);
+    EXPECT_EQ(lint.status, 0) << entry.path() << ": " << lint.err;
+    std::string svg = read_text(entry.path().string());
+    EXPECT_EQ(svg.find("<svg onload"), std::string::npos) << entry.path();
+    pod_frame = pod_frame || svg.find(R"(data-n="prod/shop-7d9f/web")") != std::string::npos;
+    ++svgs;
+  }
+  EXPECT_EQ(svgs, forged.size() + 1) << run.output;
+  EXPECT_TRUE(pod_frame) << "no SVG has the frame prod/shop-7d9f/web";
+
+  fs::path dumps = dir_.path() / "dumps";
+  run = run_flamebpf({"--all-containers", "--containers-only", "--target-frame", "--output-dir",
+                      dumps.string(), "--interval", "1", "-d", "2.5", "--format", "folded,svg"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::set<std::string> target_dirs;
+  for (const auto& entry : fs::directory_iterator(dumps)) {
+    if (entry.is_directory())
+      target_dirs.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(target_dirs.size(), forged.size() + 1) << run.output;
+  // One level of target directories, files and links to their neighbours in them, nothing deeper.
+  for (const auto& entry : fs::recursive_directory_iterator(dumps)) {
+    fs::path relative = entry.path().lexically_relative(dumps);
+    EXPECT_LE(std::distance(relative.begin(), relative.end()), 2) << relative;
+    if (entry.is_symlink()) {
+      EXPECT_FALSE(fs::read_symlink(entry.path()).has_parent_path()) << relative;
+    }
+  }
+  std::string pod_dir;
+  for (const auto& name : target_dirs) {
+    if (name.starts_with("prod_shop-7d9f_web_"))
+      pod_dir = name;
+  }
+  ASSERT_FALSE(pod_dir.empty()) << run.output;
+  uint64_t pod_samples = 0;
+  for (const auto& window : fs::directory_iterator(dumps / pod_dir)) {
+    if (window.is_symlink() || window.path().extension() != ".folded")
+      continue;
+    auto folded = read_folded(window.path().string());
+    pod_samples += count_with_prefix(folded, "prod/shop-7d9f/web;burner_k8s;");
+    EXPECT_EQ(total_count(folded), count_with_prefix(folded, "prod/shop-7d9f/web;"))
+        << hottest_stacks(folded);
+  }
+  EXPECT_GT(pod_samples, 30u) << run.output;
+  // The stats lines name the pod's container as the labels do.
+  std::string stats = read_text((dumps / "flamebpf-stats.jsonl").string());
+  EXPECT_NE(stats.find(R"("prod/shop-7d9f/web":{"samples":)"), std::string::npos) << stats;
+  EXPECT_NE(stats.find(R"("namespace":"prod","pod":"shop-7d9f")"), std::string::npos) << stats;
 }
 
 } // namespace

@@ -142,6 +142,8 @@ std::string stats_json(const IntervalStats& stats)
   json +=
       fmt::format("\"start\":\"{}\",\"end\":\"{}\",\"samples\":{}", iso_time(stats.window.start),
                   iso_time(stats.window.end), profile.total_samples());
+  // The host's name, as pprof's node label has it: one line per node once lines are gathered.
+  json += fmt::format(",\"node\":{}", json_string(profile.node));
   json += ",\"targets\":{";
   bool first = true;
   for (const auto& [name, target] : targets) {

@@ -36,6 +36,7 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
   options.retention = config.retention;
   options.diff_previous = config.diff_previous;
   options.svg = config.graph;
+  options.svg.target_frame = config.target_frame;
   auto writer = dumps::DumpWriter::open(std::move(options));
   if (!writer)
     return fail(writer.error());
