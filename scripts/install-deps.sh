@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's repository, whatever flamebpf's build and tests need and this machine lacks.
-# Usage: scripts/install-deps.sh [--test]   (--test adds the packages only the test suite uses)
+# Usage: scripts/install-deps.sh [--test|--image]   (--test adds the packages only the test suite
+# uses, --image those scripts/build-image uses)
 set -euo pipefail
 
 build_packages=(
@@ -21,15 +22,20 @@ build_packages=(
 # service unit; libfuse3 builds tests/progs/stall_fs, a FUSE file system that stalls; linux-perf
 # is the oracle the unwinding tests compare stacks with (perf record --call-graph dwarf); libc6-dbg
 # holds glibc's debug file, which names its local functions (start_thread); debuginfod is the
-# server the debug-file tests fetch from.
+# server the debug-file tests fetch from; python3-kubernetes holds the Kubernetes API's object
+# schemas, which deploy/kubernetes is checked against (tests/install/check_manifest.py).
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
-  libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod)
+  libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml)
+
+# scripts/build-image: the Docker daemon and client, and mmdebstrap for the Dockerfile's base.
+image_packages=(docker.io mmdebstrap)
 
 wanted=("${build_packages[@]}")
-if [[ "${1:-}" == "--test" ]]; then
-  wanted+=("${test_packages[@]}")
-fi
+case "${1:-}" in
+  --test) wanted+=("${test_packages[@]}" "${image_packages[@]}") ;;
+  --image) wanted+=("${image_packages[@]}") ;;
+esac
 
 missing=()
 for package in "${wanted[@]}"; do
