@@ -57,23 +57,34 @@ Result<> load_library()
   return {};
 }
 
-// What fetch() returns for a fetch its limits ended: no errno of the system's.
+// What fetch() returns for a fetch its limits ended, and for an answer that ended before the
+// length its server announced: no errno of the system's.
 constexpr int kCutOff = -1;
+constexpr int kEndedEarly = -2;
 
 // What a fetch in progress may not exceed; libdebuginfod asks, at least once a second, whether
-// to go on.
+// to go on, and after the last bytes have come.
 struct FetchLimits {
   Clock::time_point deadline;
   uint64_t max_bytes = 0;
   const std::atomic<bool>* stopping = nullptr;
   bool cut_off = false; // a limit ended the fetch (libdebuginfod then says only ENOENT)
+  // Once a server answers with a body of a stated length: that length and the bytes received.
+  long announced = 0;
+  long received = 0;
 };
 
-int keep_going(debuginfod_client* client, long done, long /*total*/)
+int keep_going(debuginfod_client* client, long done, long total)
 {
   auto* limits = static_cast<FetchLimits*>(g_library.get_user_data(client));
   if (!limits)
     return 0;
+  // A total is known only once a server's answer has started (refusals carry no body for
+  // libdebuginfod), and then done counts its bytes.
+  if (total > 0) {
+    limits->announced = total;
+    limits->received = done;
+  }
   limits->cut_off = Clock::now() > limits->deadline || limits->stopping->load() ||
                     (done > 0 && static_cast<uint64_t>(done) > limits->max_bytes);
   return limits->cut_off ? 1 : 0;
@@ -246,12 +257,14 @@ void DebugFetcher::work()
     if (stopping_)
       continue;
     // A server that has no such file is no trouble; each other kind is said once.
-    bool cut_off = failure == kCutOff;
-    std::string why = cut_off
-                          ? "no whole answer within " + std::to_string(options_.timeout.count()) +
-                                " s (or larger than " +
-                                std::to_string(options_.max_file_bytes >> 20) + " MiB)"
-                          : std::strerror(failure);
+    std::string why;
+    if (failure == kCutOff)
+      why = "no whole answer within " + std::to_string(options_.timeout.count()) +
+            " s (or larger than " + std::to_string(options_.max_file_bytes >> 20) + " MiB)";
+    else if (failure == kEndedEarly)
+      why = "the answer ended before the length the server announced";
+    else
+      why = std::strerror(failure);
     if (failure != ENOENT && errors_said_.insert(failure).second)
       spdlog::warn("debuginfod: cannot fetch the debug file of {} ({}) from {}: {}; its frames "
                    "stay as they are, and later failures of this kind are only counted",
@@ -275,8 +288,14 @@ int DebugFetcher::fetch(const std::string& build_id)
                                     0, &path);
   g_library.end(client);
   std::free(path);
+  if (fd < 0 && limits.cut_off)
+    return kCutOff;
+  // libdebuginfod reports an answer cut short as it does a server without the file (ENOENT);
+  // only the second is no trouble.
+  if (fd < 0 && -fd == ENOENT && limits.announced > 0 && limits.received < limits.announced)
+    return kEndedEarly;
   if (fd < 0)
-    return limits.cut_off ? kCutOff : -fd;
+    return -fd;
   ::close(fd);
   return 0;
 }

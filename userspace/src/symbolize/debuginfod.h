@@ -70,8 +70,9 @@ public:
 private:
   explicit DebugFetcher(DebuginfodOptions options) : options_(std::move(options)) {}
   void work();
-  // Fetches one build ID (hex); 0 on success, else the failure's errno, or -1 if the deadline,
-  // the size limit or the fetcher's end cut it off.
+  // Fetches one build ID (hex); 0 on success, else the failure's errno, -1 if the deadline, the
+  // size limit or the fetcher's end cut it off, or -2 if the answer ended before the length its
+  // server announced.
   int fetch(const std::string& build_id);
   // Where libdebuginfod keeps build_id's debug file in the cache.
   std::string cached_path(const std::string& build_id) const;
