@@ -1,8 +1,8 @@
 // Native frames named from separate debug files: glibc's own local functions, which its stripped
 // libc.so.6 leaves out of .dynsym, come from libc6-dbg, found by build ID; a stripped program's
 // come from a real debuginfod server (Debian's, started by the test), in the background. Servers
-// that stall, trickle, or answer with another file, and a cache that is not flamebpf's alone, each
-// cost one line and no interval.
+// that stall, trickle, answer with another file, far more than a debug file may be, or less than
+// they announced, and a cache that is not flamebpf's alone, each cost one line and no interval.
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <set>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "dumps/dump_files.h"
 #include "harness.h"
 #include "process.h"
+#include "symbolize/debuginfod.h"
 #include "temp_dir.h"
 #include "wait.h"
 
@@ -142,6 +144,80 @@ bool write_all(int fd, const std::string& text)
   return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
 }
 
+// The value of field (e.g. "VmHWM") in a /proc/<pid>/status text; -1 if it is not there.
+long status_field(const std::string& status, const std::string& field)
+{
+  auto at = status.find("\n" + field + ":");
+  return at == std::string::npos ? -1
+                                 : std::strtol(status.c_str() + at + field.size() + 2, nullptr, 10);
+}
+
+// The peak resident set (VmHWM, in kB) of this process's children running flamebpf, watched
+// from a thread of its own: run_process() tells nothing about the child it ran.
+class PeakRssWatch {
+public:
+  PeakRssWatch() : thread_([this] { watch(); }) {}
+  ~PeakRssWatch() { stop(); }
+  PeakRssWatch(const PeakRssWatch&) = delete;
+  PeakRssWatch& operator=(const PeakRssWatch&) = delete;
+
+  // Stops watching; the peak seen.
+  long stop()
+  {
+    stopping_ = true;
+    if (thread_.joinable())
+      thread_.join();
+    return peak_kb_;
+  }
+
+private:
+  void watch()
+  {
+    long parent = ::getpid();
+    while (!stopping_) {
+      std::error_code ignored;
+      for (auto it = fs::directory_iterator("/proc", ignored); it != fs::directory_iterator();
+           it.increment(ignored)) {
+        std::string proc = it->path().string();
+        if (read_text(proc + "/comm") != "flamebpf\n")
+          continue;
+        // A peak only grows: the last one read before the process ends is within a step of its
+        // own.
+        std::string status = read_text(proc + "/status");
+        if (status_field(status, "PPid") == parent)
+          peak_kb_ = std::max(peak_kb_, status_field(status, "VmHWM"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  std::atomic<bool> stopping_{false};
+  long peak_kb_ = 0;
+  std::thread thread_;
+};
+
+// What a failed fetch may leave in a debuginfod cache: libdebuginfod's settings, and its empty
+// "debuginfo" that notes a miss. Anything else below cache (a part of an answer above all) is
+// returned, one path each.
+std::vector<std::string> leftovers(const std::string& cache)
+{
+  static const std::set<std::string> kSettings = {"cache_clean_interval_s", "max_unused_age_s",
+                                                  "cache_miss_s"};
+  std::vector<std::string> found;
+  std::error_code ignored;
+  for (auto it = fs::recursive_directory_iterator(cache, ignored);
+       it != fs::recursive_directory_iterator(); it.increment(ignored)) {
+    if (it->is_directory())
+      continue;
+    std::string name = it->path().filename();
+    if (kSettings.contains(name) ||
+        (name == "debuginfo" && it->is_regular_file() && fs::file_size(it->path()) == 0))
+      continue;
+    found.push_back(it->path().string());
+  }
+  return found;
+}
+
 class DebuginfodTest : public ::testing::Test {
 protected:
   void SetUp() override
@@ -156,6 +232,7 @@ protected:
   struct Run {
     ProcessOutput output;
     std::vector<std::map<std::string, uint64_t>> windows; // each interval's folded stacks
+    long peak_rss_kb = 0;                                 // flamebpf's
     std::string log() const { return output.out + output.err; }
   };
 
@@ -186,7 +263,9 @@ protected:
     env.insert(env.end(), environment.begin(), environment.end());
     options.environment = env;
     Run run;
+    PeakRssWatch peak;
     run.output = run_process(argv, options, std::chrono::seconds(seconds + 30));
+    run.peak_rss_kb = peak.stop();
     std::string target =
         out + "/" + dumps::target_directory("spinner-" + std::to_string(spinner.pid()));
     for (const auto& window : dumps::list_dumps(target))
@@ -363,6 +442,95 @@ TEST_F(DebuginfodTest, CacheThatIsNotFlamebpfsAloneIsRefused)
   EXPECT_TRUE(fs::is_empty(elsewhere));
   EXPECT_FALSE(fs::exists(shared + "/cache"));
   EXPECT_EQ(server.requests(), 0);
+}
+
+// Servers whose answer is far larger than flamebpf takes a debug file to be: one that announces
+// 100 GB (refused on its headers) and one that streams without end (cut at the limit). Each costs
+// one warning, flamebpf's memory stays far below the answer, every interval is written, and
+// nothing of the answer is kept: not in the cache, not beside it.
+TEST_F(DebuginfodTest, HugeAnswersCostOneLineAndBoundedMemory)
+{
+  const uint64_t limit = symbolize::DebuginfodOptions{}.max_file_bytes;
+  const std::string block(1 << 20, 'x');
+  // Bytes each server sent before the client went away; it gives up at twice the limit.
+  auto stream = [&](int connection, const std::string& headers, std::atomic<uint64_t>& sent) {
+    if (!write_all(connection, headers))
+      return;
+    while (sent < 2 * limit && write_all(connection, block))
+      sent += block.size();
+  };
+  std::atomic<uint64_t> announced_sent{0};
+  FakeServer announced([&](int connection) {
+    stream(connection, "HTTP/1.1 200 OK\r\nContent-Length: 100000000000\r\n\r\n", announced_sent);
+  });
+  std::atomic<uint64_t> endless_sent{0};
+  FakeServer endless([&](int connection) {
+    stream(connection, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", endless_sent);
+  });
+
+  for (const FakeServer* server : {&announced, &endless}) {
+    bool is_endless = server == &endless;
+    std::string cache = cache_ + (is_endless ? "-endless" : "-announced");
+    // Long enough for the endless answer to reach the limit (2 s here), which must cut it well
+    // before the fetch's deadline, 30 s, or the run's end would.
+    int seconds = is_endless ? 6 : 3;
+    auto run = profile({"--debuginfod", server->url(), "--debuginfod-cache", cache}, seconds);
+    ASSERT_EQ(run.output.status, 0) << run.log();
+    EXPECT_EQ(server->requests(), 1) << run.log();
+    EXPECT_GE(run.windows.size(), static_cast<size_t>(seconds)) << run.log();
+    auto warnings = lines_with(run.log(), "debuginfod: cannot fetch");
+    EXPECT_EQ(warnings.size(), 1u) << run.log();
+    EXPECT_EQ(named(run, 0).first, 0u) << run.log();
+    EXPECT_LT(run.peak_rss_kb * 1024, static_cast<long>(limit / 4)) << run.log();
+    EXPECT_GT(run.peak_rss_kb, 0) << "flamebpf's peak RSS was not seen";
+    EXPECT_EQ(leftovers(cache), std::vector<std::string>{});
+    uint64_t sent = is_endless ? endless_sent.load() : announced_sent.load();
+    if (is_endless) {
+      // The limit cut it, and soon: what the socket buffers hold is all it overran.
+      EXPECT_GE(sent, limit);
+      EXPECT_LT(sent, limit + (64 << 20));
+    }
+    std::printf("[ FIGURES  ] %s answer: %llu MiB sent, flamebpf peak RSS %ld MB; %s\n",
+                is_endless ? "endless" : "100 GB", static_cast<unsigned long long>(sent >> 20),
+                run.peak_rss_kb >> 10, warnings.empty() ? "" : warnings[0].c_str());
+  }
+  // Nothing written outside the caches but flamebpf's windows.
+  for (const auto& entry : fs::recursive_directory_iterator(dir_.path())) {
+    std::string path = entry.path().string();
+    EXPECT_TRUE(entry.is_directory() || path == program_ || path.starts_with(cache_ + "-") ||
+                path.starts_with(dir_.path().string() + "/out-"))
+        << path;
+  }
+}
+
+// A server that announces the whole debug file and sends half of it before it closes the
+// connection: one warning, nothing named from it, nothing of it kept, and sampling goes on.
+TEST_F(DebuginfodTest, TruncatedAnswerCostsOneLineAndNamesNothing)
+{
+  std::string debug_file;
+  {
+    std::ifstream in(spinner_variant("elf_spinner.debug"), std::ios::binary);
+    debug_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(debug_file.size(), 4096u);
+  FakeServer truncating([&](int connection) {
+    write_all(connection,
+              "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(debug_file.size()) +
+                  "\r\n\r\n" + debug_file.substr(0, debug_file.size() / 2));
+    ::shutdown(connection, SHUT_RDWR);
+  });
+  auto run = profile({"--debuginfod", truncating.url(), "--debuginfod-cache", cache_}, 4);
+  ASSERT_EQ(run.output.status, 0) << run.log();
+  EXPECT_EQ(truncating.requests(), 1) << run.log();
+  EXPECT_GE(run.windows.size(), 4u) << run.log();
+  auto warnings = lines_with(run.log(), "debuginfod: cannot fetch");
+  ASSERT_EQ(warnings.size(), 1u) << run.log();
+  EXPECT_NE(warnings[0].find("ended before the length the server announced"), std::string::npos)
+      << warnings[0];
+  auto [named_samples, all] = named(run, 0);
+  EXPECT_GT(all, 100u) << run.log();
+  EXPECT_EQ(named_samples, 0u) << run.log();
+  EXPECT_EQ(leftovers(cache_), std::vector<std::string>{});
 }
 
 } // namespace
