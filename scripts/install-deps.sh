@@ -25,7 +25,7 @@ build_packages=(
 # server the debug-file tests fetch from; python3-kubernetes holds the Kubernetes API's object
 # schemas, which deploy/kubernetes is checked against (tests/install/check_manifest.py).
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
-  docker.io podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
+  docker.io containerd podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
   libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml)
 
 # scripts/build-image: the Docker daemon and client, and mmdebstrap for the Dockerfile's base.

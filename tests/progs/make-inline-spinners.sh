@@ -8,6 +8,8 @@
 #   gcc-dwarf5.debug    gcc-dwarf5's debug file (objcopy --only-keep-debug)
 #   gcc-dwarf5.stripped gcc-dwarf5 stripped, its .gnu_debuglink naming gcc-dwarf5.debug
 #   gcc-dwarf5.zdebug   gcc-dwarf5.debug with its DWARF zlib-compressed (SHF_COMPRESSED)
+#   gcc-dwarf5.nodebug  gcc-dwarf5 without its DWARF but with its .symtab, its .gnu_debuglink
+#                       naming gcc-dwarf5.debug
 # Usage: make-inline-spinners.sh CC CLANG CXX SOURCES OUT
 set -eu
 cc=$1
@@ -25,5 +27,6 @@ $cxx $flags -g -o "$out/gcc-cpp" "$sources/inline_spinner_cpp.cpp"
 objcopy --only-keep-debug "$out/gcc-dwarf5" "$out/gcc-dwarf5.debug"
 # objcopy reads the debug file to record its CRC, so it runs beside it.
 (cd "$out" && objcopy --strip-all --add-gnu-debuglink=gcc-dwarf5.debug gcc-dwarf5 \
-  gcc-dwarf5.stripped)
+  gcc-dwarf5.stripped && objcopy --strip-debug --add-gnu-debuglink=gcc-dwarf5.debug gcc-dwarf5 \
+  gcc-dwarf5.nodebug)
 objcopy --compress-debug-sections=zlib "$out/gcc-dwarf5.debug" "$out/gcc-dwarf5.zdebug"

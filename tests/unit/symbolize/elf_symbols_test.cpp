@@ -342,6 +342,25 @@ TEST(ElfSymbols, NoDescriptorIsKept)
   EXPECT_EQ(count(), before);
 }
 
+// A file that keeps its .symtab but whose DWARF was split off (strip --strip-debug and a
+// .gnu_debuglink): named from its own .symtab, its inlined functions from the debug file.
+TEST(ElfSymbols, SymtabKeptAndDwarfSplitOffTakesTheDebugFilesInlines)
+{
+  std::string spinners = INLINE_SPINNERS_DIR;
+  auto symbols = open_symbols(spinners + "/gcc-dwarf5.nodebug");
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(symbols->symbols_from(), ".symtab");
+  auto source = symbols->take_inline_source();
+  ASSERT_TRUE(source.has_value());
+  EXPECT_NE(source->shown.find("gcc-dwarf5.debug"), std::string::npos) << source->shown;
+  // With DWARF of its own, the file is its own source.
+  symbols = open_symbols(spinners + "/gcc-dwarf5");
+  ASSERT_NE(symbols, nullptr);
+  source = symbols->take_inline_source();
+  ASSERT_TRUE(source.has_value());
+  EXPECT_EQ(source->shown, spinners + "/gcc-dwarf5");
+}
+
 TEST(ElfSymbols, NotAnElfFileIsAnError)
 {
   std::string path = flamebpf::testing::data_path("kallsyms/sample.txt");

@@ -251,6 +251,14 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     best = read_table(*reader, SHT_SYMTAB, 0, problems);
     symbols->symbols_from_ = ".symtab";
     symbols->inline_source_ = inline_source(fd.get(), *reader, 0, shown);
+    if (!symbols->inline_source_) {
+      // Its DWARF split off into a debug file (strip --strip-debug, a -dbg package): the inlined
+      // functions come from there. Only from files at hand: a file that names its functions is
+      // not worth a fetch.
+      std::string debug_path;
+      debug_file_table(*reader, status, path, build_id, debug_roots, nullptr, shown, debug_path,
+                       symbols->inline_source_, problems);
+    }
   } else {
     Table dynamic = read_table(*reader, SHT_DYNSYM, 0, problems);
     best = dynamic;
