@@ -757,17 +757,20 @@ void build_burner_rootfs(const fs::path& rootfs)
 
 // What java_image() packages for each version.
 struct JdkSpec {
-  std::string_view home; // the host JDK
-  std::string_view tag;  // the image
+  std::string_view home;           // the host JDK
+  std::string_view tag;            // the image
+  std::string_view shell_less_tag; // the image with JavaImageTools::kNone
 };
 
 JdkSpec jdk_spec(JavaVersion version)
 {
   switch (version) {
   case JavaVersion::kJdk17:
-    return {"/usr/lib/jvm/java-17-openjdk-amd64", "flamebpf-jdk17:latest"};
+    return {"/usr/lib/jvm/java-17-openjdk-amd64", "flamebpf-jdk17:latest",
+            "flamebpf-jdk17-noshell:latest"};
   case JavaVersion::kJdk25:
-    return {"/usr/lib/jvm/temurin-25-jdk-amd64", "flamebpf-jdk25:latest"};
+    return {"/usr/lib/jvm/temurin-25-jdk-amd64", "flamebpf-jdk25:latest",
+            "flamebpf-jdk25-noshell:latest"};
   }
   throw std::invalid_argument("unknown JavaVersion");
 }
@@ -796,9 +799,9 @@ const std::map<std::string, std::string>& burner_java_classes()
 }
 
 // Fills rootfs with a Java runtime jlink'ed from the host JDK at /opt/java/openjdk, the host
-// libraries it needs, /bin/sh, /bin/sleep, /bin/cat, Burner's classes at /app, and the users root
-// and app (kContainerAppUid, also its gid).
-void build_java_rootfs(const fs::path& rootfs, JavaVersion version)
+// libraries it needs, the tools (/bin/sh, /bin/sleep, /bin/cat unless JavaImageTools::kNone),
+// Burner's classes at /app, and the users root and app (kContainerAppUid, also its gid).
+void build_java_rootfs(const fs::path& rootfs, JavaVersion version, JavaImageTools tools)
 {
   build_base_rootfs(rootfs);
   fs::path java_home = rootfs / fs::path(kContainerJavaHome).relative_path();
@@ -813,8 +816,11 @@ void build_java_rootfs(const fs::path& rootfs, JavaVersion version)
                             with_environment(child_environment({})), 300s);
   if (result.status != 0)
     throw std::runtime_error(jlink + " failed: " + trim(result.out + result.err));
-  std::string cat = fs::exists("/bin/cat") ? "/bin/cat" : "/usr/bin/cat";
-  install_with_libraries(rootfs, {"/bin/sh", host_sleep(), cat}, {}, java_home);
+  std::vector<std::string> tools_installed;
+  if (tools == JavaImageTools::kShellSleepAndCat)
+    tools_installed = {"/bin/sh", host_sleep(),
+                       fs::exists("/bin/cat") ? "/bin/cat" : "/usr/bin/cat"};
+  install_with_libraries(rootfs, tools_installed, {}, java_home);
 
   fs::path app = rootfs / fs::path(kContainerAppDir).relative_path();
   fs::create_directories(app);
@@ -825,8 +831,10 @@ void build_java_rootfs(const fs::path& rootfs, JavaVersion version)
   if (::chown(home.c_str(), kContainerAppUid, kContainerAppUid) != 0)
     throw std::runtime_error(system_message("cannot chown " + home.string()));
   std::string id = std::to_string(kContainerAppUid);
-  write_file((rootfs / "etc/passwd").string(),
-             "root:x:0:0:root:/root:/bin/sh\napp:x:" + id + ":" + id + ":app:/home/app:/bin/sh\n");
+  // A distroless image's users have no shell to log in with.
+  std::string shell = tools == JavaImageTools::kNone ? "/sbin/nologin" : "/bin/sh";
+  write_file((rootfs / "etc/passwd").string(), "root:x:0:0:root:/root:" + shell + "\napp:x:" + id +
+                                                   ":" + id + ":app:/home/app:" + shell + "\n");
   write_file((rootfs / "etc/group").string(), "root:x:0:\napp:x:" + id + ":\n");
 }
 
@@ -1224,17 +1232,18 @@ std::string DockerDaemon::burner_image()
   return burner_image_;
 }
 
-std::string DockerDaemon::java_image(JavaVersion version)
+std::string DockerDaemon::java_image(JavaVersion version, JavaImageTools tools)
 {
-  if (auto known = java_images_.find(version); known != java_images_.end())
+  if (auto known = java_images_.find({version, tools}); known != java_images_.end())
     return known->second;
-  std::string tag(jdk_spec(version).tag);
+  JdkSpec spec = jdk_spec(version);
+  std::string tag(tools == JavaImageTools::kNone ? spec.shell_less_tag : spec.tag);
   import_image(tag,
                {std::string("ENV ") + kJavaImagePath,
                 "ENV JAVA_HOME=" + std::string(kContainerJavaHome),
                 "WORKDIR " + std::string(kContainerAppDir)},
-               [&](const std::string& rootfs) { build_java_rootfs(rootfs, version); });
-  java_images_[version] = tag;
+               [&](const std::string& rootfs) { build_java_rootfs(rootfs, version, tools); });
+  java_images_[{version, tools}] = tag;
   return tag;
 }
 

@@ -34,6 +34,12 @@ inline constexpr std::string_view kCriWorkDirPrefix = "/var/tmp/flamebpf-contain
 // run-time image).
 enum class JavaVersion { kJdk17, kJdk25 };
 
+// What java_image() installs besides the Java runtime and the application.
+enum class JavaImageTools {
+  kShellSleepAndCat, // /bin/sh, /bin/sleep and /bin/cat, for tests that run them in the container
+  kNone,             // nothing, as a distroless image: no shell to run anything in it with
+};
+
 // Where java_image() puts the Java runtime (the eclipse-temurin images' layout).
 inline constexpr std::string_view kContainerJavaHome = "/opt/java/openjdk";
 // Where java_image() puts Burner.class (tests/progs/Burner.java), the image's working directory.
@@ -135,6 +141,8 @@ public:
 
   // The --data-root directory.
   const std::string& data_root() const { return data_root_; }
+  // The daemon's socket, for a docker client of the test's own (DOCKER_HOST=unix://<socket>).
+  const std::string& socket() const { return socket_; }
   // The pid of dockerd, a child of this process.
   pid_t dockerd_pid() const { return dockerd_pid_; }
   // The pid of the containerd dockerd started, or -1 if it could not be found.
@@ -149,16 +157,17 @@ public:
   // /bin/sleep.
   std::string burner_image();
 
-  // Builds (once per daemon and version) and returns the tag of an image holding a Java runtime
-  // jlink'ed from the host JDK (modules java.base, java.management, jdk.management, jdk.attach,
-  // jdk.jcmd) at kContainerJavaHome, the host libraries it needs, /bin/sh, /bin/sleep and
-  // /bin/cat, Burner.class in kContainerAppDir (compiled from tests/progs/Burner.java by the
-  // host's JDK 17 javac --release 17), a writable /tmp (mode 1777, in the image: add --tmpfs for a
-  // private one) and the users root and app (kContainerAppUid). PATH starts with
-  // kContainerJavaHome/bin, JAVA_HOME is set and the working directory is kContainerAppDir, so
-  // `java -XX:+PreserveFramePointer -cp /app Burner 30` runs it. Throws std::runtime_error if the
-  // JDK is missing or javac or jlink fail.
-  std::string java_image(JavaVersion version);
+  // Builds (once per daemon, version and tools) and returns the tag of an image holding a Java
+  // runtime jlink'ed from the host JDK (modules java.base, java.management, jdk.management,
+  // jdk.attach, jdk.jcmd) at kContainerJavaHome, the host libraries it needs, the tools (/bin/sh,
+  // /bin/sleep and /bin/cat unless JavaImageTools::kNone), Burner.class in kContainerAppDir
+  // (compiled from tests/progs/Burner.java by the host's JDK 17 javac --release 17), a writable
+  // /tmp (mode 1777, in the image: add --tmpfs for a private one) and the users root and app
+  // (kContainerAppUid). PATH starts with kContainerJavaHome/bin, JAVA_HOME is set and the working
+  // directory is kContainerAppDir, so `java -XX:+PreserveFramePointer -cp /app Burner 30` runs it.
+  // Throws std::runtime_error if the JDK is missing or javac or jlink fail.
+  std::string java_image(JavaVersion version,
+                         JavaImageTools tools = JavaImageTools::kShellSleepAndCat);
 
   // Waits until the container's stdout (docker logs) contains text, such as Burner's "burner
   // ready". Throws std::runtime_error, with the container's output, if the container stops or
@@ -187,7 +196,7 @@ private:
   pid_t dockerd_pid_ = -1;
   pid_t containerd_pid_ = -1;
   std::string burner_image_;
-  std::map<JavaVersion, std::string> java_images_;
+  std::map<std::pair<JavaVersion, JavaImageTools>, std::string> java_images_;
 };
 
 // A private podman (Debian's podman 4.3) for one test process: its own storage root, run root,

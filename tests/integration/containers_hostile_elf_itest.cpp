@@ -2,15 +2,17 @@
 // at paths its build ID and .gnu_debuglink name inside the container, and the container can put
 // anything there: a FIFO (an open that never returns), a pty slave whose master it holds (a
 // daemon that opens it gains a controlling terminal, and one ^C stops it), device nodes, links to
-// the host's files. It can map hundreds of ELF files, give its program an xz bomb as MiniDebugInfo
-// or a symbol whose demangled name is exponential in its length. Through all of that flamebpf
-// must finish on time, open nothing outside the container, name the program's functions wherever
-// a valid debug file is given, keep its memory and descriptors bounded and keep profiling.
+// the host's files, or debug files of another build, of 16 GiB or truncated. It can map hundreds of
+// ELF files, give its program an xz bomb as MiniDebugInfo or a symbol whose demangled name is
+// exponential in its length. Through all of that flamebpf must finish on time, open nothing outside
+// the container, name the program's functions wherever a valid debug file is given, keep its memory
+// and descriptors bounded and keep profiling.
 //
 // The workload is tests/progs/elf_spinner (static, bind-mounted into the burner image), whose
 // functions only its symbol table or debug file names; each container gets a copy of its own, so
 // that flamebpf reads each program separately.
 #include <atomic>
+#include <elf.h>
 #include <fcntl.h>
 #include <functional>
 #include <gtest/gtest.h>
@@ -36,15 +38,147 @@ std::string spinner_variant(const std::string& name)
   return std::string(ELF_SPINNERS_DIR) + "/" + name;
 }
 
-// The path of binary's debug file by build ID, as readelf reads the ID.
-std::string build_id_path(const std::string& binary, const std::string& scratch)
+// binary's build ID in hex, as readelf reads it; "" if it has none.
+std::string build_id(const std::string& binary, const std::string& scratch)
 {
   auto [code, notes] = run_tool({"/usr/bin/readelf", "-n", binary}, scratch);
   auto at = notes.find("Build ID: ");
   if (code != 0 || at == std::string::npos)
     return "";
-  std::string id = notes.substr(at + 10, notes.find('\n', at) - at - 10);
+  return notes.substr(at + 10, notes.find('\n', at) - at - 10);
+}
+
+// The path of binary's debug file by build ID.
+std::string build_id_path(const std::string& binary, const std::string& scratch)
+{
+  std::string id = build_id(binary, scratch);
+  if (id.size() < 2)
+    return "";
   return "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+}
+
+// --- debug files made hostile ---
+//
+// Each is made from elf_spinner.debug, a 64-bit ELF file of this machine's byte order.
+
+template <class T> T load_at(const std::string& image, uint64_t offset)
+{
+  T value;
+  std::memcpy(&value, image.data() + offset, sizeof value);
+  return value;
+}
+
+template <class T> void store_at(std::string& image, uint64_t offset, const T& value)
+{
+  std::memcpy(image.data() + offset, &value, sizeof value);
+}
+
+// Where in image the header of section index is.
+uint64_t section_header_at(const std::string& image, size_t index)
+{
+  return load_at<Elf64_Ehdr>(image, 0).e_shoff + index * sizeof(Elf64_Shdr);
+}
+
+// Where in image the header of the section named name is.
+uint64_t section_header_at(const std::string& image, std::string_view name)
+{
+  auto header = load_at<Elf64_Ehdr>(image, 0);
+  auto names = load_at<Elf64_Shdr>(image, section_header_at(image, header.e_shstrndx));
+  for (size_t i = 0; i < header.e_shnum; ++i) {
+    auto section = load_at<Elf64_Shdr>(image, section_header_at(image, i));
+    if (image.c_str() + names.sh_offset + section.sh_name == name)
+      return section_header_at(image, i);
+  }
+  throw std::runtime_error("no section " + std::string(name));
+}
+
+// Writes image to path, then each piece at its offset, and makes the file size bytes long: the
+// rest are holes, so that a file of gigabytes takes no disk space.
+void write_sparse(const std::string& path,
+                  const std::string& image,
+                  const std::map<uint64_t, std::string>& pieces,
+                  uint64_t size)
+{
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  ASSERT_TRUE(fd.valid()) << path << ": " << std::strerror(errno);
+  auto put = [&](uint64_t offset, const std::string& bytes) {
+    ASSERT_EQ(::pwrite(fd.get(), bytes.data(), bytes.size(), static_cast<off_t>(offset)),
+              static_cast<ssize_t>(bytes.size()))
+        << path << ": " << std::strerror(errno);
+  };
+  put(0, image);
+  for (const auto& [offset, bytes] : pieces)
+    put(offset, bytes);
+  ASSERT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0) << std::strerror(errno);
+}
+
+// What the impostor debug file (below) calls the spinner's functions: a frame named so was named
+// from a debug file that is not the spinner's.
+constexpr const char* kImpostorPrefix = "impostor_";
+
+// debug with its functions renamed (kImpostorPrefix) and its build ID changed: a debug file of
+// another build of the program, which would name every frame if its build ID were not checked.
+std::string impostor_debug_file(const std::string& debug, const std::string& scratch)
+{
+  std::string renamed = scratch + "/renamed.debug";
+  auto [code, output] =
+      run_tool({"/usr/bin/objcopy", "--redefine-sym",
+                std::string(kLocalFunction) + "=" + kImpostorPrefix + "inner", "--redefine-sym",
+                std::string("elf_spinner_outer=") + kImpostorPrefix + "outer", debug, renamed},
+               scratch);
+  EXPECT_EQ(code, 0) << output;
+  std::string image = read_text(renamed);
+  auto notes = load_at<Elf64_Shdr>(image, section_header_at(image, ".note.gnu.build-id"));
+  auto note = load_at<Elf64_Nhdr>(image, notes.sh_offset);
+  // The name "GNU\0" fills its 4 bytes; the ID follows it.
+  image[notes.sh_offset + sizeof note + 4 + note.n_descsz - 1] ^= 0xff;
+  return image;
+}
+
+// debug, its .symtab and .strtab moved to 4 GiB and 8 GiB and each declared 4 GiB long (the rest
+// of each is zeros: unnamed, undefined symbols), written to path as a 16 GiB sparse file. Each
+// read of it must stop at its budget, and the real symbols at the start of both still name the
+// program's functions.
+constexpr uint64_t kHugeDebugFileBytes = 16ull << 30;
+void write_huge_debug_file(const std::string& debug, const std::string& path)
+{
+  constexpr uint64_t kTableBytes = 4ull << 30;
+  std::string image = read_text(debug);
+  uint64_t symtab_at = section_header_at(image, ".symtab");
+  uint64_t strtab_at = section_header_at(image, ".strtab");
+  auto symtab = load_at<Elf64_Shdr>(image, symtab_at);
+  auto strtab = load_at<Elf64_Shdr>(image, strtab_at);
+  std::map<uint64_t, std::string> pieces{
+      {kTableBytes, image.substr(symtab.sh_offset, symtab.sh_size)},
+      {2 * kTableBytes, image.substr(strtab.sh_offset, strtab.sh_size)}};
+  symtab.sh_offset = kTableBytes;
+  symtab.sh_size = kTableBytes / sizeof(Elf64_Sym) * sizeof(Elf64_Sym);
+  strtab.sh_offset = 2 * kTableBytes;
+  strtab.sh_size = kTableBytes;
+  store_at(image, symtab_at, symtab);
+  store_at(image, strtab_at, strtab);
+  write_sparse(path, image, pieces, kHugeDebugFileBytes);
+}
+
+// debug cut in the middle of its .symtab, its section names and headers put after the cut: its
+// build ID and headers are right, and its symbol and string tables run past its end.
+std::string truncated_debug_file(const std::string& debug)
+{
+  std::string image = read_text(debug);
+  auto header = load_at<Elf64_Ehdr>(image, 0);
+  auto symtab = load_at<Elf64_Shdr>(image, section_header_at(image, ".symtab"));
+  auto names = load_at<Elf64_Shdr>(image, section_header_at(image, header.e_shstrndx));
+  uint64_t cut = (symtab.sh_offset + symtab.sh_size / 2) / 8 * 8;
+  std::string truncated = image.substr(0, cut) + image.substr(names.sh_offset, names.sh_size);
+  truncated.resize((truncated.size() + 7) / 8 * 8);
+  uint64_t headers_at = truncated.size();
+  truncated += image.substr(header.e_shoff, header.e_shnum * sizeof(Elf64_Shdr));
+  header.e_shoff = headers_at;
+  store_at(truncated, 0, header);
+  names.sh_offset = cut;
+  store_at(truncated, section_header_at(truncated, header.e_shstrndx), names);
+  EXPECT_GT(symtab.sh_offset + symtab.sh_size, truncated.size());
+  return truncated;
 }
 
 // A pseudo-terminal whose master the test holds, as an attacker in a container would.
@@ -255,6 +389,117 @@ TEST_F(HostileElfTest, DebugFileLookupOpensOnlyRegularFilesInsideTheContainer)
       EXPECT_EQ(occurrences(lines[0], "not a regular file"), refused) << lines[0];
     }
   }
+}
+
+// Debug files that are hostile by their content, where the container's stripped program looks for
+// them: of another build, 16 GiB, truncated. Each is refused or read within its budgets and said
+// in one line, memory stays far below the files' size, the program stays profiled, and it is
+// named from what is valid: the debug file further down the lookup, or its MiniDebugInfo.
+TEST_F(HostileElfTest, HostileDebugFilesCostOneLineAndNameNothingOfTheirs)
+{
+  std::string stripped = spinner_variant("elf_spinner.stripped");
+  std::string debug = spinner_variant("elf_spinner.debug");
+  std::string by_id = build_id_path(stripped, dir_.path());
+  ASSERT_FALSE(by_id.empty());
+  // The first and last paths the stripped program's .gnu_debuglink names.
+  const std::string beside = "/usr/bin/elf_spinner.debug";
+  const std::string usr_debug = "/usr/lib/debug/usr/bin/elf_spinner.debug";
+  std::string impostor = impostor_debug_file(debug, dir_.path());
+  std::string truncated = truncated_debug_file(debug);
+  std::string impostor_path = dir_.path().string() + "/impostor.debug";
+  std::ofstream(impostor_path, std::ios::binary) << impostor;
+  std::string impostor_id = build_id(impostor_path, dir_.path());
+  std::string spinner_id = build_id(stripped, dir_.path());
+  ASSERT_FALSE(impostor_id.empty());
+  ASSERT_NE(impostor_id, spinner_id);
+
+  struct Case {
+    std::string name;
+    std::string program;              // the variant of elf_spinner it runs
+    std::function<void(pid_t)> plant; // what the container puts where
+    std::string said;                 // in the one line about its program
+  };
+  auto write = [&](pid_t pid, const std::string& path, const std::string& bytes) {
+    std::ofstream file(plant_path(pid, path), std::ios::binary);
+    EXPECT_TRUE(file << bytes) << path;
+  };
+  auto copy_debug = [&](pid_t pid, const std::string& path) {
+    fs::copy_file(debug, plant_path(pid, path));
+  };
+  const std::vector<Case> cases{
+      // Another build's debug file where the build ID and the link lead, the valid one last.
+      {"hd-other-build", stripped,
+       [&](pid_t pid) {
+         write(pid, by_id, impostor);
+         write(pid, beside, impostor);
+         copy_debug(pid, usr_debug);
+       },
+       "CRC does not match .gnu_debuglink"},
+      // 16 GiB with the right build ID, its symbol and string tables 4 GiB each.
+      {"hd-huge", stripped,
+       [&](pid_t pid) { write_huge_debug_file(debug, plant_path(pid, by_id)); },
+       "larger than 64 MiB"},
+      // 16 GiB where the link leads: its CRC would mean reading it whole. The valid one last.
+      {"hd-huge-link", stripped,
+       [&](pid_t pid) {
+         write_sparse(plant_path(pid, beside), impostor, {}, kHugeDebugFileBytes);
+         copy_debug(pid, usr_debug);
+       },
+       "larger than 268435456 bytes"},
+      // Truncated, with the right build ID; the program's MiniDebugInfo names it.
+      {"hd-truncated", spinner_variant("elf_spinner.minidebug"),
+       [&](pid_t pid) { write(pid, by_id, truncated); }, "past the end"},
+  };
+  std::vector<std::string> args;
+  std::map<std::string, pid_t> pids;
+  for (const auto& c : cases) {
+    auto container = run_spinner(c.name, c.program, {});
+    c.plant(container.pid);
+    pids[c.name] = container.pid;
+    args.insert(args.end(), {"--cgroup", c.name});
+  }
+
+  std::string out = dir_.path().string() + "/out";
+  fs::create_directories(out);
+  args.insert(args.end(), {"-d", "3", "-o", out + "/elf.folded"});
+  auto run = run_measured(args, dir_.path(), 60, RunAs::kDaemon);
+  print_figures("hostile debug files", run);
+  std::printf("[ FIGURES  ] hostile debug files: peak RSS %.1f MB and %.1f MB read, with two debug "
+              "files of %llu GiB each\n",
+              static_cast<double>(run.max_rss_kb) / 1024.0,
+              static_cast<double>(run.read_bytes) / (1 << 20),
+              static_cast<unsigned long long>(kHugeDebugFileBytes >> 30));
+  expect_prompt(run, 3);
+  // Most of it is the string table's budget (64 MiB), read whole.
+  EXPECT_LT(run.max_rss_kb, kRssBoundKb) << describe(run);
+  // What the budgets allow (two tables of 64 MiB, a CRC over 256 MiB) and the rest of the run,
+  // not the files.
+  EXPECT_LT(run.read_bytes, 1ull << 30) << describe(run);
+
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string folded = out + "/elf." + c.name + ".folded";
+    std::string text = read_text(folded);
+    EXPECT_EQ(folded_problems(text), "");
+    auto [named, samples] = samples_with(folded, kLocalFunction);
+    EXPECT_GT(samples, 10u) << "hardly sampled\n" << describe(run);
+    EXPECT_GT(named * 2, samples) << text;
+    EXPECT_EQ(text.find(kImpostorPrefix), std::string::npos) << text;
+    auto lines =
+        lines_with(run.log, "/proc/" + std::to_string(pids[c.name]) + "/root" + kProgram + ": ");
+    ASSERT_EQ(lines.size(), 1u) << run.log;
+    EXPECT_NE(lines[0].find(c.said), std::string::npos) << lines[0];
+    std::printf("[ FIGURES  ] %s: %llu of %llu samples name %s; said: %s\n", c.name.c_str(),
+                static_cast<unsigned long long>(named), static_cast<unsigned long long>(samples),
+                kLocalFunction, lines[0].c_str());
+  }
+  // The build ID is checked, not only the link's CRC.
+  std::string other_build = "/proc/" + std::to_string(pids["hd-other-build"]) + "/root";
+  EXPECT_EQ(lines_with(run.log,
+                       other_build + by_id + ": build ID " + impostor_id + " is not " + spinner_id)
+                .size(),
+            1u)
+      << run.log;
 }
 
 // --- the file behind a mapping ---

@@ -74,7 +74,7 @@ protected:
   std::vector<std::string> environment() const
   {
     return {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + daemon_.work_dir(),
-            "DOCKER_HOST=unix://" + daemon_.work_dir() + "/docker.sock",
+            "DOCKER_HOST=unix://" + daemon_.socket(),
             "DOCKER_CONFIG=" + daemon_.work_dir() + "/client"};
   }
 
