@@ -1,4 +1,6 @@
+#include <cctype>
 #include <gtest/gtest.h>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -70,6 +72,25 @@ TEST(TargetFileName, OtherNamesAreSpelledPortablyAndMarked)
     // The same every time.
     EXPECT_EQ(target_file_name(target), name);
   }
+}
+
+// Names a case-insensitive file system would fold together, or Windows would refuse, are marked:
+// the dumps must survive a copy to any laptop.
+TEST(TargetFileName, NamesSomeFileSystemFoldsOrRefusesAreMarked)
+{
+  std::set<std::string> names{target_file_name("web")};
+  for (std::string target : {"Web", "WEB", "web.", "con", "nul.folded", "com1", "lpt9", "aux"}) {
+    std::string name = target_file_name(target);
+    EXPECT_NE(name, target);
+    EXPECT_TRUE(std::regex_match(name, std::regex("[A-Za-z.]+[0-9]?(\\.folded)?_[0-9a-f]{8}")))
+        << name;
+    std::string folded = name;
+    for (char& c : folded)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_TRUE(names.insert(folded).second) << target << " meets another name as " << folded;
+  }
+  for (std::string target : {"console", "com", "com10", "nulls", "web.1"})
+    EXPECT_EQ(target_file_name(target), target);
 }
 
 TEST(TargetFileName, NamesThatMeetOnlyAfterReplacingStayApart)

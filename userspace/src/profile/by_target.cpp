@@ -15,6 +15,27 @@ bool portable(char c)
          c == '_' || c == '-';
 }
 
+// Names that some file systems fold together or refuse: any with a capital (Web and web are one
+// file where case is ignored, as on a laptop the dumps are copied to), one ending in '.', and
+// Windows' device names (con, nul.folded, com1, ...).
+bool any_file_system_takes(std::string_view name)
+{
+  for (char c : name) {
+    if (c >= 'A' && c <= 'Z')
+      return false;
+  }
+  if (name.back() == '.')
+    return false;
+  std::string_view stem = name.substr(0, name.find('.'));
+  for (std::string_view device : {"con", "prn", "aux", "nul"}) {
+    if (stem == device)
+      return false;
+  }
+  bool numbered = stem.size() == 4 && (stem.starts_with("com") || stem.starts_with("lpt")) &&
+                  stem[3] >= '0' && stem[3] <= '9';
+  return !numbered;
+}
+
 bool hex_digit(char c)
 {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -41,7 +62,7 @@ bool kept_as_is(std::string_view target)
     if (!portable(c))
       return false;
   }
-  return true;
+  return any_file_system_takes(target);
 }
 
 // FNV-1a: stable across runs and builds, which is all a mark needs; uniqueness against crafted
