@@ -293,6 +293,18 @@ TEST(PodAnnotations, NamesKubernetesWouldRefuseAreRefused)
                    .has_value());
 }
 
+// A sandbox stays a sandbox whatever names it was given: it is never a target, and its refused
+// names name nothing.
+TEST(PodAnnotations, SandboxWithRefusedNamesIsStillASandbox)
+{
+  auto member = parse_pod_annotations(oci_spec(cri_annotations("../..", "<b>", "", kPodUid)));
+  ASSERT_TRUE(member.has_value()) << member.error().message;
+  ASSERT_TRUE(member->has_value());
+  EXPECT_TRUE((*member)->sandbox);
+  EXPECT_EQ((*member)->namespace_name, "");
+  EXPECT_EQ((*member)->pod, "");
+}
+
 TEST(ContainerNames, PodsFromContainerdsState)
 {
   FakeProc proc;

@@ -247,6 +247,11 @@ TEST_F(TargetSetTest, AllContainersLeavesPodSandboxesOut)
   auto changes = set->refresh();
   ASSERT_EQ(changes.added.size(), 1u);
   EXPECT_EQ(changes.added[0].name, "prod/shop/sidecar");
+  // Nor is a sandbox whose names Kubernetes would refuse.
+  start_pod_container(proc_, mount(), "../../etc", "0a0b0c0d-1111-2222-3333-444455556666",
+                      std::string(64, '8'), "");
+  changes = set->refresh();
+  EXPECT_TRUE(changes.added.empty()) << changes.added[0].name;
 }
 
 // A pod selected by name is one target; its samples are labelled with the container they are

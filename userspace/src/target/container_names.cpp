@@ -263,7 +263,12 @@ Result<std::optional<PodMember>> parse_pod_annotations(std::string_view config_j
     member.container =
         member.sandbox ? "" : string_field(*annotations, keys->container).value_or("");
     member.pod_uid = string_field(*annotations, keys->pod_uid).value_or("");
-    auto refuse = [&](const char* key, const std::string& value) {
+    auto refuse = [&](const char* key,
+                      const std::string& value) -> Result<std::optional<PodMember>> {
+      // A sandbox runs nothing of the pod's and is never a target: what it is counts, and its
+      // names are dropped unsaid.
+      if (member.sandbox)
+        return PodMember{"", "", "", "", true};
       return fail(error(
           fmt::format("annotation {} is no Kubernetes name: \"{}\"", key, shown_value(value))));
     };
@@ -393,7 +398,8 @@ std::optional<NamedContainer> ContainerNames::read_containerd_task(const DataRoo
     return std::nullopt;
   NamedContainer named;
   named.id = id;
-  named.name = pod_member_name(**member);
+  // A sandbox whose names were refused is named by its ID.
+  named.name = (*member)->pod.empty() ? id.substr(0, 12) : pod_member_name(**member);
   named.source = "containerd " + state.data_root;
   named.pod = std::move(**member);
   return named;
@@ -495,7 +501,8 @@ void ContainerNames::refresh()
         warn_once(parsed->id, fmt::format("container {} of CRI-O: {}; it is named by conmon",
                                           parsed->id.substr(0, 12), member.error().message));
       } else if (*member) {
-        named.name = pod_member_name(**member);
+        if (!(*member)->pod.empty())
+          named.name = pod_member_name(**member);
         named.source = "cri-o";
         named.pod = std::move(**member);
       }

@@ -110,7 +110,7 @@ std::string closest_pods(std::string_view argument, ContainerDirectory& director
   std::set<std::string> pods;
   for (const auto& container : directory.inventory().containers) {
     const NamedContainer* named = directory.names().find(container.id);
-    if (named && named->pod)
+    if (named && named->pod && !named->pod->pod.empty())
       pods.insert(named->pod->namespace_name + "/" + named->pod->pod);
   }
   std::vector<std::pair<size_t, std::string>> scored;
@@ -210,7 +210,7 @@ std::optional<PodMember> ContainerDirectory::pod_of(const std::string& pod_uid)
     if (container.pod_uid != pod_uid)
       continue;
     const NamedContainer* named = names_.find(container.id);
-    if (named && named->pod)
+    if (named && named->pod && !named->pod->pod.empty())
       return PodMember{named->pod->namespace_name, named->pod->pod, "", pod_uid, false};
   }
   return std::nullopt;
