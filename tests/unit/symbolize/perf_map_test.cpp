@@ -293,6 +293,35 @@ TEST_F(PerfMapReaderTest, RewriteInPlaceIsReadFromTheStartWhenTold)
   EXPECT_EQ(reader.bad_lines(), 0u);
 }
 
+// Rewrites flamebpf asked for (jcmd Compiler.perfmap) twice in one interval: the second is read
+// in the next interval, and no budget is said to have cut anything.
+TEST_F(PerfMapReaderTest, RewritesAskedForTwiceInAnIntervalWaitForTheNextUnsaid)
+{
+  write_file(map_path(), "1000 10 A.a()\n");
+  PerfMapReader reader(7, 1, proc());
+  reader.refresh();
+  std::ofstream(map_path(), std::ios::trunc) << "1000 10 A.b()\n";
+  reader.reread();
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A.b()");
+  std::ofstream(map_path(), std::ios::trunc) << "1000 10 A.c()\n2000 10 B.b()\n";
+  reader.reread();
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A.b()");
+  EXPECT_EQ(reader.intervals_over_budget(), 0u);
+  reader.begin_interval();
+  reader.refresh();
+  EXPECT_EQ(reader.table().find(0x1000)->name, "A.c()");
+  EXPECT_EQ(reader.table().size(), 2u);
+  // Unasked, a map truncated twice in an interval is the process's doing, and counted.
+  std::ofstream(map_path(), std::ios::trunc) << "1000 1 X\n";
+  reader.refresh();
+  std::ofstream(map_path(), std::ios::trunc) << "";
+  reader.refresh();
+  EXPECT_EQ(reader.intervals_over_budget(), 1u);
+}
+
 TEST_F(PerfMapReaderTest, OpenFileIsReadAfterTheProcessIsGone)
 {
   write_file(map_path(), "1000 10 A.a()\n");

@@ -266,9 +266,12 @@ void PerfMapReader::read_new()
   uint64_t size = static_cast<uint64_t>(status.st_size);
   bool rewritten = reread_requested_.load(std::memory_order_relaxed);
   if (size < offset_ || rewritten) {
-    // Truncated and rewritten in place: read it again from the start, once per interval.
+    // Truncated and rewritten in place: read it again from the start, once per interval. A
+    // rewrite flamebpf asked for (HotSpot's, paced by the attacher) is no budget's trouble: it
+    // just waits for the next interval.
     if (started_over_in_interval_) {
-      note_over_budget();
+      if (!rewritten)
+        note_over_budget();
       return;
     }
     UniqueFd same(::dup(fd_.get()));
