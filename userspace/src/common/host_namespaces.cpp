@@ -48,8 +48,10 @@ std::vector<std::string> enter_the_hosts()
     std::string host_path = std::string(kKernelThreads) + "/ns/" + kind.name;
     struct stat own {};
     struct stat host {};
-    if (::stat(own_path.c_str(), &own) == 0 && ::stat(host_path.c_str(), &host) == 0 &&
-        own.st_dev == host.st_dev && own.st_ino == host.st_ino)
+    // Unreadable without privilege (flamebpf's own check says what is missing, in one line), or
+    // already the same: nothing to do.
+    if (::stat(own_path.c_str(), &own) != 0 || ::stat(host_path.c_str(), &host) != 0 ||
+        (own.st_dev == host.st_dev && own.st_ino == host.st_ino))
       continue;
     UniqueFd ns(::open(host_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns.valid() || ::setns(ns.get(), kind.flag) != 0) {
