@@ -193,7 +193,7 @@ TEST_F(KubernetesPodTest, PodByNameIsAllItsContainersAndNothingElse)
   EXPECT_FALSE(web_only.contains("burner_b"));
 
   std::string container_out = dir_.path().string() + "/web.folded";
-  run = run_flamebpf({"--cgroup", "prod/shop-7d9f/web", "-d", "2", "-o", container_out});
+  run = run_flamebpf({"--cgroup", "prod/shop-7d9f/web", "-d", "3", "-o", container_out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto web = read_folded(container_out);
   EXPECT_GT(burner_chain_samples(web, "burner_a", run.output), 50u);
