@@ -116,7 +116,7 @@ void TargetSet::find_pod_containers()
     std::string pod_path = target.cgroup_path.substr(mount.size()) + "/";
     for (const auto& container : directory_.inventory().containers) {
       if (container.path.starts_with(pod_path) && !directory_.is_pod_sandbox(container.id))
-        pod_containers_.emplace_back(container.path, directory_.container_target(container).labels);
+        pod_containers_.emplace_back(container.path, directory_.container_labels(container.id));
     }
   }
 }
