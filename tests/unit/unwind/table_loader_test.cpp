@@ -161,6 +161,34 @@ TEST_F(TableLoaderTest, InstallsEachExecutableMappingWithItsLoadBias)
   EXPECT_EQ(maps_.events.back(), "image");
 }
 
+// A process's own code unwinds from its table while its libraries' tables are still being built;
+// an image already installed keeps all of its mappings while one more library's table is built.
+TEST_F(TableLoaderTest, FirstLoadInstallsEachTableAsItIsBuiltAndReloadsKeepTheirMappings)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);
+  files_.tables["/usr/lib/libm.so.6"] = file_table(3, 4);
+  write_maps(42, kLibcAndApp);
+  std::vector<uint32_t> installed_while_building; // mappings the image had at each library's build
+  auto builder = files_.builder();
+  TableLoader loader(
+      maps_, proc_.path().string(), [&](const std::string& dir, const procfs::Mapping& mapping) {
+        if (mapping.path.starts_with("/usr/lib/"))
+          installed_while_building.push_back(maps_.has_image(42, 7) ? maps_.image(42, 7).count : 0);
+        return builder(dir, mapping);
+      });
+  loader.on_process_seen(42, 7);
+  EXPECT_EQ(installed_while_building, std::vector<uint32_t>{1});
+  ASSERT_EQ(maps_.image(42, 7).count, 2u);
+
+  // libm is loaded later: while its table is built, app and libc stay installed.
+  write_maps(42, std::string(kLibcAndApp) +
+                     "7ffff7d00000-7ffff7d10000 r-xp 00001000 08:01 300 /usr/lib/libm.so.6\n");
+  loader.on_mapping_missed(42, 7);
+  EXPECT_EQ(installed_while_building, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(maps_.image(42, 7).count, 3u);
+}
+
 TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndFreeItWithTheLastUser)
 {
   files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);

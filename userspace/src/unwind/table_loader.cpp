@@ -169,9 +169,15 @@ void TableLoader::load_image(const ImageKey& key, Image& image)
   }
   std::vector<fb_unwind_mapping> mappings;
   std::set<uint64_t> content_keys;
+  // A process seen for the first time has each table installed as soon as it is built, the
+  // program's own (mapped first) before its libraries': building a large library's table (libc's
+  // takes tens of milliseconds) would otherwise leave all of its code unwound by frame pointers,
+  // which without them gives wrong stacks until the last table is in.
+  bool first_load = image.file_mappings.empty() && image.content_keys.empty();
   for (const auto& mapping : procfs::parse_proc_maps(*text)) {
     if (!mapping.executable || (!mapping.file_backed() && mapping.path != "[vdso]"))
       continue;
+    auto built_before = counts_.files_built;
     const KnownFile* file = file_for(process_dir, mapping);
     if (!file)
       continue;
@@ -185,6 +191,10 @@ void TableLoader::load_image(const ImageKey& key, Image& image)
       ++table->second.users;
     mappings.push_back({mapping.start, mapping.end, *bias + table->second.base_address,
                         table->second.placed.slot, 0});
+    if (first_load && counts_.files_built != built_before) {
+      image.file_mappings = mappings;
+      install(key, image);
+    }
   }
   // The uses of the tables the image no longer maps end after the new mappings are in.
   std::set<uint64_t> dropped;
