@@ -151,5 +151,41 @@ TEST(StallGuard, WorkThatReadsOnIsNoStallHoweverLong)
   EXPECT_EQ(outcome->result.get(), 6);
 }
 
+// While it waits for work, the thread's "meanwhile" task runs every step, never within itself.
+TEST(StallGuard, WaitingRunsTheThreadsMeanwhileTaskEveryStep)
+{
+  int runs = 0;
+  bool nested = false;
+  bool inside = false;
+  StallGuard guard(300ms);
+  meanwhile::set_task([&] {
+    nested |= inside;
+    inside = true;
+    ++runs;
+    meanwhile::run_if_due(); // not run again from within itself
+    inside = false;
+  });
+  auto outcome = guard.run<int>([] {
+    std::this_thread::sleep_for(200ms);
+    return 1;
+  });
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_FALSE(outcome->stalled);
+  EXPECT_EQ(outcome->result.get(), 1);
+  // 200 ms: about 20 steps of 10 ms; a loaded machine runs fewer.
+  EXPECT_GE(runs, 5);
+  EXPECT_LE(runs, 21);
+  EXPECT_FALSE(nested);
+
+  // Without a task, or within kStep of its last run, nothing runs.
+  int before = runs;
+  meanwhile::run_if_due();
+  EXPECT_EQ(runs, before);
+  meanwhile::set_task({});
+  std::this_thread::sleep_for(2 * meanwhile::kStep);
+  meanwhile::run_if_due();
+  EXPECT_EQ(runs, before);
+}
+
 } // namespace
 } // namespace flamebpf

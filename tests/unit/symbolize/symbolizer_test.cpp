@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "symbolize/java_frames.h"
 #include "symbolize/symbolizer.h"
 #include "test_support.h"
+#include "wait.h"
 
 namespace flamebpf::symbolize {
 
@@ -321,6 +323,51 @@ TEST_F(SymbolizerSelf, AProcessGoneBeforeItsCgroupWasReadBelongsToTheCgroupOfIts
   EXPECT_EQ(symbolized->stacks[1].target, "host");
 }
 
+// A process announced while flamebpf was busy, which exited before its capture: what /proc said
+// at its announcement names it and its code, not "[unknown]".
+TEST_F(SymbolizerSelf, AProcessThatExitedBeforeItsCaptureIsNamedFromItsSnapshot)
+{
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(testing::wait_until([&] { return procfs::read_comm(child).value_or("") == "sleep"; },
+                                  std::chrono::seconds(10), "sleep to start"));
+  ImageKey key{static_cast<uint32_t>(child), kImageId};
+  symbolizer_->keep_snapshot(key);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_FALSE(procfs::read_comm(child).has_value());
+
+  // Captured at its first sample's symbolizing, with no notice handled before.
+  auto symbolized = symbolizer_->symbolize(samples_of({key}), targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  ASSERT_EQ(symbolized->stacks.size(), 1u);
+  EXPECT_EQ(symbolized->stacks[0].comm, "sleep");
+  const ProcessImage* image = symbolizer_->find_process(key);
+  ASSERT_NE(image, nullptr);
+  EXPECT_TRUE(image->maps_read);
+  EXPECT_TRUE(std::any_of(image->code.begin(), image->code.end(), [](const MappedCode& code) {
+    return code.mapping.path.ends_with("/sleep");
+  }));
+}
+
+// Samples a process took between the buffers' switch and its exit are drained at the next
+// interval: it is forgotten only at the end of the generation after the one that found it gone.
+TEST_F(SymbolizerSelf, AnExitedProcessIsForgottenOneGenerationAfterItWasFoundGone)
+{
+  ImageKey gone{0x7ffffff3u, kImageId};
+  symbolizer_->on_process_seen(gone, "short_lived");
+  EXPECT_TRUE(symbolizer_->forget_exited_processes().empty());
+  auto symbolized = symbolizer_->symbolize(samples_of({gone}), targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  EXPECT_EQ(symbolized->stacks.at(0).comm, "short_lived");
+  EXPECT_EQ(symbolizer_->forget_exited_processes(), std::vector<ImageKey>{gone});
+  EXPECT_EQ(symbolizer_->find_process(gone), nullptr);
+}
+
 // The symbol cache is keyed by file, not by process: forty processes of one program (as fifty JVMs
 // share libjvm.so) open its files once, and the cache outlives the processes' intervals.
 TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
@@ -513,6 +560,38 @@ TEST_F(FakeJit, FramesAreNamedByThePerfMap)
                                                           {"Leaf.spin", "", FrameKind::kJit}}));
   EXPECT_EQ(profile.symbolize_stats.truncated_names, 0u);
   EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 0u);
+}
+
+// A process captured inside execve (its new memory image has no code mapped yet, its name is still
+// the old program's) is captured again at its first address, in the same interval.
+TEST_F(FakeJit, AProcessCapturedInsideExecveIsCapturedAgainAtItsFirstAddress)
+{
+  std::string process = proc() + "/" + std::to_string(pid_);
+  std::string loaded_maps = "7f0000000000-7f0000100000 r-xp 00000000 00:00 0 \n"; // as SetUp's
+  testing::write_file(process + "/maps",
+                      "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n");
+  testing::write_file(process + "/comm", "launcher\n");
+  auto kernel = KernelSymbols::parse(kKernelSymbols);
+  ASSERT_TRUE(kernel.has_value());
+  Symbolizer symbolizer(std::make_unique<KallsymsNames>(std::move(*kernel)), {}, proc());
+  symbolizer.on_process_seen({pid_, kImageId}, "launcher");
+
+  // execve ends: the program's code and name.
+  testing::write_file(process + "/maps", loaded_maps);
+  testing::write_file(process + "/comm", "fakejit\n");
+  map({{0x0, 0x100, "Leaf.spin()"}});
+  profile::RawProfile raw;
+  profile::RawSample sample;
+  sample.tgid = pid_;
+  sample.image_id = kImageId;
+  sample.user_frames = {kCode + 0x10};
+  sample.count = 1;
+  raw.samples.push_back(sample);
+  auto profile = symbolizer.symbolize(raw, {});
+  ASSERT_TRUE(profile.has_value());
+  ASSERT_EQ(profile->stacks.size(), 1u);
+  EXPECT_EQ(profile->stacks[0].comm, "fakejit");
+  EXPECT_EQ(profile->stacks[0].frames, (std::vector<Frame>{{"Leaf.spin", "", FrameKind::kJit}}));
 }
 
 TEST_F(FakeJit, InterpretedFramesAreNamedByTheJvmRecords)

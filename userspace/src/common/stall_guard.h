@@ -11,6 +11,7 @@
 // stalled work at once; beyond that, guarded work is refused until one of them returns.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -22,6 +23,8 @@
 #include <optional>
 #include <sys/types.h>
 #include <thread>
+
+#include "common/meanwhile.h"
 
 namespace flamebpf {
 
@@ -53,14 +56,23 @@ public:
     if (!post([task] { (*task)(); }))
       return std::nullopt;
     auto started = std::chrono::steady_clock::now();
+    auto checked = started;
     Progress before = progress();
-    while (result.wait_for(limit_) == std::future_status::timeout) {
-      Progress now = progress();
-      if (now == before || std::chrono::steady_clock::now() - started >= kMaxWait) {
+    // Waits in steps, so that the thread's other work goes on meanwhile (common/meanwhile.h).
+    while (result.wait_for(std::min(limit_, meanwhile::kStep)) == std::future_status::timeout) {
+      meanwhile::run_if_due();
+      if (result.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+        break; // done while the task ran: not to be judged idle
+      auto now = std::chrono::steady_clock::now();
+      if (now - checked < limit_)
+        continue;
+      Progress current = progress();
+      if (current == before || now - started >= kMaxWait) {
         abandon_worker();
         return Outcome<T>{result, true};
       }
-      before = now;
+      before = current;
+      checked = now;
     }
     return Outcome<T>{result, false};
   }

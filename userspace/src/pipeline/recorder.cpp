@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 
 #include "common/log.h"
+#include "common/meanwhile.h"
 #include "common/procfs.h"
 #include "jvm/agent_library.h"
 #include "pipeline/dump_sink.h"
@@ -135,7 +136,10 @@ Recorder::Recorder(const cli::Config& config,
 {
 }
 
-Recorder::~Recorder() = default;
+Recorder::~Recorder()
+{
+  meanwhile::set_task({});
+}
 
 Result<> Recorder::start()
 {
@@ -176,6 +180,14 @@ Result<> Recorder::start()
     }
   }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
+  // Long work takes the notices meanwhile (not within the poll that delivers them).
+  meanwhile::set_task([this] {
+    if (taking_notices_)
+      return;
+    taking_notices_ = true;
+    (void)sampler_->poll_notices(std::chrono::milliseconds(0));
+    taking_notices_ = false;
+  });
   last_refresh_ = Steady::now();
   watch_targets();
   drainer_.emplace(sampler_->map_reader());
@@ -192,13 +204,35 @@ void Recorder::on_notice(const fb_process_notice& notice)
     spdlog::debug("first sample {:.3f} s after start (at {:.6f} s monotonic)", after.count(),
                   static_cast<double>(notice.sample_time_ns) / 1e9);
   }
-  std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
-  symbolizer_->on_process_seen({notice.tgid, notice.image_id}, comm, notice.cgroup_id);
-  if (unwind_tables_) {
-    unwind_tables_->queue_process(notice.tgid, notice.image_id);
-    tables_queued_ = true;
+  symbolizer_->keep_snapshot({notice.tgid, notice.image_id});
+  taken_notices_.push_back(notice);
+}
+
+void Recorder::handle_notices()
+{
+  while (!taken_notices_.empty()) {
+    // Taken off first: capturing may take further notices.
+    fb_process_notice notice = taken_notices_.front();
+    taken_notices_.pop_front();
+    std::string comm(notice.comm, strnlen(notice.comm, sizeof notice.comm));
+    symbolizer_->on_process_seen({notice.tgid, notice.image_id}, comm, notice.cgroup_id);
+    if (unwind_tables_) {
+      unwind_tables_->queue_process(notice.tgid, notice.image_id);
+      tables_queued_ = true;
+    }
+    hand_new_jvms_to_attacher();
   }
-  hand_new_jvms_to_attacher();
+}
+
+Result<> Recorder::take_notices(std::chrono::milliseconds timeout)
+{
+  taking_notices_ = true;
+  auto polled = sampler_->poll_notices(timeout);
+  taking_notices_ = false;
+  if (!polled)
+    return fail(polled.error());
+  handle_notices();
+  return {};
 }
 
 void Recorder::hand_new_jvms_to_attacher()
@@ -265,8 +299,8 @@ void Recorder::watch_targets()
 Result<> Recorder::drain()
 {
   // Pending notices first, so processes are captured before their samples are symbolized.
-  if (auto polled = sampler_->poll_notices(std::chrono::milliseconds(0)); !polled)
-    return fail(polled.error());
+  if (auto taken = take_notices(std::chrono::milliseconds(0)); !taken)
+    return fail(taken.error());
   size_t dropped_before = targets_.dropped_mark();
   auto raw = drainer_->drain();
   if (!raw)
@@ -415,10 +449,10 @@ Result<RecordSummary> Recorder::run()
       wait = std::min<Steady::duration>(wait, kMinRefreshGap);
     if (tables_queued_)
       wait = std::clamp<Steady::duration>(next_table_slice_ - now, Steady::duration::zero(), wait);
-    auto polled = sampler_->poll_notices(
-        std::chrono::duration_cast<std::chrono::milliseconds>(wait) + std::chrono::milliseconds(1));
-    if (!polled)
-      return fail(polled.error());
+    auto taken = take_notices(std::chrono::duration_cast<std::chrono::milliseconds>(wait) +
+                              std::chrono::milliseconds(1));
+    if (!taken)
+      return fail(taken.error());
     load_unwind_tables();
   }
   service_.stopping();

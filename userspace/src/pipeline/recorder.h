@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,8 +50,14 @@ private:
   // Starts sampling, then loads what symbolizing needs: start-up costs no samples, since notices
   // wait in the ring buffer until the symbolizer exists.
   [[nodiscard]] Result<> start();
-  // A process's first sample.
+  // A process's first sample: what /proc says of it is read at once and the notice is kept for
+  // handle_notices(), so that taking notices never waits for the symbolizer's files.
   void on_notice(const fb_process_notice& notice);
+  // Captures the processes of the notices taken so far.
+  void handle_notices();
+  // Takes the notices the kernel sent (waiting up to timeout for one) and captures their
+  // processes.
+  [[nodiscard]] Result<> take_notices(std::chrono::milliseconds timeout);
   // Loads the queued processes' unwind tables for a slice of time.
   void load_unwind_tables();
   // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
@@ -93,6 +101,11 @@ private:
   Schedule::Steady::time_point last_refresh_;
   std::string node_; // the host's name, for the profiles' labels
   bool first_sample_seen_ = false;
+  // Notices taken and not yet handled: during long work, notices are taken every
+  // meanwhile::kStep and their processes' snapshots read, and the processes are captured after it
+  // (from the snapshot if they exited by then).
+  std::deque<fb_process_notice> taken_notices_;
+  bool taking_notices_ = false; // within the sampler's poll
   ServiceNotifier service_;
 };
 

@@ -266,8 +266,27 @@ ProcessTable::ProcessTable(std::string proc_root)
 {
 }
 
+void ProcessTable::keep_snapshot(const ImageKey& key)
+{
+  if (snapshot_bytes_ >= kMaxSnapshotBytes || snapshots_.contains(key))
+    return;
+  ProcessSnapshot snapshot;
+  if (auto maps = procfs::read_file(proc_root_ + "/" + std::to_string(key.pid) + "/maps"))
+    snapshot.maps = std::move(*maps);
+  snapshot.comm = procfs::read_comm(key.pid, proc_root_).value_or("");
+  snapshot.ns_pid = procfs::read_ns_pid(key.pid, proc_root_).value_or(0);
+  snapshot.cgroup = procfs::read_cgroup2_path(key.pid, proc_root_).value_or("");
+  snapshot_bytes_ += snapshot.bytes();
+  snapshots_.emplace(key, std::move(snapshot));
+}
+
 void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_t cgroup_id)
 {
+  std::optional<ProcessSnapshot> early;
+  if (auto kept = snapshots_.extract(key); !kept.empty()) {
+    snapshot_bytes_ -= std::min(snapshot_bytes_, kept.mapped().bytes());
+    early = std::move(kept.mapped());
+  }
   uint32_t pid = key.pid;
   ProcessImage& image = processes_[key];
   if (cgroup_id != 0)
@@ -278,19 +297,31 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
     image.comm = procfs::read_comm(pid, proc_root_).value_or("[unknown]");
   image.capture_generation = generation_;
 
-  auto text = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps");
-  if (!text)
+  image.captured_mid_exec = false;
+  std::optional<std::string> text;
+  if (auto live = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps")) {
+    text = std::move(*live);
+    // While the process lives, its own name wins over the one the first sample carried: that is
+    // a thread's, and a sample taken inside execve after the new memory image but before the new
+    // name carries the old program's.
+    if (auto now = procfs::read_comm(pid, proc_root_); now && !now->empty())
+      image.comm = *now;
+    if (image.ns_pid == 0)
+      image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
+    if (image.cgroup.empty())
+      image.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
+  } else if (early && early->maps) {
+    text = early->maps;
+    if (!early->comm.empty())
+      image.comm = early->comm;
+    if (image.ns_pid == 0)
+      image.ns_pid = early->ns_pid;
+    if (image.cgroup.empty())
+      image.cgroup = early->cgroup;
+  } else {
     return; // gone already; keep whatever an earlier capture found
+  }
   image.maps_read = true;
-  // While the process lives, its own name wins over the one the first sample carried: that is a
-  // thread's, and a sample taken inside execve after the new memory image but before the new name
-  // carries the old program's.
-  if (auto now = procfs::read_comm(pid, proc_root_); now && !now->empty())
-    image.comm = *now;
-  if (image.ns_pid == 0)
-    image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
-  if (image.cgroup.empty())
-    image.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
   auto mappings = procfs::parse_proc_maps(*text);
   auto traits = jvm::jvm_traits(mappings);
   // Announced at the capture that first finds the VM, often not the first: a launcher may be
@@ -312,6 +343,8 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
   std::sort(code.begin(), code.end(), [](const MappedCode& a, const MappedCode& b) {
     return a.mapping.start < b.mapping.start;
   });
+  // A program always has code mapped (its own or the dynamic loader's) once execve has loaded it.
+  image.captured_mid_exec = code.empty();
   image.code = std::move(code);
   // A JVM's map is opened now, while the process lives: a JVM that exits before the interval
   // ends is still read to its end through the open file.
@@ -385,7 +418,7 @@ const ProcessImage& ProcessTable::get(const ImageKey& key)
 const ProcessImage& ProcessTable::refresh(const ImageKey& key)
 {
   const ProcessImage& image = get(key);
-  if (image.capture_generation == generation_)
+  if (image.capture_generation == generation_ && !image.captured_mid_exec)
     return image;
   capture(key, "");
   return processes_.at(key);
@@ -650,7 +683,13 @@ std::vector<ImageKey> ProcessTable::end_generation()
   std::vector<ImageKey> launchers;
   for (auto it = processes_.begin(); it != processes_.end();) {
     auto& [key, image] = *it;
-    bool exited = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
+    // A process that exited after the buffers were switched still has samples in the kernel:
+    // it is forgotten at the generation's end after the one that found it gone.
+    bool exited = false;
+    if (::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH) {
+      exited = image.found_exited;
+      image.found_exited = true;
+    }
     bool replaced =
         image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
     if (exited || replaced) {

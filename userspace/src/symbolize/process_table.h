@@ -51,6 +51,10 @@ struct ProcessImage {
   std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
   uint64_t cgroup_id = 0;       // cgroup2 id its first sample was taken in; 0 if not known
   uint64_t capture_generation = 0;
+  // Captured inside execve, after the new memory image was made but before any code was mapped
+  // into it: the next address looked up captures it again, whatever the generation.
+  bool captured_mid_exec = false;
+  bool found_exited = false;    // at the end of a generation
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
   // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
   // first address in anonymous code.
@@ -196,6 +200,17 @@ struct ImageKey {
   friend bool operator==(const ImageKey&, const ImageKey&) = default;
 };
 
+// What /proc said of a process when its first sample was announced (a few small reads, no ELF
+// file opened): kept for a capture that comes later, when flamebpf was busy and a short-lived
+// process may be gone.
+struct ProcessSnapshot {
+  std::optional<std::string> maps; // /proc/<pid>/maps as read then; nullopt if it could not be
+  std::string comm;
+  uint32_t ns_pid = 0;
+  std::string cgroup;
+  size_t bytes() const { return (maps ? maps->size() : 0) + comm.size() + cgroup.size(); }
+};
+
 struct ImageKeyHash {
   size_t operator()(const ImageKey& key) const
   {
@@ -209,8 +224,13 @@ public:
   explicit ProcessTable(std::string proc_root = "/proc");
 
   // Reads the process's maps and opens its code; comm may be empty to read it from /proc, and
-  // cgroup_id (that of the first sample) 0 when not known.
+  // cgroup_id (that of the first sample) 0 when not known. What /proc no longer has (the process
+  // exited) is taken from the snapshot kept for it, if any.
   void capture(const ImageKey& key, const std::string& comm, uint64_t cgroup_id = 0);
+  // Keeps what /proc says of the process now for its capture, which may come after it exited.
+  // Snapshots hold kMaxSnapshotBytes at most; beyond that, a process is read at its capture only.
+  void keep_snapshot(const ImageKey& key);
+  static constexpr size_t kMaxSnapshotBytes = 64 << 20;
   // The process image, capturing it now if it was never seen.
   const ProcessImage& get(const ImageKey& key);
   // The process image if known, without capturing it.
@@ -272,6 +292,8 @@ private:
 
   std::string proc_root_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
+  std::unordered_map<ImageKey, ProcessSnapshot, ImageKeyHash> snapshots_; // until the capture
+  size_t snapshot_bytes_ = 0;
   StallGuard stall_guard_{kStallLimit};
   ElfCache elf_cache_;
   std::vector<ImageKey> new_jvms_;

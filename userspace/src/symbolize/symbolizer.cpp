@@ -5,6 +5,7 @@
 
 #include "bpf_abi.h"
 #include "common/log.h"
+#include "common/meanwhile.h"
 #include "symbolize/java_frames.h"
 #include "symbolize/name_cut.h"
 
@@ -49,6 +50,11 @@ Symbolizer::on_process_seen(const ImageKey& key, const std::string& comm, uint64
 {
   processes_.capture(key, comm, cgroup_id);
   return processes_.get(key);
+}
+
+void Symbolizer::keep_snapshot(const ImageKey& key)
+{
+  processes_.keep_snapshot(key);
 }
 
 std::vector<JvmFound> Symbolizer::take_new_jvms()
@@ -250,11 +256,15 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
   kernel_->prepare(kernel_addresses);
   size_t profile_bytes = 0;
   for (const auto& sample : raw.samples) {
+    meanwhile::run_if_due(); // a large interval takes a while
     profile::Stack stack;
     stack.pid = sample.tgid;
     stack.count = sample.count;
     ImageKey key{sample.tgid, sample.image_id};
-    const ProcessImage& image = processes_.get(key);
+    // One captured inside execve has its name and code read again first: the old program's name
+    // must not stay on the new one's samples.
+    const ProcessImage& image =
+        processes_.get(key).captured_mid_exec ? processes_.refresh(key) : processes_.get(key);
     stack.comm = image.comm;
     stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
                                       {image.cgroup, image.cgroup_id});

@@ -64,6 +64,9 @@ public:
   // known) that sample was taken with.
   const ProcessImage&
   on_process_seen(const ImageKey& key, const std::string& comm, uint64_t cgroup_id = 0);
+  // Reads what /proc says of a process now, for its capture later (on_process_seen, or its first
+  // sample symbolized), which may come after it exited.
+  void keep_snapshot(const ImageKey& key);
 
   // The JVMs found since the last call, each image once: on its first sample, or later when the
   // launcher was sampled before it loaded the VM.
@@ -91,6 +94,8 @@ public:
 
   // Processes remembered, ELF files held open and what their symbols take, for statistics.
   size_t processes() const { return processes_.size(); }
+  // The process image if captured, without capturing it.
+  const ProcessImage* find_process(const ImageKey& key) const { return processes_.find(key); }
   size_t elf_files() const { return processes_.elf_files(); }
   size_t symbol_bytes() const { return processes_.symbol_bytes(); }
 
