@@ -35,7 +35,8 @@ int main(int argc, char** argv)
   struct FlushSuppressedWarnings {
     ~FlushSuppressedWarnings() { flamebpf::log::flush_suppressed(); }
   } flush_suppressed_warnings;
-  if (config.mode != flamebpf::cli::Mode::kRecord) {
+  // top records as a recording does; render, diff and merge read folded files.
+  if (config.mode != flamebpf::cli::Mode::kRecord && config.mode != flamebpf::cli::Mode::kTop) {
     auto done = config.mode == flamebpf::cli::Mode::kRender ? flamebpf::pipeline::render(config)
                 : config.mode == flamebpf::cli::Mode::kDiff ? flamebpf::pipeline::diff(config)
                                                             : flamebpf::pipeline::merge(config);
@@ -62,6 +63,8 @@ int main(int argc, char** argv)
     spdlog::error("{}", summary.error().message);
     return summary.error().usage ? kExitUsage : kExitRuntimeFailure;
   }
+  if (config.mode == flamebpf::cli::Mode::kTop)
+    return 0;
   if (!summary->output_dir.empty()) {
     spdlog::info("wrote {} files of {} intervals to {}: {} targets in {:.1f} s",
                  summary->dump_files, summary->intervals, summary->output_dir, summary->targets,

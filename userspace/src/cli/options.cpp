@@ -201,10 +201,26 @@ void add_options(CLI::App& app, Config& config)
   merge->add_option("-o,--output", config.output, "Output: FILE.svg, FILE.pb.gz or folded text")
       ->required();
   add_graph_options(*merge, config);
+
+  auto* top = app.add_subcommand(
+      "top", "A live view of the hottest functions of the targets, refreshed every --interval "
+             "(default 1 s); takes the recording's options (--cgroup, --pid, --all-containers, "
+             "-F, --interval, -d)");
+  // The recording's options, given after "top", are the main command's.
+  top->fallthrough();
+  top->add_flag("--batch", config.batch,
+                "Print a plain-text snapshot per interval instead of the full-screen view "
+                "(the default when standard output is no terminal or TERM is dumb)");
 }
 
 void finish_parse(const CLI::App& app, Config& config)
 {
+  if (app.got_subcommand("top")) {
+    config.mode = Mode::kTop;
+    // The view refreshes every second unless asked otherwise.
+    if (app.count("--interval") == 0)
+      config.interval_seconds = 1;
+  }
   if (app.got_subcommand("render"))
     config.mode = Mode::kRender;
   else if (app.got_subcommand("diff"))

@@ -17,7 +17,7 @@
 namespace flamebpf::cli {
 
 // What the command line asks for: a recording (the default), or a command on folded files.
-enum class Mode { kRecord, kRender, kDiff, kMerge };
+enum class Mode { kRecord, kRender, kDiff, kMerge, kTop };
 
 struct Config {
   Mode mode = Mode::kRecord;
@@ -60,6 +60,9 @@ struct Config {
                                     emit::Format::kSvg}; // of each dump, each once
   dumps::RetentionPolicy retention;                      // --retain-age, -count, -size
   bool diff_previous = false; // a differential SVG against the previous interval
+
+  // top: the live view; batch prints a plain-text snapshot per interval instead.
+  bool batch = false;
 
   // merge: sum the dumps of one target over a time range.
   std::string merge_dir;                              // DIR/<target>

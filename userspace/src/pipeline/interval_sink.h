@@ -57,6 +57,9 @@ public:
   // Targets that joined the recording: those resolved at its start, then those added later.
   virtual void targets_added(const std::vector<target::Target>& added) = 0;
 
+  // Targets that left the recording (a container that stopped, a process that exited).
+  virtual void targets_removed(const std::vector<target::Target>& removed) { (void)removed; }
+
   // The stages run: the first interval starts now.
   virtual void started() {}
 

@@ -11,6 +11,7 @@
 #include "jvm/agent_library.h"
 #include "pipeline/dump_sink.h"
 #include "pipeline/profile_file_sink.h"
+#include "pipeline/top_sink.h"
 #include "profile/drop_report.h"
 #include "symbolize/debuginfod.h"
 
@@ -99,6 +100,8 @@ void install_signal_handlers()
 Result<std::unique_ptr<IntervalSink>> open_sink(const cli::Config& config,
                                                 const target::TargetSet& targets)
 {
+  if (config.mode == cli::Mode::kTop)
+    return std::unique_ptr<IntervalSink>(std::make_unique<TopSink>(config));
   if (!config.output_dir.empty()) {
     auto dumps = DumpSink::open(config);
     if (!dumps)
@@ -287,6 +290,8 @@ void Recorder::refresh_targets(bool reresolve)
       spdlog::warn("{}; it is not profiled", ok.error().message);
   }
   sink_->targets_added(changes.added);
+  if (!changes.removed.empty())
+    sink_->targets_removed(changes.removed);
   watch_targets();
 }
 

@@ -1,0 +1,196 @@
+// What `flamebpf top` shows, apart from the terminal: each interval's stacks in compact form
+// (functions as numbers), the hottest functions by self and total samples over the last interval,
+// a decaying average or the whole run, and the callers and callees of one function. The terminal
+// view (emit/top_screen.h) and the plain-text snapshots of --batch both draw from it.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "profile/symbolized_profile.h"
+
+namespace flamebpf::emit {
+
+// Function names, each a number: the same name and kind has the same number for the whole run.
+class FunctionNames {
+public:
+  struct Name {
+    std::string text;
+    profile::FrameKind kind = profile::FrameKind::kUnknown;
+  };
+  uint32_t intern(std::string_view text, profile::FrameKind kind);
+  const Name& operator[](uint32_t id) const { return names_[id]; }
+  size_t size() const { return names_.size(); }
+
+private:
+  // Looked up by string_view, without a copy of the text.
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+  };
+  using Ids = std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>;
+  std::vector<Name> names_;
+  std::array<Ids, 6> ids_; // by kind
+};
+
+// One stack of an interval: its target and process name, its frames root first, its samples.
+struct CompactStack {
+  uint32_t target = 0; // index into TopInterval::targets
+  uint32_t comm = 0;   // a FunctionNames number
+  std::vector<uint32_t> frames;
+  uint64_t count = 0;
+};
+
+struct TopTarget {
+  std::string name; // "host" for samples outside every target
+  uint64_t samples = 0;
+};
+
+// One interval of the recording as top sees it.
+struct TopInterval {
+  std::chrono::system_clock::time_point end;
+  double seconds = 0;     // its length
+  uint32_t frequency = 0; // samples per second per CPU
+  std::vector<TopTarget> targets;
+  std::vector<CompactStack> stacks;
+  uint64_t drops = 0;         // samples lost in the kernel
+  double own_cpu_percent = 0; // flamebpf's own CPU over the interval, 100 = one CPU
+};
+
+// Converts an interval's profile, interning its names.
+TopInterval compact_interval(const profile::SymbolizedProfile& profile, FunctionNames& names);
+
+// Samples of one function: where it was the leaf (self), and in the stack at all (total; once per
+// stack however often it recurs).
+struct FunctionSamples {
+  double self = 0;
+  double total = 0;
+};
+
+// Per target (the index of TopInterval::targets by name) and function: additive over intervals.
+using FunctionTable = std::unordered_map<uint64_t, FunctionSamples>; // (target << 32) | function
+
+FunctionTable function_table(const TopInterval& interval, const std::vector<uint32_t>& target_ids);
+
+enum class TopWindow { kInterval, kDecaying, kSinceStart };
+enum class TopOrder { kSelf, kTotal };
+
+// One row of the view: a function's samples over the window, and its shares of all samples shown.
+struct TopRow {
+  uint32_t function = 0;
+  double self = 0;
+  double total = 0;
+  double self_share = 0; // 0 to 1
+  double total_share = 0;
+};
+
+// The state of the run top keeps: targets by name (a target keeps its number), the stacks since
+// the start, and the three windows' function tables.
+class TopModel {
+public:
+  // Half-life of the decaying average, in intervals.
+  static constexpr double kHalfLifeIntervals = 5;
+
+  void add(TopInterval interval);
+  // A target that stopped: shown as such until it starts again.
+  void target_stopped(const std::string& name);
+  void target_started(const std::string& name);
+
+  struct TargetRow {
+    std::string name;
+    double samples_per_second = 0; // over the last interval
+    double cpu_percent = 0;        // of one CPU, over the last interval
+    bool stopped = false;
+  };
+  std::vector<TargetRow> targets() const;
+
+  // The functions of target (empty: all), sorted, kept to those whose name matches filter.
+  std::vector<TopRow> rows(TopWindow window,
+                           TopOrder order,
+                           const std::string& target,
+                           const std::optional<std::regex>& filter) const;
+  // Samples shown in the window for target (empty: all).
+  double samples(TopWindow window, const std::string& target) const;
+
+  // The callers (paths from the root) and callees (paths to the leaves) of function, as trees
+  // of shares of its total samples, over the stacks of the window: the last interval's, or every
+  // stack since the start for the other windows.
+  struct TreeLine {
+    int depth = 0; // 0 is the function itself
+    uint32_t function = 0;
+    double share = 0; // of the function's total samples
+  };
+  // At most this many distinct stacks are kept since the start (for the trees and the saved
+  // profile of the whole run); later new ones count in the function tables only.
+  static constexpr size_t kMaxStacksKept = 500000;
+  bool stacks_capped() const { return stacks_capped_; }
+
+  struct Tree {
+    std::vector<TreeLine> callers; // each path from the function towards the root
+    std::vector<TreeLine> callees; // each path from the function towards the leaves
+  };
+  Tree tree(uint32_t function, TopWindow window, const std::string& target, size_t max_lines) const;
+
+  // The stacks behind the window as a profile (the decaying average saves the whole run).
+  profile::SymbolizedProfile profile(TopWindow window, const std::string& target) const;
+
+  const FunctionNames& names() const { return names_; }
+  FunctionNames& names() { return names_; }
+  const std::optional<TopInterval>& last() const { return last_; }
+  uint64_t intervals() const { return intervals_; }
+
+private:
+  // A stack of a window, wherever it is kept.
+  struct StackRef {
+    uint32_t target;
+    uint32_t comm;
+    const std::vector<uint32_t>* frames;
+    uint64_t count;
+  };
+  uint32_t target_id(const std::string& name);
+  const FunctionTable& table(TopWindow window) const;
+  std::vector<StackRef> stacks_of(TopWindow window, const std::string& target) const;
+  std::optional<uint32_t> find_target(const std::string& name) const;
+
+  FunctionNames names_;
+  std::vector<std::string> target_names_;
+  std::vector<bool> stopped_;
+  std::optional<TopInterval> last_; // its targets renumbered to this model's
+  FunctionTable last_table_;
+  FunctionTable decaying_;
+  FunctionTable since_start_;
+  // Every distinct stack since the start, with its samples.
+  struct StackKey {
+    uint32_t target;
+    uint32_t comm;
+    std::vector<uint32_t> frames;
+    friend bool operator==(const StackKey&, const StackKey&) = default;
+  };
+  struct StackKeyHash {
+    size_t operator()(const StackKey& key) const;
+  };
+  std::unordered_map<StackKey, uint64_t, StackKeyHash> all_stacks_;
+  bool stacks_capped_ = false;
+  uint64_t intervals_ = 0;
+};
+
+// A name as it may go to a terminal: valid UTF-8 (or ASCII when ascii_only) with every control
+// character, escape included, shown as '?', cut to at most columns display columns (an ellipsis
+// marks a cut).
+std::string terminal_safe(std::string_view name, size_t columns, bool ascii_only);
+
+// The kind of a function as the view shows it: JIT, inlined, interp, kernel, native, unknown.
+std::string_view kind_label(profile::FrameKind kind);
+
+// One plain-text snapshot, as --batch prints each interval: a header line, the targets, then the
+// top rows of the hottest functions (columns separated by spaces, the function last).
+std::string batch_snapshot(const TopModel& model, TopWindow window, TopOrder order, size_t rows);
+
+} // namespace flamebpf::emit
