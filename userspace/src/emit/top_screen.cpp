@@ -10,7 +10,10 @@
 #include <langinfo.h>
 #include <map>
 #include <ncurses.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "emit/palette.h"
 
@@ -66,6 +69,21 @@ void put(int row, int column, const std::string& text, attr_t attributes = A_NOR
   attron(attributes);
   mvaddnstr(row, column, text.c_str(), -1);
   attroff(attributes);
+}
+
+// Whether the terminal's input hung up or closed: getch() then returns at once, every time.
+bool terminal_gone()
+{
+  pollfd input{STDIN_FILENO, POLLIN, 0};
+  if (::poll(&input, 1, 0) < 0)
+    return false;
+  if (input.revents & (POLLHUP | POLLERR | POLLNVAL))
+    return true;
+  if (!(input.revents & POLLIN))
+    return false;
+  // Readable with nothing to read: end of file.
+  int waiting = 0;
+  return ::ioctl(STDIN_FILENO, FIONREAD, &waiting) == 0 && waiting == 0;
 }
 
 } // namespace
@@ -143,6 +161,13 @@ void TopScreen::run()
   }
   while (!quit_) {
     int key = getch();
+    if (key == ERR && terminal_gone()) {
+      // Its terminal hung up (an SSH connection that dropped): the view ends the recording.
+      quit_ = true;
+      if (callbacks_.quit)
+        callbacks_.quit();
+      break;
+    }
     std::lock_guard lock(mutex_);
     if (key != ERR)
       handle_key(key);

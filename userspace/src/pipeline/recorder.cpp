@@ -82,7 +82,9 @@ std::string describe_jvm(const profile::TargetNames& names, const symbolize::Jvm
   return "the host";
 }
 
-void install_signal_handlers()
+// SIGHUP asks a recording to resolve its targets again, as a service reloads; for top, whose
+// terminal it is, it means the terminal went away, and ends it (stops_on_hangup).
+void install_signal_handlers(bool stops_on_hangup)
 {
   struct sigaction action {};
   action.sa_handler = [](int) { g_stop_requested.store(true); };
@@ -90,6 +92,10 @@ void install_signal_handlers()
   action.sa_flags = 0; // no SA_RESTART: the ring-buffer wait returns at once
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  if (stops_on_hangup) {
+    sigaction(SIGHUP, &action, nullptr);
+    return;
+  }
   struct sigaction hangup {};
   hangup.sa_handler = [](int) { g_reresolve_requested.store(true); };
   sigemptyset(&hangup.sa_mask);
@@ -149,7 +155,7 @@ Result<> Recorder::start()
   if (struct utsname host{}; ::uname(&host) == 0)
     node_ = host.nodename;
   sink_->targets_added(targets_.live());
-  install_signal_handlers();
+  install_signal_handlers(config_.mode == cli::Mode::kTop);
   auto sampler =
       sampler::Sampler::start(sampler_options(config_, targets_),
                               [this](const fb_process_notice& notice) { on_notice(notice); });
