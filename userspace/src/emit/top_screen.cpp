@@ -4,6 +4,7 @@
 #include <clocale>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -69,6 +70,44 @@ void put(int row, int column, const std::string& text, attr_t attributes = A_NOR
   attron(attributes);
   mvaddnstr(row, column, text.c_str(), -1);
   attroff(attributes);
+}
+
+// Moves position (a selected row, or a scroll offset) as a key asks: a line, a page, to an end,
+// or three lines a turn of the mouse wheel. last is the end's position.
+void move_position(int key, size_t& position, size_t page, size_t last)
+{
+  switch (key) {
+  case KEY_UP:
+    position -= std::min<size_t>(position, 1);
+    return;
+  case KEY_DOWN:
+    ++position;
+    return;
+  case KEY_PPAGE:
+    position -= std::min(position, page);
+    return;
+  case KEY_NPAGE:
+    position += page;
+    return;
+  case KEY_HOME:
+    position = 0;
+    return;
+  case KEY_END:
+    position = last;
+    return;
+  case KEY_MOUSE: {
+    MEVENT event{};
+    if (getmouse(&event) != OK)
+      return;
+    if (event.bstate & BUTTON4_PRESSED)
+      position -= std::min<size_t>(position, 3);
+    else if (event.bstate & BUTTON5_PRESSED)
+      position += 3;
+    return;
+  }
+  default:
+    return;
+  }
 }
 
 // Whether the terminal's input hung up or closed: getch() then returns at once, every time.
@@ -195,31 +234,11 @@ void TopScreen::handle_key(int key)
     case KEY_ENTER:
       tree_ = false;
       return;
-    case KEY_UP:
-      tree_scroll_ -= std::min<size_t>(tree_scroll_, 1);
-      return;
-    case KEY_MOUSE: {
-      MEVENT event{};
-      if (getmouse(&event) == OK && (event.bstate & BUTTON4_PRESSED))
-        tree_scroll_ -= std::min<size_t>(tree_scroll_, 3);
-      else if (event.bstate & BUTTON5_PRESSED)
-        tree_scroll_ += 3;
-      return;
-    }
-    case KEY_DOWN:
-      ++tree_scroll_;
-      return;
-    case KEY_PPAGE:
-      tree_scroll_ -= std::min<size_t>(tree_scroll_, static_cast<size_t>(LINES));
-      return;
-    case KEY_NPAGE:
-      tree_scroll_ += static_cast<size_t>(LINES);
-      return;
     default:
-      break;
+      move_position(key, tree_scroll_, static_cast<size_t>(LINES), SIZE_MAX);
+      return;
     }
   }
-  int page = std::max(1, LINES - 6);
   switch (key) {
   case 'q':
     quit_ = true;
@@ -270,35 +289,9 @@ void TopScreen::handle_key(int key)
       tree_scroll_ = 0;
     }
     return;
-  case KEY_UP:
-    selected_ -= std::min<size_t>(selected_, 1);
-    return;
-  case KEY_DOWN:
-    ++selected_;
-    return;
-  case KEY_PPAGE:
-    selected_ -= std::min<size_t>(selected_, static_cast<size_t>(page));
-    return;
-  case KEY_NPAGE:
-    selected_ += static_cast<size_t>(page);
-    return;
-  case KEY_HOME:
-    selected_ = 0;
-    return;
-  case KEY_END:
-    selected_ = rows_.empty() ? 0 : rows_.size() - 1;
-    return;
-  case KEY_MOUSE: {
-    MEVENT event{};
-    if (getmouse(&event) != OK)
-      return;
-    if (event.bstate & BUTTON4_PRESSED)
-      selected_ -= std::min<size_t>(selected_, 3);
-    else if (event.bstate & BUTTON5_PRESSED)
-      selected_ += 3;
-    return;
-  }
   default:
+    move_position(key, selected_, static_cast<size_t>(std::max(1, LINES - 6)),
+                  rows_.empty() ? 0 : rows_.size() - 1);
     return;
   }
 }
