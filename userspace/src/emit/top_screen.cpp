@@ -219,13 +219,14 @@ void TopScreen::run()
 void TopScreen::handle_key(int key)
 {
   status_.clear();
+  if (key == 'q') {
+    quit_ = true;
+    if (callbacks_.quit)
+      callbacks_.quit();
+    return;
+  }
   if (tree_) {
     switch (key) {
-    case 'q':
-      quit_ = true;
-      if (callbacks_.quit)
-        callbacks_.quit();
-      return;
     case kKeyEscape:
     case KEY_BACKSPACE:
     case KEY_LEFT:
@@ -240,11 +241,6 @@ void TopScreen::handle_key(int key)
     }
   }
   switch (key) {
-  case 'q':
-    quit_ = true;
-    if (callbacks_.quit)
-      callbacks_.quit();
-    return;
   case 'o':
     order_ = order_ == TopOrder::kSelf ? TopOrder::kTotal : TopOrder::kSelf;
     return;
