@@ -190,13 +190,7 @@ Result<> Recorder::start()
   }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
   // Long work takes the notices meanwhile (not within the poll that delivers them).
-  meanwhile::set_task([this] {
-    if (taking_notices_)
-      return;
-    taking_notices_ = true;
-    (void)sampler_->poll_notices(std::chrono::milliseconds(0));
-    taking_notices_ = false;
-  });
+  meanwhile::set_task([this] { (void)poll_notices(std::chrono::milliseconds(0)); });
   last_refresh_ = Steady::now();
   watch_targets();
   drainer_.emplace(sampler_->map_reader());
@@ -233,12 +227,19 @@ void Recorder::handle_notices()
   }
 }
 
-Result<> Recorder::take_notices(std::chrono::milliseconds timeout)
+Result<> Recorder::poll_notices(std::chrono::milliseconds timeout)
 {
+  if (taking_notices_)
+    return {};
   taking_notices_ = true;
   auto polled = sampler_->poll_notices(timeout);
   taking_notices_ = false;
-  if (!polled)
+  return polled;
+}
+
+Result<> Recorder::take_notices(std::chrono::milliseconds timeout)
+{
+  if (auto polled = poll_notices(timeout); !polled)
     return fail(polled.error());
   handle_notices();
   return {};

@@ -55,6 +55,9 @@ private:
   void on_notice(const fb_process_notice& notice);
   // Captures the processes of the notices taken so far.
   void handle_notices();
+  // Takes the notices the kernel sent, waiting up to timeout for one; nothing from within the
+  // sampler's own poll (long work's meanwhile task may come there).
+  [[nodiscard]] Result<> poll_notices(std::chrono::milliseconds timeout);
   // Takes the notices the kernel sent (waiting up to timeout for one) and captures their
   // processes.
   [[nodiscard]] Result<> take_notices(std::chrono::milliseconds timeout);

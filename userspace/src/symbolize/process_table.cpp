@@ -266,16 +266,24 @@ ProcessTable::ProcessTable(std::string proc_root)
 {
 }
 
+ProcessSnapshot ProcessTable::read_snapshot(uint32_t pid) const
+{
+  ProcessSnapshot snapshot;
+  if (auto maps = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps"))
+    snapshot.maps = std::move(*maps);
+  else
+    return snapshot; // gone: nothing else of it is left to read
+  snapshot.comm = procfs::read_comm(pid, proc_root_).value_or("");
+  snapshot.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
+  snapshot.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
+  return snapshot;
+}
+
 void ProcessTable::keep_snapshot(const ImageKey& key)
 {
   if (snapshot_bytes_ >= kMaxSnapshotBytes || snapshots_.contains(key))
     return;
-  ProcessSnapshot snapshot;
-  if (auto maps = procfs::read_file(proc_root_ + "/" + std::to_string(key.pid) + "/maps"))
-    snapshot.maps = std::move(*maps);
-  snapshot.comm = procfs::read_comm(key.pid, proc_root_).value_or("");
-  snapshot.ns_pid = procfs::read_ns_pid(key.pid, proc_root_).value_or(0);
-  snapshot.cgroup = procfs::read_cgroup2_path(key.pid, proc_root_).value_or("");
+  ProcessSnapshot snapshot = read_snapshot(key.pid);
   snapshot_bytes_ += snapshot.bytes();
   snapshots_.emplace(key, std::move(snapshot));
 }
@@ -293,34 +301,28 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
     image.cgroup_id = cgroup_id;
   if (!comm.empty())
     image.comm = comm;
-  else if (image.comm.empty())
-    image.comm = procfs::read_comm(pid, proc_root_).value_or("[unknown]");
   image.capture_generation = generation_;
 
   image.captured_mid_exec = false;
-  std::optional<std::string> text;
-  if (auto live = procfs::read_file(proc_root_ + "/" + std::to_string(pid) + "/maps")) {
-    text = std::move(*live);
-    // While the process lives, its own name wins over the one the first sample carried: that is
-    // a thread's, and a sample taken inside execve after the new memory image but before the new
-    // name carries the old program's.
-    if (auto now = procfs::read_comm(pid, proc_root_); now && !now->empty())
-      image.comm = *now;
-    if (image.ns_pid == 0)
-      image.ns_pid = procfs::read_ns_pid(pid, proc_root_).value_or(0);
-    if (image.cgroup.empty())
-      image.cgroup = procfs::read_cgroup2_path(pid, proc_root_).value_or("");
-  } else if (early && early->maps) {
-    text = early->maps;
-    if (!early->comm.empty())
-      image.comm = early->comm;
-    if (image.ns_pid == 0)
-      image.ns_pid = early->ns_pid;
-    if (image.cgroup.empty())
-      image.cgroup = early->cgroup;
-  } else {
-    return; // gone already; keep whatever an earlier capture found
+  // What /proc says now, else (the process is gone) what it said at the first sample.
+  ProcessSnapshot live = read_snapshot(pid);
+  const ProcessSnapshot* seen = live.maps ? &live : early && early->maps ? &*early : nullptr;
+  if (!seen) {
+    // Gone already: whatever an earlier capture found stays.
+    if (image.comm.empty())
+      image.comm = "[unknown]";
+    return;
   }
+  const std::optional<std::string>& text = seen->maps;
+  // The process's own name wins over the one the first sample carried: that is a thread's, and a
+  // sample taken inside execve after the new memory image but before the new name carries the old
+  // program's.
+  if (!seen->comm.empty())
+    image.comm = seen->comm;
+  if (image.ns_pid == 0)
+    image.ns_pid = seen->ns_pid;
+  if (image.cgroup.empty())
+    image.cgroup = seen->cgroup;
   image.maps_read = true;
   auto mappings = procfs::parse_proc_maps(*text);
   auto traits = jvm::jvm_traits(mappings);

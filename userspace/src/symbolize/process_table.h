@@ -230,6 +230,8 @@ public:
   // Keeps what /proc says of the process now for its capture, which may come after it exited.
   // Snapshots hold kMaxSnapshotBytes at most; beyond that, a process is read at its capture only.
   void keep_snapshot(const ImageKey& key);
+  // /proc's maps, comm, pid namespace pid and cgroup of pid now (no ELF file opened).
+  ProcessSnapshot read_snapshot(uint32_t pid) const;
   static constexpr size_t kMaxSnapshotBytes = 64 << 20;
   // The process image, capturing it now if it was never seen.
   const ProcessImage& get(const ImageKey& key);

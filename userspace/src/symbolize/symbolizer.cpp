@@ -263,8 +263,10 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     ImageKey key{sample.tgid, sample.image_id};
     // One captured inside execve has its name and code read again first: the old program's name
     // must not stay on the new one's samples.
-    const ProcessImage& image =
-        processes_.get(key).captured_mid_exec ? processes_.refresh(key) : processes_.get(key);
+    const ProcessImage* captured = &processes_.get(key);
+    if (captured->captured_mid_exec)
+      captured = &processes_.refresh(key);
+    const ProcessImage& image = *captured;
     stack.comm = image.comm;
     stack.target = profile::target_of(targets, sample.target_cgroup_id, sample.tgid,
                                       {image.cgroup, image.cgroup_id});
