@@ -25,6 +25,12 @@ namespace {
 // comparison of distributions.
 constexpr int kFlamebpfHz = 4999;
 constexpr int kPerfHz = 999;
+
+// Merge sort's recursion makes about every second sample a stack of its own, and an interval that
+// a slow drain (ASan) stretches to 4 s holds 20000 samples at 4999 Hz: more distinct stacks than
+// the default storage (sized for 99 Hz) keeps. These tests are about unwinding, so room is made, as
+// flamebpf's warning asks.
+constexpr int kStackStorage = 32768;
 constexpr double kSeconds = 6;
 
 // The share of a workload's samples whose stack must reach main.
@@ -135,7 +141,8 @@ protected:
     std::string out = dir_.path().string() + "/out.folded";
     auto run =
         run_flamebpf({"--pid", std::to_string(workload.pid()), "-F", std::to_string(kFlamebpfHz),
-                      "-d", std::to_string(kSeconds), "-v", "-o", out});
+                      "--stack-storage", std::to_string(kStackStorage), "-d",
+                      std::to_string(kSeconds), "-v", "-o", out});
     perf.join();
     seen.flamebpf_exit_code = run.exit_code;
     seen.flamebpf_log = run.output;
