@@ -25,13 +25,13 @@ namespace {
 // comparison of distributions.
 constexpr int kFlamebpfHz = 4999;
 constexpr int kPerfHz = 999;
+constexpr double kSeconds = 6;
 
 // Merge sort's recursion makes about every second sample a stack of its own, and an interval that
 // a slow drain (ASan) stretches to 4 s holds 20000 samples at 4999 Hz: more distinct stacks than
 // the default storage (sized for 99 Hz) keeps. These tests are about unwinding, so room is made, as
 // flamebpf's warning asks.
 constexpr int kStackStorage = 32768;
-constexpr double kSeconds = 6;
 
 // The share of a workload's samples whose stack must reach main.
 constexpr double kMinReachingMain = 0.95;
