@@ -13,7 +13,9 @@
 #include <sys/resource.h>
 #include <vector>
 
+#include "emit/formats.h"
 #include "emit/top_table.h"
+#include "profile/by_target.h"
 
 namespace {
 
@@ -22,6 +24,29 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start)
 {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Discards what is written to it, as fast as it can.
+class NullBuffer : public std::streambuf {
+protected:
+  std::streamsize xsputn(const char*, std::streamsize count) override { return count; }
+  int overflow(int c) override { return c; }
+};
+
+// What agent mode's report cycle does with the same interval (bench/overhead.sh measures it on a
+// real recording, folded+svg): split by target, then each part written as folded stacks and SVG.
+double report_cycle_ms(const flamebpf::profile::SymbolizedProfile& profile)
+{
+  auto started = Clock::now();
+  NullBuffer buffer;
+  std::ostream out(&buffer);
+  for (const auto& [target, part] : flamebpf::profile::split_by_target(profile)) {
+    for (auto format : {flamebpf::emit::Format::kFolded, flamebpf::emit::Format::kSvg}) {
+      if (!flamebpf::emit::make_emitter(format, {})->write(part, out))
+        std::abort();
+    }
+  }
+  return ms_since(started);
 }
 
 flamebpf::profile::SymbolizedProfile make_interval(size_t targets, size_t stacks, unsigned seed)
@@ -66,9 +91,12 @@ int main(int argc, char** argv)
   size_t stacks = std::strtoul(argv[2], nullptr, 10);
   size_t intervals = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 10;
   flamebpf::emit::TopModel model;
-  std::vector<double> compact_ms, model_ms, view_ms;
+  std::vector<double> compact_ms, model_ms, view_ms, report_ms;
   for (size_t n = 0; n < intervals; ++n) {
     auto profile = make_interval(targets, stacks, static_cast<unsigned>(n));
+    // Twice is enough for its median, warm.
+    if (n < 3)
+      report_ms.push_back(report_cycle_ms(profile));
     auto started = Clock::now();
     auto compact = flamebpf::emit::compact_interval(profile, model.names());
     compact_ms.push_back(ms_since(started));
@@ -96,9 +124,10 @@ int main(int argc, char** argv)
   ::getrusage(RUSAGE_SELF, &usage);
   std::printf("%zu targets x %zu stacks: cold %.1f ms; warm per refresh %.1f ms (compact %.1f on "
               "the recording's thread, model %.1f and view %.1f on the view's); peak RSS %.0f "
-              "MiB (with the generator's profiles)\n",
+              "MiB (with the generator's profiles); agent mode's report cycle (folded+svg) on the "
+              "same interval: %.1f ms\n",
               targets, stacks, compact_ms[0] + model_ms[0] + view_ms[0],
               median(compact_ms) + median(model_ms) + median(view_ms), median(compact_ms),
-              median(model_ms), median(view_ms), usage.ru_maxrss / 1024.0);
+              median(model_ms), median(view_ms), usage.ru_maxrss / 1024.0, median(report_ms));
   return 0;
 }

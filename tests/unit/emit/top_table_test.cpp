@@ -128,6 +128,53 @@ TEST(TopTable, StoppedTargetsAreKeptAndSavedProfilesHoldTheWindow)
   EXPECT_EQ(saved.stacks[0].comm, "app");
 }
 
+TEST(TopTable, ManyNamesAndTargetsKeepTheirNumbersAndSumsOverIntervals)
+{
+  // Enough names and stacks that the tables grow many times, targets in a different order each
+  // interval, and the same name under two kinds: two functions.
+  TopModel model;
+  std::vector<uint32_t> first_ids;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<profile::Stack> stacks;
+    for (int i = 0; i < 5000; ++i) {
+      std::string target = (i + round) % 2 == 0 ? "even" : "odd";
+      stacks.push_back(stack(target, {"main", "f" + std::to_string(i), "leaf"}, 1));
+    }
+    stacks.push_back(stack("odd", {"leaf"}, 7, FrameKind::kJit));
+    model.add(compact_interval(interval(std::move(stacks)), model.names()));
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < 5000; i += 499)
+      ids.push_back(model.names().intern("f" + std::to_string(i), FrameKind::kNative));
+    if (round == 0)
+      first_ids = ids;
+    EXPECT_EQ(ids, first_ids);
+  }
+  // main, leaf, 5,000 f's, the JIT leaf, and app (each stack's process name).
+  EXPECT_EQ(model.names().size(), 5004u);
+  auto all = model.rows(TopWindow::kSinceStart, TopOrder::kSelf, "", std::nullopt);
+  ASSERT_EQ(all.size(), 5003u);
+  EXPECT_EQ(model.names()[all[0].function].text, "leaf");
+  EXPECT_EQ(model.names()[all[0].function].kind, FrameKind::kNative);
+  EXPECT_DOUBLE_EQ(all[0].self, 15000);
+  EXPECT_EQ(model.names()[all[1].function].kind, FrameKind::kJit);
+  EXPECT_DOUBLE_EQ(all[1].self, 21);
+  EXPECT_DOUBLE_EQ(total_of(model, all, "main"), 15000);
+  EXPECT_DOUBLE_EQ(total_of(model, all, "f1234"), 3);
+  // Each target's rows hold its own samples only: f1234 went to "even", "odd", "even".
+  auto odd = model.rows(TopWindow::kSinceStart, TopOrder::kSelf, "odd", std::nullopt);
+  auto even = model.rows(TopWindow::kSinceStart, TopOrder::kSelf, "even", std::nullopt);
+  EXPECT_DOUBLE_EQ(total_of(model, odd, "f1234"), 1);
+  EXPECT_DOUBLE_EQ(total_of(model, even, "f1234"), 2);
+  EXPECT_DOUBLE_EQ(total_of(model, odd, "main") + total_of(model, even, "main"), 15000);
+  EXPECT_DOUBLE_EQ(model.samples(TopWindow::kSinceStart, "odd") +
+                       model.samples(TopWindow::kSinceStart, "even"),
+                   15021);
+  // The stacks since the start: each distinct one once, with all its samples.
+  auto saved = model.profile(TopWindow::kSinceStart, "");
+  EXPECT_EQ(saved.stacks.size(), 10001u);
+  EXPECT_EQ(saved.total_samples(), 15021u);
+}
+
 TEST(TopTable, TerminalSafeNamesCarryNoControlsAndFitTheirColumns)
 {
   EXPECT_EQ(terminal_safe("plain", 10, false), "plain");

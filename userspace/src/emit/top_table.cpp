@@ -5,6 +5,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <map>
+#include <unordered_map>
 #include <wchar.h>
 
 #include "common/utf8.h"
@@ -20,22 +21,75 @@ uint64_t table_key(uint32_t target, uint32_t function)
   return (static_cast<uint64_t>(target) << 32) | function;
 }
 
-// Adds one stack's samples: self to its leaf, total once to each distinct function in it.
-void add_stack(FunctionTable& table,
-               uint32_t target,
-               const std::vector<uint32_t>& frames,
-               double count)
+// Probes open-addressing slots (number + 1, 0 empty) from hash until matches(number) or an empty
+// slot; returns the slot's index.
+template <typename Matches>
+size_t probe(const std::vector<uint32_t>& slots, uint64_t hash, Matches matches)
 {
-  if (frames.empty())
-    return;
-  table[table_key(target, frames.back())].self += count;
-  for (size_t i = 0; i < frames.size(); ++i) {
-    // Recursion counts once: only the outermost occurrence adds.
-    if (std::find(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(i), frames[i]) !=
-        frames.begin() + static_cast<std::ptrdiff_t>(i))
-      continue;
-    table[table_key(target, frames[i])].total += count;
+  size_t mask = slots.size() - 1;
+  for (size_t at = hash & mask;; at = (at + 1) & mask) {
+    if (slots[at] == 0 || matches(slots[at] - 1))
+      return at;
   }
+}
+
+// The slots of numbers 0 to count - 1, each placed by hash_of(number), with room for as many more.
+template <typename HashOf> std::vector<uint32_t> slots_for(size_t count, HashOf hash_of)
+{
+  size_t length = 64;
+  while (length < 4 * (count + 1))
+    length *= 2;
+  std::vector<uint32_t> slots(length, 0);
+  for (size_t number = 0; number < count; ++number)
+    slots[probe(slots, hash_of(number), [](uint32_t) { return false; })] =
+        static_cast<uint32_t>(number + 1);
+  return slots;
+}
+
+uint64_t mix(uint64_t hash, uint64_t value)
+{
+  return (hash ^ value) * 0x100000001b3ull;
+}
+
+uint64_t stack_hash(uint32_t target, uint32_t comm, std::span<const uint32_t> frames)
+{
+  uint64_t hash = mix(mix(0xcbf29ce484222325ull, target), comm);
+  for (uint32_t frame : frames)
+    hash = mix(hash, frame);
+  // The multiplications carry low bits up only; the slot is taken from the low bits.
+  hash ^= hash >> 33;
+  hash *= 0xff51afd7ed558ccdull;
+  return hash ^ (hash >> 33);
+}
+
+// Combines two tables sorted by key: a's entries times keep_a plus b's times keep_b, without
+// those whose total falls below drop_below.
+FunctionTable combine(
+    const FunctionTable& a, double keep_a, const FunctionTable& b, double keep_b, double drop_below)
+{
+  FunctionTable out;
+  out.reserve(a.size() + b.size());
+  auto push = [&](uint64_t key, double self, double total) {
+    if (total >= drop_below)
+      out.push_back({key, {self, total}});
+  };
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].key < b[j].key)) {
+      push(a[i].key, a[i].samples.self * keep_a, a[i].samples.total * keep_a);
+      ++i;
+    } else if (i == a.size() || b[j].key < a[i].key) {
+      push(b[j].key, b[j].samples.self * keep_b, b[j].samples.total * keep_b);
+      ++j;
+    } else {
+      push(a[i].key, a[i].samples.self * keep_a + b[j].samples.self * keep_b,
+           a[i].samples.total * keep_a + b[j].samples.total * keep_b);
+      ++i;
+      ++j;
+    }
+  }
+  return out;
 }
 
 // Columns a code point takes on a terminal; control characters are not let through at all.
@@ -54,13 +108,24 @@ bool is_control(char32_t code_point)
 
 uint32_t FunctionNames::intern(std::string_view text, profile::FrameKind kind)
 {
-  auto& ids = ids_[static_cast<size_t>(kind) % ids_.size()];
-  if (auto found = ids.find(text); found != ids.end())
-    return found->second;
+  if (2 * (names_.size() + 1) > slots_.size())
+    grow();
+  uint64_t hash = mix(std::hash<std::string_view>()(text), static_cast<uint64_t>(kind));
+  size_t at = probe(slots_, hash, [&](uint32_t id) {
+    return hashes_[id] == hash && names_[id].kind == kind && names_[id].text == text;
+  });
+  if (slots_[at] != 0)
+    return slots_[at] - 1;
   auto id = static_cast<uint32_t>(names_.size());
-  ids.emplace(std::string(text), id);
   names_.push_back({std::string(text), kind});
+  hashes_.push_back(hash);
+  slots_[at] = id + 1;
   return id;
+}
+
+void FunctionNames::grow()
+{
+  slots_ = slots_for(names_.size(), [&](size_t id) { return hashes_[id]; });
 }
 
 TopInterval compact_interval(const profile::SymbolizedProfile& profile, FunctionNames& names)
@@ -72,6 +137,10 @@ TopInterval compact_interval(const profile::SymbolizedProfile& profile, Function
   interval.drops = profile::total_drops(profile.counters);
   std::unordered_map<std::string, uint32_t> target_ids;
   interval.stacks.reserve(profile.stacks.size());
+  size_t frames = 0;
+  for (const auto& stack : profile.stacks)
+    frames += stack.frames.size();
+  interval.frames.reserve(frames);
   for (const auto& stack : profile.stacks) {
     const std::string& target = stack.target.empty() ? kHost : stack.target;
     auto [it, added] = target_ids.try_emplace(target, static_cast<uint32_t>(target_ids.size()));
@@ -82,28 +151,93 @@ TopInterval compact_interval(const profile::SymbolizedProfile& profile, Function
     compact.target = it->second;
     compact.comm = names.intern(stack.comm, profile::FrameKind::kUnknown);
     compact.count = stack.count;
-    compact.frames.reserve(stack.frames.size());
+    compact.first = static_cast<uint32_t>(interval.frames.size());
+    compact.size = static_cast<uint32_t>(stack.frames.size());
     for (const auto& frame : stack.frames)
-      compact.frames.push_back(names.intern(frame.name, frame.kind));
-    interval.stacks.push_back(std::move(compact));
+      interval.frames.push_back(names.intern(frame.name, frame.kind));
+    interval.stacks.push_back(compact);
   }
   return interval;
 }
 
-FunctionTable function_table(const TopInterval& interval, const std::vector<uint32_t>& target_ids)
+bool TopModel::StackPool::add(uint32_t target,
+                              uint32_t comm,
+                              std::span<const uint32_t> frames,
+                              uint64_t count)
 {
-  FunctionTable table;
-  for (const auto& stack : interval.stacks)
-    add_stack(table, target_ids[stack.target], stack.frames, static_cast<double>(stack.count));
-  return table;
+  if (2 * (stacks_.size() + 1) > slots_.size())
+    grow();
+  uint64_t hash = stack_hash(target, comm, frames);
+  size_t at = probe(slots_, hash, [&](uint32_t index) {
+    const Kept& kept = stacks_[index];
+    return kept.hash == hash && kept.target == target && kept.comm == comm &&
+           std::ranges::equal(std::span(frames_.data() + kept.first, kept.size), frames);
+  });
+  if (slots_[at] != 0) {
+    stacks_[slots_[at] - 1].count += count;
+    return true;
+  }
+  if (stacks_.size() >= kMaxStacksKept)
+    return false;
+  stacks_.push_back(
+      {target, comm, frames_.size(), static_cast<uint32_t>(frames.size()), count, hash});
+  frames_.insert(frames_.end(), frames.begin(), frames.end());
+  slots_[at] = static_cast<uint32_t>(stacks_.size());
+  return true;
 }
 
-size_t TopModel::StackKeyHash::operator()(const StackKey& key) const
+void TopModel::StackPool::grow()
 {
-  uint64_t hash = (static_cast<uint64_t>(key.target) << 32) ^ key.comm;
-  for (uint32_t frame : key.frames)
-    hash = (hash ^ frame) * 0x100000001b3ull;
-  return static_cast<size_t>(hash);
+  slots_ = slots_for(stacks_.size(), [&](size_t index) { return stacks_[index].hash; });
+}
+
+FunctionTable TopModel::function_table(const TopInterval& interval)
+{
+  // Target by target (in the model's order, so the table comes out sorted), each stack adds self
+  // to its leaf and total once to each distinct function in it.
+  std::vector<std::vector<uint32_t>> by_target(target_names_.size());
+  for (uint32_t i = 0; i < interval.stacks.size(); ++i)
+    by_target[interval.stacks[i].target].push_back(i);
+  Scratch& scratch = scratch_;
+  size_t functions = names_.size();
+  if (scratch.self.size() < functions) {
+    scratch.self.resize(functions, 0);
+    scratch.total.resize(functions, 0);
+    scratch.last_stack.resize(functions, 0);
+  }
+  FunctionTable table;
+  for (uint32_t target = 0; target < by_target.size(); ++target) {
+    for (uint32_t index : by_target[target]) {
+      const CompactStack& stack = interval.stacks[index];
+      auto frames = interval.frames_of(stack);
+      if (frames.empty() || stack.count == 0)
+        continue;
+      if (++scratch.stack_serial == 0) {
+        // Wrapped: a stale number could equal the new one.
+        std::fill(scratch.last_stack.begin(), scratch.last_stack.end(), 0);
+        scratch.stack_serial = 1;
+      }
+      auto count = static_cast<double>(stack.count);
+      scratch.self[frames.back()] += count;
+      for (uint32_t function : frames) {
+        if (scratch.last_stack[function] == scratch.stack_serial)
+          continue;
+        scratch.last_stack[function] = scratch.stack_serial;
+        if (scratch.total[function] == 0)
+          scratch.touched.push_back(function);
+        scratch.total[function] += count;
+      }
+    }
+    std::sort(scratch.touched.begin(), scratch.touched.end());
+    for (uint32_t function : scratch.touched) {
+      table.push_back(
+          {table_key(target, function), {scratch.self[function], scratch.total[function]}});
+      scratch.self[function] = 0;
+      scratch.total[function] = 0;
+    }
+    scratch.touched.clear();
+  }
+  return table;
 }
 
 uint32_t TopModel::target_id(const std::string& name)
@@ -141,32 +275,14 @@ void TopModel::add(TopInterval interval)
     ids.push_back(target_id(target.name));
   for (auto& stack : interval.stacks)
     stack.target = ids[stack.target];
-  std::vector<uint32_t> identity(target_names_.size());
-  for (size_t i = 0; i < identity.size(); ++i)
-    identity[i] = static_cast<uint32_t>(i);
-  last_table_ = function_table(interval, identity);
+  last_table_ = function_table(interval);
   // The decaying average: each interval weighs half as much after kHalfLifeIntervals more.
   double keep = std::pow(0.5, 1 / kHalfLifeIntervals);
-  for (auto& [key, samples] : decaying_) {
-    samples.self *= keep;
-    samples.total *= keep;
-  }
-  std::erase_if(decaying_, [](const auto& entry) { return entry.second.total < 0.01; });
-  for (const auto& [key, samples] : last_table_) {
-    decaying_[key].self += samples.self * (1 - keep);
-    decaying_[key].total += samples.total * (1 - keep);
-    since_start_[key].self += samples.self;
-    since_start_[key].total += samples.total;
-  }
-  for (auto& stack : interval.stacks) {
-    StackKey key{stack.target, stack.comm, stack.frames};
-    if (auto it = all_stacks_.find(key); it != all_stacks_.end())
-      it->second += stack.count;
-    else if (all_stacks_.size() < kMaxStacksKept)
-      all_stacks_.emplace(std::move(key), stack.count);
-    else
+  decaying_ = combine(decaying_, keep, last_table_, 1 - keep, 0.01);
+  since_start_ = combine(since_start_, 1, last_table_, 1, 0);
+  for (const auto& stack : interval.stacks)
+    if (!all_stacks_.add(stack.target, stack.comm, interval.frames_of(stack), stack.count))
       stacks_capped_ = true;
-  }
   // Renumbered: its targets are this model's.
   std::vector<TopTarget> targets(target_names_.size());
   for (size_t i = 0; i < targets.size(); ++i)
@@ -212,9 +328,9 @@ double TopModel::samples(TopWindow window, const std::string& target) const
     return 0;
   if (window == TopWindow::kDecaying) {
     // The decaying table has no stacks: its self samples add up to them.
-    for (const auto& [key, samples] : decaying_)
-      if (!wanted || (key >> 32) == *wanted)
-        sum += samples.self;
+    for (const auto& entry : decaying_)
+      if (!wanted || (entry.key >> 32) == *wanted)
+        sum += entry.samples.self;
     return sum;
   }
   for (const auto& stack : stacks_of(window, target))
@@ -230,18 +346,31 @@ std::vector<TopRow> TopModel::rows(TopWindow window,
   auto wanted = target.empty() ? std::nullopt : find_target(target);
   if (!target.empty() && !wanted)
     return {};
-  std::unordered_map<uint32_t, FunctionSamples> merged;
-  for (const auto& [key, samples] : table(window)) {
-    if (wanted && (key >> 32) != *wanted)
-      continue;
-    auto& row = merged[static_cast<uint32_t>(key)];
-    row.self += samples.self;
-    row.total += samples.total;
+  // One target's functions are one range of the table; all targets' add up by function.
+  const FunctionTable& from = table(window);
+  auto begin = from.begin();
+  auto end = from.end();
+  if (wanted) {
+    auto by_key = [](const FunctionEntry& entry, uint64_t key) { return entry.key < key; };
+    begin =
+        std::lower_bound(from.begin(), from.end(), static_cast<uint64_t>(*wanted) << 32, by_key);
+    end = std::lower_bound(begin, from.end(), static_cast<uint64_t>(*wanted + 1) << 32, by_key);
+  }
+  std::vector<FunctionSamples> by_function(names_.size());
+  std::vector<uint32_t> functions;
+  for (auto entry = begin; entry != end; ++entry) {
+    auto function = static_cast<uint32_t>(entry->key);
+    auto& sum = by_function[function];
+    if (sum.self == 0 && sum.total == 0)
+      functions.push_back(function);
+    sum.self += entry->samples.self;
+    sum.total += entry->samples.total;
   }
   double all = samples(window, target);
   std::vector<TopRow> rows;
-  rows.reserve(merged.size());
-  for (const auto& [function, samples] : merged) {
+  rows.reserve(functions.size());
+  for (uint32_t function : functions) {
+    const FunctionSamples& samples = by_function[function];
     if (samples.total < 0.5 && samples.self < 0.5)
       continue;
     if (filter && !std::regex_search(names_[function].text, *filter))
@@ -276,12 +405,12 @@ std::vector<TopModel::StackRef> TopModel::stacks_of(TopWindow window,
     if (last_)
       for (const auto& stack : last_->stacks)
         if (every_target || stack.target == wanted)
-          stacks.push_back({stack.target, stack.comm, &stack.frames, stack.count});
+          stacks.push_back({stack.target, stack.comm, last_->frames_of(stack), stack.count});
     return stacks;
   }
-  for (const auto& [key, count] : all_stacks_)
-    if (every_target || key.target == wanted)
-      stacks.push_back({key.target, key.comm, &key.frames, count});
+  for (size_t i = 0; i < all_stacks_.size(); ++i)
+    if (StackRef stack = all_stacks_[i]; every_target || stack.target == wanted)
+      stacks.push_back(stack);
   return stacks;
 }
 
@@ -299,7 +428,7 @@ TopModel::Tree TopModel::tree(uint32_t function,
   Node up;
   Node down;
   for (const auto& stack : stacks_of(window, target)) {
-    const auto& frames = *stack.frames;
+    const auto& frames = stack.frames;
     auto at = std::find(frames.begin(), frames.end(), function);
     if (at == frames.end())
       continue;
@@ -353,7 +482,7 @@ profile::SymbolizedProfile TopModel::profile(TopWindow window, const std::string
     converted.comm = names_[stack.comm].text;
     converted.target = target_names_[stack.target] == kHost ? "" : target_names_[stack.target];
     converted.count = stack.count;
-    for (uint32_t frame : *stack.frames)
+    for (uint32_t frame : stack.frames)
       converted.frames.push_back({names_[frame].text, "", names_[frame].kind});
     out.stacks.push_back(std::move(converted));
   }

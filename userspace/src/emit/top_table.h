@@ -4,14 +4,13 @@
 // view (emit/top_screen.h) and the plain-text snapshots of --batch both draw from it.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <regex>
+#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "profile/symbolized_profile.h"
@@ -30,21 +29,19 @@ public:
   size_t size() const { return names_.size(); }
 
 private:
-  // Looked up by string_view, without a copy of the text.
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
-  };
-  using Ids = std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>;
+  // Open addressing: each interval looks up every frame of every stack, so a probe is one load of
+  // a slot and, on a match of the stored hash, one comparison of the text.
+  void grow();
   std::vector<Name> names_;
-  std::array<Ids, 6> ids_; // by kind
+  std::vector<uint64_t> hashes_; // of each name, by number
+  std::vector<uint32_t> slots_;  // number + 1; 0 is empty; a power of two long
 };
-
 // One stack of an interval: its target and process name, its frames root first, its samples.
 struct CompactStack {
   uint32_t target = 0; // index into TopInterval::targets
   uint32_t comm = 0;   // a FunctionNames number
-  std::vector<uint32_t> frames;
+  uint32_t first = 0;  // its frames: TopInterval::frames from first, size of them
+  uint32_t size = 0;
   uint64_t count = 0;
 };
 
@@ -60,8 +57,14 @@ struct TopInterval {
   uint32_t frequency = 0; // samples per second per CPU
   std::vector<TopTarget> targets;
   std::vector<CompactStack> stacks;
-  uint64_t drops = 0;         // samples lost in the kernel
-  double own_cpu_percent = 0; // flamebpf's own CPU over the interval, 100 = one CPU
+  std::vector<uint32_t> frames; // every stack's, one after the other: one allocation, not one each
+  uint64_t drops = 0;           // samples lost in the kernel
+  double own_cpu_percent = 0;   // flamebpf's own CPU over the interval, 100 = one CPU
+
+  std::span<const uint32_t> frames_of(const CompactStack& stack) const
+  {
+    return {frames.data() + stack.first, stack.size};
+  }
 };
 
 // Converts an interval's profile, interning its names.
@@ -74,10 +77,13 @@ struct FunctionSamples {
   double total = 0;
 };
 
-// Per target (the index of TopInterval::targets by name) and function: additive over intervals.
-using FunctionTable = std::unordered_map<uint64_t, FunctionSamples>; // (target << 32) | function
-
-FunctionTable function_table(const TopInterval& interval, const std::vector<uint32_t>& target_ids);
+// The samples of each target's functions, sorted by key, (target << 32) | function: windows
+// combine by one pass over two tables, and one target's functions are one range.
+struct FunctionEntry {
+  uint64_t key = 0;
+  FunctionSamples samples;
+};
+using FunctionTable = std::vector<FunctionEntry>;
 
 enum class TopWindow { kInterval, kDecaying, kSinceStart };
 enum class TopOrder { kSelf, kTotal };
@@ -151,9 +157,45 @@ private:
   struct StackRef {
     uint32_t target;
     uint32_t comm;
-    const std::vector<uint32_t>* frames;
+    std::span<const uint32_t> frames;
     uint64_t count;
   };
+  // Every distinct stack since the start (up to kMaxStacksKept), with its samples.
+  class StackPool {
+  public:
+    // Adds count samples to the stack, kept if new and there is room; false if there was none.
+    bool add(uint32_t target, uint32_t comm, std::span<const uint32_t> frames, uint64_t count);
+    size_t size() const { return stacks_.size(); }
+    StackRef operator[](size_t index) const
+    {
+      const Kept& kept = stacks_[index];
+      return {kept.target, kept.comm, {frames_.data() + kept.first, kept.size}, kept.count};
+    }
+
+  private:
+    struct Kept {
+      uint32_t target;
+      uint32_t comm;
+      size_t first;
+      uint32_t size;
+      uint64_t count;
+      uint64_t hash;
+    };
+    void grow();
+    std::vector<Kept> stacks_;
+    std::vector<uint32_t> frames_;
+    std::vector<uint32_t> slots_; // index + 1; 0 is empty; a power of two long
+  };
+  // Per function while one interval's table is made: reused, so that an interval costs one pass
+  // over its frames and no allocation.
+  struct Scratch {
+    std::vector<double> self;
+    std::vector<double> total;
+    std::vector<uint32_t> last_stack; // the stack that last added to total: recursion adds once
+    std::vector<uint32_t> touched;
+    uint32_t stack_serial = 0;
+  };
+  FunctionTable function_table(const TopInterval& interval);
   uint32_t target_id(const std::string& name);
   const FunctionTable& table(TopWindow window) const;
   std::vector<StackRef> stacks_of(TopWindow window, const std::string& target) const;
@@ -166,17 +208,8 @@ private:
   FunctionTable last_table_;
   FunctionTable decaying_;
   FunctionTable since_start_;
-  // Every distinct stack since the start, with its samples.
-  struct StackKey {
-    uint32_t target;
-    uint32_t comm;
-    std::vector<uint32_t> frames;
-    friend bool operator==(const StackKey&, const StackKey&) = default;
-  };
-  struct StackKeyHash {
-    size_t operator()(const StackKey& key) const;
-  };
-  std::unordered_map<StackKey, uint64_t, StackKeyHash> all_stacks_;
+  StackPool all_stacks_;
+  Scratch scratch_;
   bool stacks_capped_ = false;
   uint64_t intervals_ = 0;
 };
