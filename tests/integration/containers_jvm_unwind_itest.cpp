@@ -386,19 +386,30 @@ TEST_P(HardenedJvmWithoutFramePointersTest, VolumeTakesTheAgent)
   EXPECT_TRUE(left.empty()) << ::testing::PrintToString(left);
 }
 
+// Names such as Jdk17WithoutFramePointers, for filters (tests/CMakeLists.txt's plain_only).
+std::string
+jdk_and_frame_pointers(const ::testing::TestParamInfo<std::tuple<JavaVersion, bool>>& info)
+{
+  return std::string(std::get<0>(info.param) == JavaVersion::kJdk17 ? "Jdk17" : "Jdk25") +
+         (std::get<1>(info.param) ? "WithFramePointers" : "WithoutFramePointers");
+}
+
 INSTANTIATE_TEST_SUITE_P(JdksAndFramePointers,
                          JvmUnwindContainerTest,
                          ::testing::Combine(::testing::Values(JavaVersion::kJdk17,
                                                               JavaVersion::kJdk25),
-                                            ::testing::Bool()));
+                                            ::testing::Bool()),
+                         jdk_and_frame_pointers);
 INSTANTIATE_TEST_SUITE_P(Jdks,
                          HardenedJvmContainerTest,
                          ::testing::Values(std::make_tuple(JavaVersion::kJdk17, true),
-                                           std::make_tuple(JavaVersion::kJdk25, true)));
+                                           std::make_tuple(JavaVersion::kJdk25, true)),
+                         jdk_and_frame_pointers);
 INSTANTIATE_TEST_SUITE_P(Jdks,
                          HardenedJvmWithoutFramePointersTest,
                          ::testing::Values(std::make_tuple(JavaVersion::kJdk17, false),
-                                           std::make_tuple(JavaVersion::kJdk25, false)));
+                                           std::make_tuple(JavaVersion::kJdk25, false)),
+                         jdk_and_frame_pointers);
 
 } // namespace
 } // namespace flamebpf::testing
