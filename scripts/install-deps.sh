@@ -8,10 +8,12 @@ build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev liblzma-dev
   libiberty-dev zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless libdebuginfod-dev libncurses-dev
+  libmicrohttpd-dev
 )
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) is xz; libiberty-dev: the demangler with a bounded
 # output (cplus_demangle_v3_callback); libdebuginfod-dev: elfutils' client of debuginfod servers;
-# libncurses-dev: the terminal library of `flamebpf top`.
+# libncurses-dev: the terminal library of `flamebpf top`; libmicrohttpd-dev: the HTTP server of
+# --listen.
 # openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
 # images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the
@@ -25,10 +27,12 @@ build_packages=(
 # holds glibc's debug file, which names its local functions (start_thread); debuginfod is the
 # server the debug-file tests fetch from; python3-kubernetes holds the Kubernetes API's object
 # schemas, which deploy/kubernetes is checked against (tests/install/check_manifest.py); tmux is
-# the real terminal `flamebpf top` is tested in.
+# the real terminal `flamebpf top` is tested in; python3-prometheus-client's parser reads
+# --listen's /metrics.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io containerd podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
-  libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux)
+  libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux
+  python3-prometheus-client)
 
 # scripts/build-image: the Docker daemon and client, and mmdebstrap for the Dockerfile's base.
 image_packages=(docker.io mmdebstrap)

@@ -156,6 +156,17 @@ void add_options(CLI::App& app, Config& config)
       ->check(kSize);
   app.add_flag("--diff-previous", config.diff_previous,
                "Also write, each interval, a differential SVG against the previous interval");
+  auto* listen = app.add_option("--listen", config.listen,
+                                "Agent mode: serve pprof, folded stacks and SVG of the dumps, and "
+                                "Prometheus metrics, over HTTP on [ADDR:]PORT (127.0.0.1 unless "
+                                "given)")
+                     ->needs("--output-dir");
+  app.add_option("--listen-token-file", config.listen_token_file,
+                 "A file holding the bearer token every request to --listen must carry")
+      ->needs(listen);
+  app.add_flag("--listen-insecure", config.listen_insecure,
+               "Let --listen serve beyond this machine without a token")
+      ->needs(listen);
 
   auto* render = app.add_subcommand(
       "render", "Draw folded stacks (flamebpf's, flamegraph.pl's, inferno's, stackcollapse's)");

@@ -60,6 +60,10 @@ struct Config {
                                     emit::Format::kSvg}; // of each dump, each once
   dumps::RetentionPolicy retention;                      // --retain-age, -count, -size
   bool diff_previous = false; // a differential SVG against the previous interval
+  // --listen: serve the dumps and metrics over HTTP (serve/profile_routes.h); empty: off.
+  std::string listen;
+  std::string listen_token_file; // the bearer token every request must carry
+  bool listen_insecure = false;  // beyond loopback without a token, on purpose
 
   // top: the live view; batch prints a plain-text snapshot per interval instead.
   bool batch = false;

@@ -45,7 +45,8 @@ double share(uint64_t part, uint64_t whole)
   return whole == 0 ? 0 : static_cast<double>(part) / static_cast<double>(whole);
 }
 
-// The drop counters by the names the stats file uses.
+} // namespace
+
 const std::vector<std::pair<int, const char*>>& drop_kinds()
 {
   static const std::vector<std::pair<int, const char*>> kinds{
@@ -59,8 +60,6 @@ const std::vector<std::pair<int, const char*>>& drop_kinds()
   };
   return kinds;
 }
-
-} // namespace
 
 OwnUsage own_usage()
 {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dumps/dump_files.h"
@@ -51,6 +52,9 @@ struct IntervalStats {
   size_t files_written = 0;
   size_t dumps_pending = 0;
 };
+
+// The drop counters (FB_COUNTER_*) by the names the stats file and the metrics give them.
+const std::vector<std::pair<int, const char*>>& drop_kinds();
 
 // The interval's JSON object, on one line without its newline.
 std::string stats_json(const IntervalStats& stats);

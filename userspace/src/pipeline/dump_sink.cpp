@@ -1,8 +1,11 @@
 #include "pipeline/dump_sink.h"
 
+#include <cctype>
 #include <unordered_map>
 
+#include "common/file_content.h"
 #include "common/log.h"
+#include "serve/profile_routes.h"
 
 namespace flamebpf::pipeline {
 namespace {
@@ -26,6 +29,56 @@ std::vector<dumps::PerfMapAge> perf_map_ages(const symbolize::Symbolizer& symbol
   return ages;
 }
 
+// The token of --listen-token-file: its first line, without surrounding blanks.
+Result<std::string> read_token(const std::string& path)
+{
+  auto content = FileContent::read(path);
+  if (!content)
+    return fail(usage_error("--listen-token-file: " + content.error().message));
+  std::string_view text = content->view();
+  text = text.substr(0, text.find('\n'));
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  if (text.empty())
+    return fail(usage_error("--listen-token-file " + path + " holds no token"));
+  return std::string(text);
+}
+
+// The server of --listen, answering from output_dir and metrics.
+Result<std::unique_ptr<serve::HttpServer>>
+start_server(const cli::Config& config, std::shared_ptr<const dumps::Metrics> metrics)
+{
+  auto address = serve::parse_listen_address(config.listen);
+  if (!address)
+    return fail(address.error());
+  serve::HttpServerOptions options;
+  options.address = *address;
+  if (!config.listen_token_file.empty()) {
+    auto token = read_token(config.listen_token_file);
+    if (!token)
+      return fail(token.error());
+    options.token = std::move(*token);
+  }
+  // Profiles tell code and data: beyond this machine, only with a token or when told to.
+  if (!address->loopback() && options.token.empty() && !config.listen_insecure)
+    return fail(usage_error("--listen " + config.listen +
+                            " would serve profiles beyond this machine: give "
+                            "--listen-token-file, or --listen-insecure to mean it"));
+  serve::ProfileRoutesOptions routes;
+  routes.output_dir = config.output_dir;
+  routes.svg = config.graph;
+  routes.svg.target_frame = config.target_frame;
+  auto server = serve::HttpServer::start(options, serve::ProfileRoutes(routes, std::move(metrics)));
+  if (!server)
+    return fail(server.error());
+  spdlog::info("serving the dumps and metrics on http://{}{}{}:{}/{}", address->ipv6 ? "[" : "",
+               address->host, address->ipv6 ? "]" : "", (*server)->port(),
+               options.token.empty() ? "" : " (with a bearer token)");
+  return server;
+}
+
 } // namespace
 
 Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
@@ -42,11 +95,18 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
     return fail(writer.error());
   auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(config.interval_seconds));
-  return std::unique_ptr<DumpSink>(new DumpSink(std::move(*writer), interval));
+  std::unique_ptr<DumpSink> sink(new DumpSink(std::move(*writer), interval));
+  if (!config.listen.empty()) {
+    auto server = start_server(config, sink->metrics_);
+    if (!server)
+      return fail(server.error());
+    sink->server_ = std::move(*server);
+  }
+  return sink;
 }
 
 DumpSink::DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval)
-    : writer_(std::move(writer)), interval_(interval)
+    : writer_(std::move(writer)), interval_(interval), metrics_(std::make_shared<dumps::Metrics>())
 {
 }
 
@@ -80,6 +140,7 @@ Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
   stats.files_written = report.files;
   stats.dumps_pending = report.pending;
   spdlog::info("{}", dumps::summary_line(stats));
+  metrics_->add(stats);
   auto appended = writer_.append_stats(dumps::stats_json(stats));
   // A full disk is said once per interval; sampling goes on and the writes are retried.
   if (!report.error.empty())

@@ -1,7 +1,8 @@
 // Agent mode's output: every interval, the dumps of each target with samples (dumps::DumpWriter)
 // and a line of statistics about the interval and flamebpf itself (dumps/stats.h), appended to
 // DIR/flamebpf-stats.jsonl and logged. A failure to write is logged, never fatal: sampling goes
-// on and the writes are retried at the next interval.
+// on and the writes are retried at the next interval. With --listen, it serves the dumps and the
+// statistics over HTTP too (serve/profile_routes.h), on the server's threads.
 #pragma once
 
 #include <memory>
@@ -9,14 +10,17 @@
 
 #include "cli/options.h"
 #include "dumps/dump_writer.h"
+#include "dumps/metrics.h"
 #include "dumps/stats.h"
 #include "pipeline/interval_sink.h"
+#include "serve/http_server.h"
 
 namespace flamebpf::pipeline {
 
 class DumpSink final : public IntervalSink {
 public:
-  // Opens config.output_dir (dumps::DumpWriter::open); fails with what to fix if it cannot be.
+  // Opens config.output_dir (dumps::DumpWriter::open), and starts listening with --listen; fails
+  // with what to fix if either cannot be done.
   [[nodiscard]] static Result<std::unique_ptr<DumpSink>> open(const cli::Config& config);
 
   std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
@@ -39,6 +43,8 @@ private:
   uint64_t files_ = 0;
   uint64_t targets_ = 0;
   std::string stats_failure_; // the last failure to append to the stats file, said once
+  std::shared_ptr<dumps::Metrics> metrics_;
+  std::unique_ptr<serve::HttpServer> server_; // with --listen
 };
 
 } // namespace flamebpf::pipeline

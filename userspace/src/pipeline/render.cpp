@@ -8,6 +8,7 @@
 #include "common/file_content.h"
 #include "common/log.h"
 #include "dumps/dump_files.h"
+#include "dumps/dump_merge.h"
 #include "emit/diff_folded.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
@@ -16,19 +17,6 @@
 
 namespace flamebpf::pipeline {
 namespace {
-
-Result<profile::FoldedInput> read_inputs(const std::vector<std::string>& paths)
-{
-  profile::FoldedInput input;
-  for (const auto& path : paths) {
-    if (auto read = profile::read_folded_file(path, input); !read)
-      return fail(usage_error(read.error().message));
-  }
-  if (input.bad_lines > 0)
-    spdlog::warn("skipped {} lines that are not folded stacks (\"frame;frame;… count\")",
-                 input.bad_lines);
-  return input;
-}
 
 // Adds folded files to tree; with prune_share, drops what a drawing would leave out.
 Result<> add_inputs(emit::FlameTree& tree,
@@ -74,7 +62,7 @@ std::string joined(const std::vector<std::string>& paths)
 Result<> render(const cli::Config& config)
 {
   if (emit::format_of_path(config.output) != emit::Format::kSvg) {
-    auto input = read_inputs(config.render_inputs);
+    auto input = profile::read_folded_files(config.render_inputs);
     if (!input)
       return fail(input.error());
     return write_profile(config.output, input->profile, config.graph);
@@ -100,10 +88,10 @@ Result<> diff(const cli::Config& config)
         usage_error("diff writes FILE.svg or folded text, not pprof (" + config.output +
                     "); for pprof, try: go tool pprof -diff_base BEFORE.pb.gz AFTER.pb.gz"));
   if (format == emit::Format::kFolded) {
-    auto before = read_inputs({config.diff_before});
+    auto before = profile::read_folded_files({config.diff_before});
     if (!before)
       return fail(before.error());
-    auto after = read_inputs({config.diff_after});
+    auto after = profile::read_folded_files({config.diff_after});
     if (!after)
       return fail(after.error());
     return write_output(config.output, [&](std::ostream& out) {
@@ -135,40 +123,19 @@ Result<> diff(const cli::Config& config)
 
 Result<> merge(const cli::Config& config)
 {
-  const auto& from = config.merge_from;
-  const auto& to = config.merge_to;
   std::string directory = config.merge_dir;
   while (directory.size() > 1 && directory.back() == '/')
     directory.pop_back();
-  std::vector<std::string> inputs;
-  std::optional<dumps::Window> span;
-  for (const auto& dump : dumps::list_dumps(directory)) {
-    // Whole windows only: a dump that straddles an end of the range is left out.
-    if ((from && dump.window.start < *from) || (to && dump.window.end > *to))
-      continue;
-    auto folded = std::find_if(dump.files.begin(), dump.files.end(),
-                               [](const std::string& file) { return file.ends_with(".folded"); });
-    if (folded == dump.files.end())
-      continue;
-    inputs.push_back(directory + "/" + *folded);
-    span = span ? dumps::Window{span->start, dump.window.end} : dump.window;
-  }
-  if (inputs.empty())
-    return fail(usage_error("no folded dump in " + directory +
-                            " lies within the range; agent mode writes them with --format folded"));
-  auto input = read_inputs(inputs);
-  if (!input)
-    return fail(input.error());
-  std::string target = std::filesystem::path(directory).filename();
-  for (auto& stack : input->profile.stacks)
-    stack.target = target;
-  input->profile.start = span->start;
-  input->profile.end = span->end;
+  auto merged = dumps::merge_dumps(directory, config.merge_from, config.merge_to);
+  if (!merged)
+    return fail(merged.error());
   emit::SvgOptions graph = config.graph;
   graph.subtitle =
-      emit::describe_profile(input->profile) + fmt::format(" \xC2\xB7 {} dumps", inputs.size());
-  spdlog::info("merged {} dumps of {} ({})", inputs.size(), target, dumps::window_name(*span));
-  return write_profile(config.output, input->profile, graph);
+      emit::describe_profile(merged->profile) + fmt::format(" \xC2\xB7 {} dumps", merged->dumps);
+  spdlog::info("merged {} dumps of {} ({})", merged->dumps,
+               std::filesystem::path(directory).filename().string(),
+               dumps::window_name(merged->span));
+  return write_profile(config.output, merged->profile, graph);
 }
 
 } // namespace flamebpf::pipeline

@@ -1,6 +1,7 @@
 #include "profile/folded_reader.h"
 
 #include "common/file_content.h"
+#include "common/log.h"
 
 namespace flamebpf::profile {
 
@@ -54,6 +55,19 @@ Result<> read_folded_file(const std::string& path, FoldedInput& input)
     return fail(content.error());
   parse_folded(content->view(), input);
   return {};
+}
+
+Result<FoldedInput> read_folded_files(const std::vector<std::string>& paths)
+{
+  FoldedInput input;
+  for (const auto& path : paths) {
+    if (auto read = read_folded_file(path, input); !read)
+      return fail(usage_error(read.error().message));
+  }
+  if (input.bad_lines > 0)
+    spdlog::warn("skipped {} lines that are not folded stacks (\"frame;frame;… count\")",
+                 input.bad_lines);
+  return input;
 }
 
 } // namespace flamebpf::profile

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "common/text.h"
@@ -40,6 +41,10 @@ void parse_folded(std::string_view text, FoldedInput& input);
 
 // Reads a folded file ("-" for stdin) into input.
 [[nodiscard]] Result<> read_folded_file(const std::string& path, FoldedInput& input);
+
+// Reads folded files into one input, failing (as a usage error) on the first that cannot be
+// read; logs one warning if lines were skipped.
+[[nodiscard]] Result<FoldedInput> read_folded_files(const std::vector<std::string>& paths);
 
 template <class OnLine> uint64_t for_each_folded_line(std::string_view text, OnLine on_line)
 {

@@ -1,0 +1,205 @@
+// --listen in agent mode against the real kernel: `go tool pprof` (the real client) fetches a
+// range of the dumps and finds what `flamebpf merge` writes for it; python3-prometheus-client's
+// parser reads /metrics; hostile clients (a thousand that never finish a request, a 10 MB request
+// line, wrong tokens, names that climb out of the output directory) leave the dumps on time and
+// the next good request answered.
+#include <cctype>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <optional>
+#include <regex>
+#include <thread>
+#include <vector>
+
+#include "dumps/dump_files.h"
+#include "harness.h"
+#include "http_client.h"
+#include "pprof_tool.h"
+#include "process.h"
+
+namespace flamebpf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// s with every byte but the unreserved ones percent-encoded, for a URL's path or query.
+std::string url_encoded(const std::string& s)
+{
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+class ServeTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
+    out_ = dir_.path().string() + "/dumps";
+    log_ = dir_.path().string() + "/agent.log";
+  }
+
+  // Starts the agent on the cgroup with 1 s intervals, listening on a port of the kernel's
+  // choice with extra options; the port.
+  uint16_t start_agent(const TempCgroup& cgroup, const std::vector<std::string>& extra = {})
+  {
+    std::vector<std::string> argv{FLAMEBPF_BINARY, "--cgroup", cgroup.path(), "--output-dir", out_,
+                                  "--interval",    "1",        "--listen",    "127.0.0.1:0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    agent_.emplace(argv, "", log_);
+    EXPECT_TRUE(wait_for_text(log_, "serving the dumps", 30)) << read_text(log_);
+    std::smatch match;
+    std::string log = read_text(log_);
+    if (!std::regex_search(log, match, std::regex("http://127\\.0\\.0\\.1:([0-9]+)/")))
+      return 0;
+    return static_cast<uint16_t>(std::stoi(match[1]));
+  }
+
+  // The target's dumps once it has at least count of them.
+  std::vector<dumps::Dump> wait_for_dumps(const std::string& target, size_t count)
+  {
+    std::vector<dumps::Dump> found;
+    wait_until(
+        [&] {
+          found = dumps::list_dumps(out_ + "/" + target);
+          return found.size() >= count;
+        },
+        30s, "the agent's dumps");
+    return found;
+  }
+
+  void TearDown() override
+  {
+    if (agent_) {
+      agent_->signal(SIGTERM);
+      EXPECT_EQ(agent_->wait(), 0) << read_text(log_);
+    }
+  }
+
+  TempDir dir_;
+  std::string out_;
+  std::string log_;
+  std::optional<Child> agent_;
+};
+
+TEST_F(ServeTest, GoToolPprofFetchesARangeThatEqualsMergeAndMetricsParse)
+{
+  std::string go = find_go();
+  ASSERT_FALSE(go.empty()) << "go not found on PATH: install Debian's golang-go "
+                              "(scripts/install-deps.sh --test)";
+  TempCgroup web;
+  Child burner({copy_burner(dir_.path(), "burner_serve"), "60"}, web.path());
+  uint16_t port = start_agent(web);
+  ASSERT_NE(port, 0) << read_text(log_);
+  std::string target = dumps::target_directory(web.relative_path());
+  auto dumps = wait_for_dumps(target, 3);
+  ASSERT_GE(dumps.size(), 3u) << read_text(log_);
+
+  // The second and third windows, as `flamebpf merge` sums them.
+  std::string from = dumps::window_name(dumps[1].window).substr(0, 16);
+  std::string to = dumps::window_name(dumps[2].window).substr(17, 16);
+  std::string merged_path = dir_.path().string() + "/range.folded";
+  auto merged =
+      run_flamebpf({"merge", out_ + "/" + target, "--from", from, "--to", to, "-o", merged_path});
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  auto expected = folded_counts(read_folded(merged_path));
+  ASSERT_GT(expected["c"].flat, 0u) << merged.output;
+
+  std::string url = fmt::format("http://127.0.0.1:{}/pprof/{}?from={}&to={}", port,
+                                url_encoded(target), from, to);
+  auto fetched =
+      PprofTool(go, dir_.path())
+          .top({"-top", "-nodecount=50", "-nodefraction=0", "-sample_index=samples"}, url);
+  EXPECT_EQ(fetched, expected) << url;
+
+  // The same range as folded text is the merge's file.
+  std::string folded = http_body(
+      http_get(port, fmt::format("/folded/{}?from={}&to={}", url_encoded(target), from, to)));
+  EXPECT_EQ(folded, read_text(merged_path));
+
+  auto metrics = run_process(
+      {"/usr/bin/python3", FLAMEBPF_READ_METRICS, fmt::format("http://127.0.0.1:{}/metrics", port)},
+      {}, 60s);
+  ASSERT_EQ(metrics.status, 0) << metrics.err << metrics.out;
+  std::smatch samples;
+  std::regex line("flamebpf_samples_total\t\\{\"target\": \"" + target + "\"\\}\t([0-9.]+)");
+  ASSERT_TRUE(std::regex_search(metrics.out, samples, line)) << metrics.out;
+  EXPECT_GT(std::stod(samples[1]), 0) << metrics.out;
+  for (const char* name : {"flamebpf_cpu_seconds_total", "flamebpf_resident_memory_bytes",
+                           "flamebpf_dropped_samples_total", "flamebpf_intervals_total"})
+    EXPECT_NE(metrics.out.find(std::string(name) + "\t"), std::string::npos) << name;
+}
+
+TEST_F(ServeTest, HostileClientsLeaveTheDumpsOnTimeAndTheNextRequestAnswered)
+{
+  std::string token_file = dir_.path().string() + "/token";
+  std::ofstream(token_file) << "s3cret-token\n";
+  TempCgroup web;
+  Child burner({copy_burner(dir_.path(), "burner_hostile"), "60"}, web.path());
+  uint16_t port = start_agent(web, {"--listen-token-file", token_file});
+  ASSERT_NE(port, 0) << read_text(log_);
+  std::string target = dumps::target_directory(web.relative_path());
+  ASSERT_GE(wait_for_dumps(target, 1).size(), 1u) << read_text(log_);
+  const std::string token = "Authorization: Bearer s3cret-token\r\n";
+
+  // A thousand clients that never finish their request, held open through the rest.
+  std::vector<UniqueFd> slow;
+  for (int i = 0; i < 1000; ++i) {
+    UniqueFd fd = connect_loopback(port);
+    ASSERT_TRUE(fd.valid()) << "client " << i;
+    send_all(fd.get(), "GET /metrics HTTP/1.1\r\nHost: ");
+    slow.push_back(std::move(fd));
+  }
+  size_t before = dumps::list_dumps(out_ + "/" + target).size();
+  auto started = std::chrono::steady_clock::now();
+  std::string huge = "GET /" + std::string(10 << 20, 'a') + " HTTP/1.1\r\n\r\n";
+  int status = http_status(http_exchange(port, huge));
+  EXPECT_TRUE(status == 414 || status == 0) << status;
+  EXPECT_EQ(http_status(http_get(port, "/metrics")), 401);
+  EXPECT_EQ(http_status(http_get(port, "/metrics", "Authorization: Bearer s3cret-tokeN\r\n")), 401);
+  for (const char* traversal : {"/pprof/..%2F..%2F..%2Fetc%2Fpasswd", "/folded/../../etc/passwd",
+                                "/svg/%2e%2e", "/pprof/flamebpf-stats.jsonl"})
+    EXPECT_EQ(http_status(http_get(port, traversal, token)), 404) << traversal;
+  std::string good = http_get(port, "/folded/" + url_encoded(target), token);
+  EXPECT_EQ(http_status(good), 200) << good;
+  EXPECT_NE(http_body(good).find("burner_hostile;"), std::string::npos) << good;
+
+  // The dumps went on being written, one a second, while all of that was served.
+  std::this_thread::sleep_until(started + 4s);
+  size_t after = dumps::list_dumps(out_ + "/" + target).size();
+  EXPECT_GE(after, before + 3) << read_text(log_);
+  EXPECT_EQ(http_status(http_get(port, "/metrics", token)), 200);
+  // No request wrote a file: the output directory holds the target's directory and the stats.
+  for (const auto& entry : std::filesystem::directory_iterator(out_))
+    EXPECT_TRUE(entry.path().filename() == target ||
+                entry.path().filename() == "flamebpf-stats.jsonl")
+        << entry.path();
+}
+
+TEST_F(ServeTest, BeyondLoopbackNeedsATokenOrSayingSo)
+{
+  TempCgroup web;
+  auto refused = run_flamebpf(
+      {"--cgroup", web.path(), "--output-dir", out_, "--listen", "0.0.0.0:0", "-d", "1"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--listen-token-file, or --listen-insecure"), std::string::npos)
+      << refused.output;
+  auto without_dumps = run_flamebpf({"--cgroup", web.path(), "--listen", "0", "-d", "1"});
+  EXPECT_EQ(without_dumps.exit_code, 2) << without_dumps.output;
+  auto insecure = run_flamebpf({"--cgroup", web.path(), "--output-dir", out_, "--listen",
+                                "0.0.0.0:0", "--listen-insecure", "-d", "1"});
+  EXPECT_EQ(insecure.exit_code, 0) << insecure.output;
+  EXPECT_NE(insecure.output.find("serving the dumps"), std::string::npos) << insecure.output;
+}
+
+} // namespace
+} // namespace flamebpf::testing

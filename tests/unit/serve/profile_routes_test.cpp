@@ -1,0 +1,132 @@
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <string>
+
+#include "dumps/metrics.h"
+#include "serve/profile_routes.h"
+#include "temp_dir.h"
+
+namespace flamebpf::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_file(const fs::path& path, const std::string& text)
+{
+  std::ofstream(path) << text;
+}
+
+// An agent's output directory: the target "web" with two windows of folded dumps (and an SVG of
+// the first), a symbolic link to it, and the stats file.
+class ProfileRoutesTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    fs::create_directory(dir_.path() / "web");
+    write_file(dir_.path() / "web" / "20261122T162000Z_20261122T162100Z.folded",
+               "java;main;heavy 30\njava;main;light 10\n");
+    write_file(dir_.path() / "web" / "20261122T162000Z_20261122T162100Z.svg", "<svg/>");
+    write_file(dir_.path() / "web" / "20261122T162100Z_20261122T162200Z.folded",
+               "java;main;heavy 3\n");
+    fs::create_directory_symlink(dir_.path() / "web", dir_.path() / "linked");
+    write_file(dir_.path() / "flamebpf-stats.jsonl", "{}\n");
+    options_.output_dir = dir_.path();
+  }
+
+  HttpResponse get(const std::string& path, std::map<std::string, std::string> query = {})
+  {
+    return ProfileRoutes(options_, metrics_)(HttpRequest{path, std::move(query)});
+  }
+
+  testing::TempDir dir_;
+  ProfileRoutesOptions options_;
+  std::shared_ptr<dumps::Metrics> metrics_ = std::make_shared<dumps::Metrics>();
+};
+
+TEST_F(ProfileRoutesTest, TargetsAreTheDirectoriesWithDumps)
+{
+  auto answer = get("/targets");
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.content_type, "application/json");
+  EXPECT_EQ(answer.body, "[{\"name\":\"web\",\"dumps\":2,\"from\":\"2026-11-22T16:20:00Z\","
+                         "\"to\":\"2026-11-22T16:22:00Z\"}]\n");
+}
+
+TEST_F(ProfileRoutesTest, ARangeIsTheSumOfItsWindowsAndNoneIsTheLastWindow)
+{
+  auto last = get("/folded/web");
+  EXPECT_EQ(last.status, 200) << last.body;
+  EXPECT_EQ(last.body, "java;main;heavy 3\n");
+  auto both = get("/folded/web", {{"from", "2026-11-22T16:20:00Z"}, {"to", "20261122T162200Z"}});
+  EXPECT_EQ(both.status, 200) << both.body;
+  EXPECT_EQ(both.content_type, "text/plain; charset=utf-8");
+  EXPECT_EQ(both.body, "java;main;heavy 33\njava;main;light 10\n");
+  auto first = get("/folded/web", {{"to", "2026-11-22T16:21:00Z"}});
+  EXPECT_EQ(first.body, "java;main;heavy 30\njava;main;light 10\n");
+  // Whole windows only, as flamebpf merge sums them.
+  EXPECT_EQ(get("/folded/web", {{"from", "2026-11-22T16:20:30Z"}}).body, "java;main;heavy 3\n");
+  EXPECT_EQ(get("/folded/web", {{"from", "2026-11-23T00:00:00Z"}}).status, 404);
+}
+
+TEST_F(ProfileRoutesTest, PprofAndSvgAreServedAsScrapersAndBrowsersExpect)
+{
+  auto pprof = get("/pprof/web", {{"from", "@0"}});
+  ASSERT_EQ(pprof.status, 200) << pprof.body;
+  EXPECT_EQ(pprof.content_type, "application/octet-stream");
+  EXPECT_EQ(pprof.headers["Content-Disposition"], "attachment; filename=\"profile\"");
+  ASSERT_GE(pprof.body.size(), 2u);
+  EXPECT_EQ(pprof.body.substr(0, 2), "\x1f\x8b"); // gzip, as Go's endpoint sends it
+  auto svg = get("/svg/web");
+  ASSERT_EQ(svg.status, 200) << svg.body;
+  EXPECT_EQ(svg.content_type, "image/svg+xml; charset=utf-8");
+  EXPECT_NE(svg.body.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.body.find("heavy"), std::string::npos);
+}
+
+TEST_F(ProfileRoutesTest, NamesAreLookedUpNeverUsedAsPaths)
+{
+  for (const char* path : {"/folded/../../etc/passwd", "/folded/..", "/folded/.", "/folded/",
+                           "/folded/linked", "/folded/web/../web", "/folded/flamebpf-stats.jsonl",
+                           "/folded/web/", "/pprof//etc/passwd", "/svg/%2e%2e", "/nothing"}) {
+    auto answer = get(path);
+    EXPECT_EQ(answer.status, 404) << path;
+    EXPECT_EQ(answer.body.find("root:"), std::string::npos) << path;
+  }
+}
+
+TEST_F(ProfileRoutesTest, BadRangesAndTooLargeAnswersAreRefused)
+{
+  EXPECT_EQ(get("/folded/web", {{"from", "yesterday"}}).status, 400);
+  EXPECT_EQ(get("/folded/web", {{"from", "-1h"}, {"to", "-2h"}}).status, 400);
+  auto live = get("/pprof/web", {{"seconds", "3"}});
+  EXPECT_EQ(live.status, 400);
+  EXPECT_NE(live.body.find("not served yet"), std::string::npos) << live.body;
+  options_.max_input_bytes = 10;
+  auto large = get("/folded/web", {{"from", "@0"}});
+  EXPECT_EQ(large.status, 400) << large.body;
+  EXPECT_NE(large.body.find("shorter range"), std::string::npos) << large.body;
+  options_.max_input_bytes = 1 << 20;
+  options_.max_response_bytes = 10;
+  EXPECT_EQ(get("/folded/web", {{"from", "@0"}}).status, 400);
+}
+
+TEST_F(ProfileRoutesTest, MetricsAreTheLastIntervalsText)
+{
+  auto empty = get("/metrics");
+  EXPECT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  profile::SymbolizedProfile interval;
+  profile::Stack stack;
+  stack.target = "web";
+  stack.count = 7;
+  interval.stacks.push_back(stack);
+  dumps::IntervalStats stats;
+  stats.profile = &interval;
+  metrics_->add(stats);
+  EXPECT_NE(get("/metrics").body.find("flamebpf_samples_total{target=\"web\"} 7\n"),
+            std::string::npos);
+}
+
+} // namespace
+} // namespace flamebpf::serve

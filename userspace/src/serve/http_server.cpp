@@ -1,0 +1,261 @@
+#include "serve/http_server.h"
+
+#include <arpa/inet.h>
+#include <charconv>
+#include <cstdarg>
+#include <cstdio>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+
+#include "common/log.h"
+
+namespace flamebpf::serve {
+namespace {
+
+// File descriptors kept for everything else flamebpf opens (its own files, the targets' files,
+// the BPF maps) when the connection limit is set from RLIMIT_NOFILE.
+constexpr rlim_t kDescriptorsForTheRest = 512;
+
+std::string_view trimmed(std::string_view text)
+{
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
+    text.remove_suffix(1);
+  return text;
+}
+
+// What the request's Authorization header carries as a bearer token; empty if none.
+std::string_view bearer_token(const char* authorization)
+{
+  if (!authorization)
+    return {};
+  std::string_view value = trimmed(authorization);
+  constexpr std::string_view kScheme = "Bearer ";
+  if (value.size() < kScheme.size())
+    return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    char c = value[i];
+    if ((c | 0x20) != (kScheme[i] | 0x20))
+      return {};
+  }
+  return trimmed(value.substr(kScheme.size()));
+}
+
+HttpResponse plain(int status, std::string body)
+{
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body) + "\n";
+  return response;
+}
+
+void log_from_the_library(void*, const char* format, va_list arguments)
+{
+  // Clients cause most of these (a connection reset, a request too large): debug, not warnings
+  // that a hostile client could fill the log with.
+  char line[512];
+  std::vsnprintf(line, sizeof line, format, arguments);
+  std::string_view text(line);
+  while (!text.empty() && text.back() == '\n')
+    text.remove_suffix(1);
+  spdlog::debug("http: {}", text);
+}
+
+MHD_Result collect_query(void* cls, MHD_ValueKind, const char* key, const char* value)
+{
+  auto& query = *static_cast<std::map<std::string, std::string>*>(cls);
+  if (key)
+    query.try_emplace(key, value ? value : "");
+  return MHD_YES;
+}
+
+MHD_Result queue(MHD_Connection* connection, const HttpResponse& answer)
+{
+  MHD_Response* response = MHD_create_response_from_buffer(
+      answer.body.size(), const_cast<char*>(answer.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (!response)
+    return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
+  // Whatever the body, a browser must not run it as something else.
+  MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  for (const auto& [name, value] : answer.headers)
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  MHD_Result queued =
+      MHD_queue_response(connection, static_cast<unsigned>(answer.status), response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+// The marker of a request whose headers have been read: the next call answers it.
+char headers_read;
+
+MHD_Result on_request(void* cls,
+                      MHD_Connection* connection,
+                      const char* url,
+                      const char* method,
+                      const char*,
+                      const char*,
+                      size_t* upload_data_size,
+                      void** request_state)
+{
+  if (*request_state == nullptr) {
+    *request_state = &headers_read;
+    // GET has no body: a request that announces one is refused before it is read.
+    const char* length =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                    MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+        (length && std::string_view(length) != "0"))
+      return queue(connection, plain(413, "a request body is not accepted"));
+    return MHD_YES;
+  }
+  if (*upload_data_size != 0) {
+    *upload_data_size = 0; // never: refused above
+    return MHD_YES;
+  }
+  const auto& server = *static_cast<const HttpServer*>(cls);
+  HttpRequest request;
+  request.path = url ? url : "";
+  MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_query, &request.query);
+  const char* authorization =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  return queue(connection, server.answer(method ? method : "", request, authorization));
+}
+
+} // namespace
+
+bool ListenAddress::loopback() const
+{
+  if (ipv6)
+    return host == "::1";
+  in_addr address{};
+  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+}
+
+Result<ListenAddress> parse_listen_address(const std::string& text)
+{
+  ListenAddress address;
+  std::string_view port_text = text;
+  if (auto colon = text.rfind(':'); colon != std::string::npos) {
+    std::string host = text.substr(0, colon);
+    port_text = std::string_view(text).substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+      address.ipv6 = true;
+    }
+    if (!host.empty())
+      address.host = host;
+  }
+  unsigned port = 0;
+  auto [end, parsed] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (parsed != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
+    return fail(usage_error("--listen " + text + ": expected ADDR:PORT, [IPv6]:PORT or PORT"));
+  address.port = static_cast<uint16_t>(port);
+  unsigned char bytes[sizeof(in6_addr)];
+  if (::inet_pton(address.ipv6 ? AF_INET6 : AF_INET, address.host.c_str(), bytes) != 1)
+    return fail(usage_error("--listen " + text + ": " + address.host +
+                            " is no numeric IPv4 address or bracketed IPv6 address"));
+  return address;
+}
+
+bool same_secret(const std::string& a, const std::string& b)
+{
+  // Every byte of the longer is compared, so the time tells the length at most.
+  size_t length = std::max(a.size(), b.size());
+  unsigned char difference = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < length; ++i) {
+    unsigned char left = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char right = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    difference |= left ^ right;
+  }
+  return difference == 0;
+}
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
+    : options_(std::move(options)), handler_(std::move(handler))
+{
+}
+
+HttpServer::~HttpServer()
+{
+  if (daemon_)
+    MHD_stop_daemon(daemon_);
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
+                                                      HttpHandler handler)
+{
+  // Each connection holds a descriptor: the limit must leave room for the rest of flamebpf.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    rlim_t wanted = options.max_connections + kDescriptorsForTheRest;
+    if (files.rlim_cur < wanted && files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = std::min(wanted, files.rlim_max);
+      ::setrlimit(RLIMIT_NOFILE, &files);
+      ::getrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (files.rlim_cur < wanted) {
+      rlim_t room = files.rlim_cur > 2 * kDescriptorsForTheRest
+                        ? files.rlim_cur - kDescriptorsForTheRest
+                        : files.rlim_cur / 2;
+      options.max_connections = static_cast<unsigned>(room);
+      spdlog::info("--listen: at most {} connections at once (RLIMIT_NOFILE {})",
+                   options.max_connections, files.rlim_cur);
+    }
+  }
+  std::unique_ptr<HttpServer> server(new HttpServer(std::move(options), std::move(handler)));
+  const HttpServerOptions& settings = server->options_;
+  sockaddr_in v4{};
+  sockaddr_in6 v6{};
+  const sockaddr* bind_to = nullptr;
+  if (settings.address.ipv6) {
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(settings.address.port);
+    ::inet_pton(AF_INET6, settings.address.host.c_str(), &v6.sin6_addr);
+    bind_to = reinterpret_cast<const sockaddr*>(&v6);
+  } else {
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(settings.address.port);
+    ::inet_pton(AF_INET, settings.address.host.c_str(), &v4.sin_addr);
+    bind_to = reinterpret_cast<const sockaddr*>(&v4);
+  }
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  if (settings.address.ipv6)
+    flags |= MHD_USE_IPv6;
+  server->daemon_ = MHD_start_daemon(
+      flags, settings.address.port, nullptr, nullptr, on_request, server.get(),
+      MHD_OPTION_SOCK_ADDR, bind_to, MHD_OPTION_THREAD_POOL_SIZE,
+      std::max(1u, settings.max_handlers), MHD_OPTION_CONNECTION_LIMIT, settings.max_connections,
+      MHD_OPTION_CONNECTION_TIMEOUT, settings.idle_timeout_seconds,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings.connection_memory, MHD_OPTION_EXTERNAL_LOGGER,
+      log_from_the_library, nullptr, MHD_OPTION_END);
+  if (!server->daemon_)
+    return fail(error(fmt::format("--listen: cannot listen on {}:{} (in use, or no such address)",
+                                  settings.address.host, settings.address.port)));
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  server->port_ = info ? info->port : settings.address.port;
+  return server;
+}
+
+HttpResponse HttpServer::answer(const std::string& method,
+                                const HttpRequest& request,
+                                const char* authorization) const
+{
+  if (!options_.token.empty() &&
+      !same_secret(std::string(bearer_token(authorization)), options_.token)) {
+    HttpResponse response = plain(401, "a bearer token is needed (Authorization: Bearer ...)");
+    response.headers["WWW-Authenticate"] = "Bearer";
+    return response;
+  }
+  if (method != "GET" && method != "HEAD") {
+    HttpResponse response = plain(405, "only GET is served");
+    response.headers["Allow"] = "GET, HEAD";
+    return response;
+  }
+  return handler_(request);
+}
+
+} // namespace flamebpf::serve
