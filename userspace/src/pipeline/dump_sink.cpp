@@ -97,6 +97,7 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
       std::chrono::duration<double>(config.interval_seconds));
   std::unique_ptr<DumpSink> sink(new DumpSink(std::move(*writer), interval));
   if (!config.listen.empty()) {
+    sink->metrics_ = std::make_shared<dumps::Metrics>();
     auto server = start_server(config, sink->metrics_);
     if (!server)
       return fail(server.error());
@@ -106,7 +107,7 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
 }
 
 DumpSink::DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval)
-    : writer_(std::move(writer)), interval_(interval), metrics_(std::make_shared<dumps::Metrics>())
+    : writer_(std::move(writer)), interval_(interval)
 {
 }
 
@@ -140,7 +141,8 @@ Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
   stats.files_written = report.files;
   stats.dumps_pending = report.pending;
   spdlog::info("{}", dumps::summary_line(stats));
-  metrics_->add(stats);
+  if (metrics_)
+    metrics_->add(stats);
   auto appended = writer_.append_stats(dumps::stats_json(stats));
   // A full disk is said once per interval; sampling goes on and the writes are retried.
   if (!report.error.empty())

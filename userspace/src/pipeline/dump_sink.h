@@ -43,7 +43,7 @@ private:
   uint64_t files_ = 0;
   uint64_t targets_ = 0;
   std::string stats_failure_; // the last failure to append to the stats file, said once
-  std::shared_ptr<dumps::Metrics> metrics_;
+  std::shared_ptr<dumps::Metrics> metrics_;   // with --listen
   std::unique_ptr<serve::HttpServer> server_; // with --listen
 };
 
