@@ -108,6 +108,24 @@ std::string target_directory(std::string_view target)
   return profile::target_file_name(target);
 }
 
+std::vector<std::string> names_in(int dir_fd)
+{
+  std::vector<std::string> names;
+  // A descriptor of its own: readdir moves it, and closedir closes it.
+  UniqueFd own(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* dir = own.valid() ? ::fdopendir(own.get()) : nullptr;
+  if (!dir)
+    return names;
+  own.release();
+  while (dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name != "." && name != "..")
+      names.emplace_back(name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
 std::vector<Dump> list_dumps(const std::string& directory)
 {
   UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

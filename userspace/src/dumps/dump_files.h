@@ -37,6 +37,9 @@ struct Dump {
   uint64_t bytes = 0;             // their total size
 };
 
+// The names in the directory open as dir_fd, but "." and "..".
+std::vector<std::string> names_in(int dir_fd);
+
 // The dumps in a target directory, oldest first, from their file names (latest.*, temporaries,
 // files not named after a window and anything but regular files are ignored).
 std::vector<Dump> list_dumps(const std::string& directory);

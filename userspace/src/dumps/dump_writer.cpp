@@ -1,7 +1,6 @@
 #include "dumps/dump_writer.h"
 
 #include <cerrno>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,24 +15,6 @@ namespace flamebpf::dumps {
 namespace {
 
 const FileAccess kDumpAccess{kDumpFileMode, std::nullopt, 0};
-
-// The names in the directory open as dir_fd.
-std::vector<std::string> names_in(int dir_fd)
-{
-  std::vector<std::string> names;
-  UniqueFd own(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* dir = own.valid() ? ::fdopendir(own.get()) : nullptr;
-  if (!dir)
-    return names;
-  own.release();
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..")
-      names.emplace_back(name);
-  }
-  ::closedir(dir);
-  return names;
-}
 
 } // namespace
 

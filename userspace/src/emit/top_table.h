@@ -187,7 +187,7 @@ private:
     std::vector<uint32_t> slots_; // index + 1; 0 is empty; a power of two long
   };
   // Per function while one interval's table is made: reused, so that an interval costs one pass
-  // over its frames and no allocation.
+  // over its frames and no allocation per function.
   struct Scratch {
     std::vector<double> self;
     std::vector<double> total;

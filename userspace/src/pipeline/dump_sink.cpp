@@ -1,10 +1,10 @@
 #include "pipeline/dump_sink.h"
 
-#include <cctype>
 #include <unordered_map>
 
 #include "common/file_content.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "serve/profile_routes.h"
 
 namespace flamebpf::pipeline {
@@ -35,15 +35,11 @@ Result<std::string> read_token(const std::string& path)
   auto content = FileContent::read(path);
   if (!content)
     return fail(usage_error("--listen-token-file: " + content.error().message));
-  std::string_view text = content->view();
-  text = text.substr(0, text.find('\n'));
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  if (text.empty())
+  std::string_view first_line = content->view();
+  std::string_view token = text::trim(first_line.substr(0, first_line.find('\n')), " \t\n\v\f\r");
+  if (token.empty())
     return fail(usage_error("--listen-token-file " + path + " holds no token"));
-  return std::string(text);
+  return std::string(token);
 }
 
 // The server of --listen, answering from output_dir and metrics.

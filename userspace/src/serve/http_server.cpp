@@ -7,8 +7,10 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/text.h"
 
 namespace flamebpf::serve {
 namespace {
@@ -16,22 +18,16 @@ namespace {
 // File descriptors kept for everything else flamebpf opens (its own files, the targets' files,
 // the BPF maps) when the connection limit is set from RLIMIT_NOFILE.
 constexpr rlim_t kDescriptorsForTheRest = 512;
-
-std::string_view trimmed(std::string_view text)
-{
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
+// Requests are answered at a lower priority than the pipeline's threads: serving never slows
+// sampling or the dumps.
+constexpr int kHandlerNice = 10;
 
 // What the request's Authorization header carries as a bearer token; empty if none.
 std::string_view bearer_token(const char* authorization)
 {
   if (!authorization)
     return {};
-  std::string_view value = trimmed(authorization);
+  std::string_view value = text::trim(authorization);
   constexpr std::string_view kScheme = "Bearer ";
   if (value.size() < kScheme.size())
     return {};
@@ -40,15 +36,7 @@ std::string_view bearer_token(const char* authorization)
     if ((c | 0x20) != (kScheme[i] | 0x20))
       return {};
   }
-  return trimmed(value.substr(kScheme.size()));
-}
-
-HttpResponse plain(int status, std::string body)
-{
-  HttpResponse response;
-  response.status = status;
-  response.body = std::move(body) + "\n";
-  return response;
+  return text::trim(value.substr(kScheme.size()));
 }
 
 void log_from_the_library(void*, const char* format, va_list arguments)
@@ -109,13 +97,16 @@ MHD_Result on_request(void* cls,
     if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
         (length && std::string_view(length) != "0"))
-      return queue(connection, plain(413, "a request body is not accepted"));
+      return queue(connection, plain_text(413, "a request body is not accepted"));
     return MHD_YES;
   }
   if (*upload_data_size != 0) {
     *upload_data_size = 0; // never: refused above
     return MHD_YES;
   }
+  thread_local bool lowered =
+      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandlerNice) == 0;
+  (void)lowered;
   const auto& server = *static_cast<const HttpServer*>(cls);
   HttpRequest request;
   request.path = url ? url : "";
@@ -126,6 +117,14 @@ MHD_Result on_request(void* cls,
 }
 
 } // namespace
+
+HttpResponse plain_text(int status, std::string body)
+{
+  HttpResponse response;
+  response.status = status;
+  response.body = std::move(body) + "\n";
+  return response;
+}
 
 bool ListenAddress::loopback() const
 {
@@ -246,12 +245,12 @@ HttpResponse HttpServer::answer(const std::string& method,
 {
   if (!options_.token.empty() &&
       !same_secret(std::string(bearer_token(authorization)), options_.token)) {
-    HttpResponse response = plain(401, "a bearer token is needed (Authorization: Bearer ...)");
+    HttpResponse response = plain_text(401, "a bearer token is needed (Authorization: Bearer ...)");
     response.headers["WWW-Authenticate"] = "Bearer";
     return response;
   }
   if (method != "GET" && method != "HEAD") {
-    HttpResponse response = plain(405, "only GET is served");
+    HttpResponse response = plain_text(405, "only GET is served");
     response.headers["Allow"] = "GET, HEAD";
     return response;
   }

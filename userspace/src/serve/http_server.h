@@ -28,6 +28,9 @@ struct HttpResponse {
   std::map<std::string, std::string> headers; // besides Content-Type
 };
 
+// A plain-text answer: body and a newline.
+HttpResponse plain_text(int status, std::string body);
+
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // Where to listen: "ADDR:PORT", "[IPv6]:PORT", ":PORT" or "PORT" (127.0.0.1).

@@ -2,35 +2,21 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sstream>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "dumps/dump_files.h"
 #include "dumps/dump_merge.h"
 #include "dumps/stats.h"
 #include "emit/formats.h"
 
 namespace flamebpf::serve {
 namespace {
-
-// Requests are answered at a lower priority than the pipeline's threads: serving never slows
-// sampling or the dumps.
-constexpr int kHandlerNice = 10;
-
-HttpResponse text(int status, std::string body)
-{
-  HttpResponse response;
-  response.status = status;
-  response.body = std::move(body) + "\n";
-  return response;
-}
 
 std::string iso_time(dumps::Clock::time_point when)
 {
@@ -42,20 +28,14 @@ std::vector<std::string> subdirectories(const std::string& directory)
 {
   std::vector<std::string> names;
   UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* dir = fd.valid() ? ::fdopendir(fd.get()) : nullptr;
-  if (!dir)
+  if (!fd.valid())
     return names;
-  int dir_fd = fd.release();
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name == "." || name == "..")
-      continue;
+  for (auto& name : dumps::names_in(fd.get())) {
     struct stat status {};
-    if (::fstatat(dir_fd, entry->d_name, &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+    if (::fstatat(fd.get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISDIR(status.st_mode))
-      names.emplace_back(name);
+      names.push_back(std::move(name));
   }
-  ::closedir(dir);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -70,9 +50,6 @@ ProfileRoutes::ProfileRoutes(ProfileRoutesOptions options,
 
 HttpResponse ProfileRoutes::operator()(const HttpRequest& request) const
 {
-  thread_local bool lowered =
-      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandlerNice) == 0;
-  (void)lowered;
   const std::string& path = request.path;
   if (path == "/metrics") {
     HttpResponse response;
@@ -83,14 +60,14 @@ HttpResponse ProfileRoutes::operator()(const HttpRequest& request) const
   if (path == "/targets")
     return targets();
   if (path == "/")
-    return text(200, "flamebpf: /metrics, /targets, /pprof/<target>, /folded/<target> and "
-                     "/svg/<target> (?from=&to=, as flamebpf merge takes them)");
+    return plain_text(200, "flamebpf: /metrics, /targets, /pprof/<target>, /folded/<target> and "
+                           "/svg/<target> (?from=&to=, as flamebpf merge takes them)");
   for (std::string_view format : {"pprof", "folded", "svg"}) {
     std::string prefix = "/" + std::string(format) + "/";
     if (path.starts_with(prefix))
       return profile(format, std::string_view(path).substr(prefix.size()), request);
   }
-  return text(404, "not found");
+  return plain_text(404, "not found");
 }
 
 std::optional<std::string> ProfileRoutes::directory_of(std::string_view target) const
@@ -126,10 +103,11 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
 {
   auto directory = directory_of(target);
   if (!directory)
-    return text(404, "no target of that name has dumps here (see /targets)");
+    return plain_text(404, "no target of that name has dumps here (see /targets)");
   if (request.query.contains("seconds"))
-    return text(400, "seconds= (a profile of the next seconds) is not served yet; ask for a range "
-                     "of the dumps with from= and to=");
+    return plain_text(400,
+                      "seconds= (a profile of the next seconds) is not served yet; ask for a range "
+                      "of the dumps with from= and to=");
   auto now = dumps::Clock::now();
   std::optional<dumps::Clock::time_point> from;
   std::optional<dumps::Clock::time_point> to;
@@ -139,23 +117,24 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
       continue;
     *bound = dumps::parse_time(value->second, now);
     if (!*bound)
-      return text(400, fmt::format("{}= takes a time as flamebpf merge does (2026-11-22T16:20:00Z, "
-                                   "@1795000000, -30m)",
-                                   name));
+      return plain_text(
+          400, fmt::format("{}= takes a time as flamebpf merge does (2026-11-22T16:20:00Z, "
+                           "@1795000000, -30m)",
+                           name));
   }
   if (from && to && *from > *to)
-    return text(400, "from= is after to=");
+    return plain_text(400, "from= is after to=");
   if (!from && !to) {
     // The last window: what the target did most recently.
     auto dumps = dumps::list_dumps(*directory);
     if (dumps.empty())
-      return text(404, "the target has no dump yet");
+      return plain_text(404, "the target has no dump yet");
     from = dumps.back().window.start;
     to = dumps.back().window.end;
   }
   auto merged = dumps::merge_dumps(*directory, from, to, options_.max_input_bytes);
   if (!merged)
-    return text(merged.error().errno_value == EFBIG ? 400 : 404, merged.error().message);
+    return plain_text(merged.error().errno_value == EFBIG ? 400 : 404, merged.error().message);
   emit::SvgOptions svg = options_.svg;
   svg.subtitle =
       emit::describe_profile(merged->profile) +
@@ -164,13 +143,13 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
   std::ostringstream out;
   if (auto written = emit::make_emitter(chosen, svg)->write(merged->profile, out); !written) {
     spdlog::warn("--listen: {} of {}: {}", format, target, written.error().message);
-    return text(500, written.error().message);
+    return plain_text(500, written.error().message);
   }
   HttpResponse response;
   response.body = std::move(out).str();
   if (response.body.size() > options_.max_response_bytes)
-    return text(400, fmt::format("the answer would be over {} MiB; ask for a shorter range",
-                                 options_.max_response_bytes >> 20));
+    return plain_text(400, fmt::format("the answer would be over {} MiB; ask for a shorter range",
+                                       options_.max_response_bytes >> 20));
   switch (chosen) {
   case emit::Format::kPprof:
     // As Go's net/http/pprof answers: scrapers check the type.
