@@ -2,7 +2,9 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -175,6 +177,86 @@ TEST(HttpServer, EncodedTraversalInProfileNamesIsNotFound)
   std::string good = http_get(port, "/folded/web");
   EXPECT_EQ(http_status(good), 200) << good;
   EXPECT_EQ(http_body(good), "a;b 1\n");
+}
+
+// A server with one handler thread whose /later requests are deferred: their Replies are kept in
+// replies, to be given by the test.
+struct DeferringServer {
+  std::mutex mutex;
+  std::vector<Reply> replies;
+  std::unique_ptr<HttpServer> server;
+
+  DeferringServer()
+  {
+    HttpServerOptions options;
+    options.max_handlers = 1; // a deferred request that held it would hold every other
+    auto started = HttpServer::start(options, [this](const HttpRequest& request) {
+      if (request.path != "/later")
+        return plain_text(200, "now");
+      HttpResponse response;
+      response.deferred = [this](Reply reply) {
+        std::lock_guard lock(mutex);
+        replies.push_back(std::move(reply));
+      };
+      return response;
+    });
+    EXPECT_TRUE(started) << (started ? "" : started.error().message);
+    if (started)
+      server = std::move(*started);
+  }
+
+  size_t waiting()
+  {
+    std::lock_guard lock(mutex);
+    return replies.size();
+  }
+
+  bool wait_for(size_t count)
+  {
+    for (int i = 0; i < 500 && waiting() < count; ++i)
+      std::this_thread::sleep_for(10ms);
+    return waiting() >= count;
+  }
+};
+
+TEST(HttpServer, DeferredAnswersHoldNoThreadAndComeFromAnotherThread)
+{
+  DeferringServer deferring;
+  ASSERT_TRUE(deferring.server);
+  uint16_t port = deferring.server->port();
+  std::string late_answer;
+  std::thread client([&] { late_answer = http_get(port, "/later"); });
+  ASSERT_TRUE(deferring.wait_for(1));
+  // The one handler thread is free while /later waits.
+  EXPECT_EQ(http_body(http_get(port, "/now")), "now\n");
+  std::thread([&] {
+    std::lock_guard lock(deferring.mutex);
+    deferring.replies[0]([] { return plain_text(200, "late"); });
+    deferring.replies[0]([] { return plain_text(200, "twice"); }); // only the first counts
+  }).join();
+  client.join();
+  EXPECT_EQ(http_status(late_answer), 200) << late_answer;
+  EXPECT_EQ(http_body(late_answer), "late\n");
+}
+
+TEST(HttpServer, RequestsStillWaitingAreAnswered503AtTheStop)
+{
+  auto deferring = std::make_unique<DeferringServer>();
+  ASSERT_TRUE(deferring->server);
+  uint16_t port = deferring->server->port();
+  std::vector<std::string> answers(3);
+  std::vector<std::thread> clients;
+  for (auto& answer : answers)
+    clients.emplace_back([&answer, port] { answer = http_get(port, "/later"); });
+  ASSERT_TRUE(deferring->wait_for(3));
+  deferring->server.reset();
+  for (auto& client : clients)
+    client.join();
+  for (const auto& answer : answers)
+    EXPECT_EQ(http_status(answer), 503) << answer;
+  // A Reply given after the stop does nothing.
+  for (auto& reply : deferring->replies)
+    reply([] { return plain_text(200, "too late"); });
 }
 
 TEST(HttpServer, APortInUseIsAnError)

@@ -2,10 +2,13 @@
 
 #include <arpa/inet.h>
 #include <charconv>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <microhttpd.h>
+#include <mutex>
 #include <netinet/in.h>
+#include <set>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,6 +21,8 @@ namespace {
 // File descriptors kept for everything else flamebpf opens (its own files, the targets' files,
 // the BPF maps) when the connection limit is set from RLIMIT_NOFILE.
 constexpr rlim_t kDescriptorsForTheRest = 512;
+// How long the stop waits for the 503s of the requests still waiting to be sent.
+constexpr auto kAnswerAtStop = std::chrono::seconds(1);
 // Requests are answered at a lower priority than the pipeline's threads: serving never slows
 // sampling or the dumps.
 constexpr int kHandlerNice = 10;
@@ -77,8 +82,38 @@ MHD_Result queue(MHD_Connection* connection, const HttpResponse& answer)
   return queued;
 }
 
-// The marker of a request whose headers have been read: the next call answers it.
-char headers_read;
+} // namespace
+
+struct HttpServer::Waiting {
+  MHD_Connection* connection = nullptr;
+  bool replied = false;                 // the Reply was called, or the server stopped
+  std::function<HttpResponse()> answer; // what the Reply gave
+};
+
+struct HttpServer::WaitingList {
+  std::mutex mutex; // also held while a connection is resumed, so that none is after the stop
+  bool stopped = false;
+  std::set<std::shared_ptr<Waiting>> connections;
+  // Answered 503 at the stop and not yet done: the stop gives them a moment to be sent.
+  std::set<const Waiting*> answering;
+  std::condition_variable answered;
+};
+
+namespace {
+
+// What a request holds between libmicrohttpd's calls for it: from the headers to its end.
+struct RequestState {
+  std::shared_ptr<HttpServer::Waiting> waiting; // set once its answer was deferred
+};
+
+void on_completed(void* cls, MHD_Connection*, void** request_state, MHD_RequestTerminationCode)
+{
+  auto* state = static_cast<RequestState*>(*request_state);
+  if (state && state->waiting)
+    static_cast<HttpServer*>(cls)->waiting_done(*state->waiting);
+  delete state;
+  *request_state = nullptr;
+}
 
 MHD_Result on_request(void* cls,
                       MHD_Connection* connection,
@@ -90,7 +125,7 @@ MHD_Result on_request(void* cls,
                       void** request_state)
 {
   if (*request_state == nullptr) {
-    *request_state = &headers_read;
+    *request_state = new RequestState;
     // GET has no body: a request that announces one is refused before it is read.
     const char* length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -107,13 +142,25 @@ MHD_Result on_request(void* cls,
   thread_local bool lowered =
       ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandlerNice) == 0;
   (void)lowered;
-  const auto& server = *static_cast<const HttpServer*>(cls);
+  auto& state = *static_cast<RequestState*>(*request_state);
+  if (state.waiting) {
+    // Resumed: the deferred answer is made here, on the server's thread.
+    auto answer = std::move(state.waiting->answer);
+    return queue(connection, answer ? answer() : plain_text(500, "no answer was given"));
+  }
+  auto& server = *static_cast<HttpServer*>(cls);
   HttpRequest request;
   request.path = url ? url : "";
   MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_query, &request.query);
   const char* authorization =
       MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-  return queue(connection, server.answer(method ? method : "", request, authorization));
+  HttpResponse response = server.answer(method ? method : "", request, authorization);
+  if (!response.deferred)
+    return queue(connection, response);
+  state.waiting = std::make_shared<HttpServer::Waiting>();
+  state.waiting->connection = connection;
+  server.defer(state.waiting, response);
+  return MHD_YES;
 }
 
 } // namespace
@@ -174,14 +221,59 @@ bool same_secret(const std::string& a, const std::string& b)
 }
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
-    : options_(std::move(options)), handler_(std::move(handler))
+    : options_(std::move(options)), handler_(std::move(handler)),
+      waiting_(std::make_shared<WaitingList>())
 {
 }
 
 HttpServer::~HttpServer()
 {
-  if (daemon_)
-    MHD_stop_daemon(daemon_);
+  if (!daemon_)
+    return;
+  {
+    std::unique_lock lock(waiting_->mutex);
+    waiting_->stopped = true;
+    for (const auto& waiting : waiting_->connections) {
+      waiting->replied = true;
+      waiting->answer = [] { return plain_text(503, "flamebpf is stopping"); };
+      waiting_->answering.insert(waiting.get());
+      MHD_resume_connection(waiting->connection);
+    }
+    waiting_->connections.clear();
+    waiting_->answered.wait_for(lock, kAnswerAtStop,
+                                [this] { return waiting_->answering.empty(); });
+  }
+  MHD_stop_daemon(daemon_);
+}
+
+void HttpServer::waiting_done(const Waiting& waiting)
+{
+  std::lock_guard lock(waiting_->mutex);
+  if (waiting_->answering.erase(&waiting))
+    waiting_->answered.notify_all();
+}
+
+void HttpServer::defer(const std::shared_ptr<Waiting>& waiting, const HttpResponse& response)
+{
+  {
+    std::lock_guard lock(waiting_->mutex);
+    if (waiting_->stopped) {
+      waiting->replied = true;
+      waiting->answer = [] { return plain_text(503, "flamebpf is stopping"); };
+      return; // not suspended: answered at the next call
+    }
+    MHD_suspend_connection(waiting->connection);
+    waiting_->connections.insert(waiting);
+  }
+  response.deferred([list = waiting_, waiting](std::function<HttpResponse()> answer) {
+    std::lock_guard lock(list->mutex);
+    if (waiting->replied || list->stopped)
+      return;
+    waiting->replied = true;
+    waiting->answer = std::move(answer);
+    list->connections.erase(waiting);
+    MHD_resume_connection(waiting->connection);
+  });
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
@@ -221,7 +313,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
     ::inet_pton(AF_INET, settings.address.host.c_str(), &v4.sin_addr);
     bind_to = reinterpret_cast<const sockaddr*>(&v4);
   }
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (settings.address.ipv6)
     flags |= MHD_USE_IPv6;
   server->daemon_ = MHD_start_daemon(
@@ -230,7 +322,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
       std::max(1u, settings.max_handlers), MHD_OPTION_CONNECTION_LIMIT, settings.max_connections,
       MHD_OPTION_CONNECTION_TIMEOUT, settings.idle_timeout_seconds,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings.connection_memory, MHD_OPTION_EXTERNAL_LOGGER,
-      log_from_the_library, nullptr, MHD_OPTION_END);
+      log_from_the_library, nullptr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server.get(),
+      MHD_OPTION_END);
   if (!server->daemon_)
     return fail(error(fmt::format("--listen: cannot listen on {}:{} (in use, or no such address)",
                                   settings.address.host, settings.address.port)));

@@ -21,11 +21,20 @@ struct HttpRequest {
   std::map<std::string, std::string> query; // decoded; the first value of each name
 };
 
+struct HttpResponse;
+// Gives a deferred answer, once, from any thread: answer is then called on one of the server's
+// threads to make it, so that the caller never renders on its own time.
+using Reply = std::function<void(std::function<HttpResponse()> answer)>;
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::map<std::string, std::string> headers; // besides Content-Type
+  // Set: the answer comes later. The server keeps the connection waiting, holding no thread, and
+  // calls deferred with the Reply that gives the answer. Replies still due when the server stops
+  // are answered 503.
+  std::function<void(Reply)> deferred;
 };
 
 // A plain-text answer: body and a newline.
@@ -70,11 +79,22 @@ public:
   HttpResponse
   answer(const std::string& method, const HttpRequest& request, const char* authorization) const;
 
+  // A connection whose answer is deferred; shared by the connection and the Reply given for it.
+  struct Waiting;
+  // Keeps the connection waiting for its answer, and hands the Reply to response.deferred.
+  void defer(const std::shared_ptr<Waiting>& waiting, const HttpResponse& response);
+  // A deferred request ended (answered, or its connection closed).
+  void waiting_done(const Waiting& waiting);
+
 private:
   HttpServer(HttpServerOptions options, HttpHandler handler);
 
   HttpServerOptions options_;
   HttpHandler handler_;
+  // The connections waiting for a deferred answer: answered 503 at the stop, since libmicrohttpd
+  // cannot stop with a connection suspended. Shared with the Replies, which may outlive the server.
+  struct WaitingList;
+  std::shared_ptr<WaitingList> waiting_;
   MHD_Daemon* daemon_ = nullptr;
   uint16_t port_ = 0;
 };
