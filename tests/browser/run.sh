@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
-# Runs the headless-Chromium test of one flame graph SVG (svg_test.mjs). Installs the test's npm
-# dependency (playwright-core, no browser download) with `npm ci` first when node_modules is
-# missing or was installed from another package-lock.json; otherwise needs no network.
+# Runs a headless-Chromium test of tests/browser: by default svg_test.mjs on one flame graph SVG,
+# or the test script named first (page_test.mjs, the web page of --listen) with its arguments.
+# Installs the tests' npm dependency (playwright-core, no browser download) with `npm ci` first
+# when node_modules is missing or was installed from another package-lock.json; otherwise needs
+# no network.
 # Usage: tests/browser/run.sh SVG ARTIFACT_DIR     (CHROMIUM=path overrides /usr/bin/chromium)
+#        tests/browser/run.sh page_test.mjs URL ARTIFACT_DIR [OPTIONS]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 SVG ARTIFACT_DIR" >&2
+script=svg_test.mjs
+if [[ $# -ge 1 && $1 == *_test.mjs ]]; then
+  script=$1
+  shift
+  if [[ $script == */* || ! -f $here/$script ]]; then
+    echo "$0: no test script $script in $here" >&2
+    exit 2
+  fi
+elif [[ $# -ne 2 ]]; then
+  echo "usage: $0 SVG ARTIFACT_DIR, or $0 TEST_SCRIPT.mjs ARGS..." >&2
   exit 2
 fi
 browser=${CHROMIUM:-/usr/bin/chromium}
@@ -38,4 +49,4 @@ if [[ ! -f $stamp || $(<"$stamp") != "$wanted" ]]; then
 fi
 exec 9<&-
 
-exec node "$here/svg_test.mjs" "$1" "$2"
+exec node "$here/$script" "$@"

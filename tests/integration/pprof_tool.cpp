@@ -104,7 +104,11 @@ std::string PprofTool::run(const std::vector<std::string>& args, const std::stri
 std::map<std::string, Counts> PprofTool::top(const std::vector<std::string>& args,
                                              const std::string& file)
 {
-  std::string output = run(args, file);
+  return top_rows(run(args, file));
+}
+
+std::map<std::string, Counts> PprofTool::top_rows(const std::string& output)
+{
   std::map<std::string, Counts> rows;
   std::stringstream lines(output);
   std::string line;

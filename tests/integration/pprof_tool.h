@@ -44,6 +44,8 @@ public:
 
   // `-top` rows by function name; values are sample counts, or nanoseconds with -unit=ns.
   std::map<std::string, Counts> top(const std::vector<std::string>& args, const std::string& file);
+  // The rows of a -top table in output, as top() reads them.
+  static std::map<std::string, Counts> top_rows(const std::string& output);
 
 private:
   std::string go_;

@@ -1,5 +1,6 @@
 // --listen in agent mode against the real kernel: `go tool pprof` (the real client) fetches a
-// range of the dumps and finds what `flamebpf merge` writes for it; python3-prometheus-client's
+// range of the dumps and finds what `flamebpf merge` writes for it, and a profile of the next
+// seconds with the workload's known split, as scrapers ask for it too; python3-prometheus-client's
 // parser reads /metrics; hostile clients (a thousand that never finish a request, a 10 MB request
 // line, wrong tokens, names that climb out of the output directory) leave the dumps on time and
 // the next good request answered.
@@ -137,6 +138,73 @@ TEST_F(ServeTest, GoToolPprofFetchesARangeThatEqualsMergeAndMetricsParse)
   for (const char* name : {"flamebpf_cpu_seconds_total", "flamebpf_resident_memory_bytes",
                            "flamebpf_dropped_samples_total", "flamebpf_intervals_total"})
     EXPECT_NE(metrics.out.find(std::string(name) + "\t"), std::string::npos) << name;
+}
+
+TEST_F(ServeTest, SecondsIsTheNextSecondsWithTheWorkloadsSplitForGoToolPprofAndScrapers)
+{
+  std::string go = find_go();
+  ASSERT_FALSE(go.empty()) << "go not found on PATH: install Debian's golang-go";
+  // Two processes that each burn a CPU: the profile splits evenly between them.
+  TempCgroup web;
+  Child left({copy_burner(dir_.path(), "burner_left"), "60"}, web.path());
+  Child right({copy_burner(dir_.path(), "burner_right"), "60"}, web.path());
+  uint16_t port = start_agent(web);
+  ASSERT_NE(port, 0) << read_text(log_);
+  std::string target = dumps::target_directory(web.relative_path());
+
+  // As the user types it: the URL's seconds, and pprof's own wait for them.
+  std::string url =
+      fmt::format("http://127.0.0.1:{}/pprof/{}?seconds=3", port, url_encoded(target));
+  auto asked = std::chrono::steady_clock::now();
+  std::string output =
+      PprofTool(go, dir_.path())
+          .run({"-top", "-nodecount=50", "-nodefraction=0", "-sample_index=samples"}, url);
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 3s) << "answered before its seconds passed";
+  std::smatch duration;
+  ASSERT_TRUE(std::regex_search(output, duration, std::regex("Duration: ([0-9.]+)s"))) << output;
+  EXPECT_GE(std::stod(duration[1]), 2.9) << output;
+  EXPECT_LE(std::stod(duration[1]), 6.0) << output;
+  auto rows = PprofTool::top_rows(output);
+  uint64_t left_samples = rows["burner_left"].cum;
+  uint64_t right_samples = rows["burner_right"].cum;
+  uint64_t total = left_samples + right_samples;
+  // 2 CPUs for 3 s at 99 Hz is 594 samples; the agent and pprof take some of them.
+  EXPECT_GE(total, 300u) << output;
+  EXPECT_GE(left_samples, total * 3 / 10) << output;
+  EXPECT_GE(right_samples, total * 3 / 10) << output;
+  EXPECT_GE(rows["c"].flat, total * 9 / 10) << output;
+  for (const char* frame : {"run", "a", "b"})
+    EXPECT_GE(rows[frame].cum, total * 9 / 10) << frame << "\n" << output;
+
+  // Two scrapers at once, as the README configures them: Alloy's pyroscope.scrape asks for every
+  // target (seconds = interval - 1), Parca for this one (seconds = interval), while the dumps go
+  // on being written each second.
+  size_t dumps_before = dumps::list_dumps(out_ + "/" + target).size();
+  const std::vector<std::string> paths = {"/pprof?seconds=2",
+                                          "/pprof/" + url_encoded(target) + "?seconds=3"};
+  std::vector<std::string> answers(paths.size());
+  std::vector<std::thread> scrapers;
+  for (size_t i = 0; i < paths.size(); ++i)
+    scrapers.emplace_back([&, i] {
+      answers[i] = http_get(port, paths[i], "User-Agent: scraper\r\nAccept-Encoding: gzip\r\n");
+    });
+  for (auto& scraper : scrapers)
+    scraper.join();
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& answer = answers[i];
+    ASSERT_EQ(http_status(answer), 200) << answer.substr(0, 300);
+    EXPECT_NE(answer.find("Content-Type: application/octet-stream"), std::string::npos)
+        << answer.substr(0, 300);
+    std::string body = http_body(answer);
+    ASSERT_GE(body.size(), 2u);
+    EXPECT_EQ(body.substr(0, 2), "\x1f\x8b"); // gzipped, as net/http/pprof sends it
+    std::string file = fmt::format("{}/scraped{}.pb.gz", dir_.path().string(), i);
+    std::ofstream(file, std::ios::binary) << body;
+    auto scraped = PprofTool(go, dir_.path()).top({"-top", "-sample_index=samples"}, file);
+    EXPECT_GT(scraped["burner_left"].cum, 0u) << paths[i];
+    EXPECT_GT(scraped["burner_right"].cum, 0u) << paths[i];
+  }
+  EXPECT_GE(dumps::list_dumps(out_ + "/" + target).size(), dumps_before + 2) << read_text(log_);
 }
 
 TEST_F(ServeTest, HostileClientsLeaveTheDumpsOnTimeAndTheNextRequestAnswered)

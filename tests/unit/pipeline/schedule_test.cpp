@@ -85,6 +85,28 @@ TEST(Schedule, IntervalsEndAtWallClockMultiplesWithDrainsBetween)
   EXPECT_EQ(schedule.next_wake(), steady(42s));
 }
 
+TEST(Schedule, AnExtraDrainComesSoonerAndLeavesThePeriodicOnesWhereTheyWere)
+{
+  Schedule::Options quiet = options(60s, 60s);
+  quiet.perf_map_period = 1h;
+  Schedule schedule(quiet, steady(0s), at(kT + 20));
+  EXPECT_EQ(schedule.next_wake(), steady(2s));
+  // A live profile wants a drain now, and one at 3.5 s.
+  schedule.drain_by(steady(500ms));
+  EXPECT_TRUE(schedule.drain_due(steady(500ms)));
+  schedule.drained(steady(500ms), at(kT + 20, 500));
+  EXPECT_EQ(schedule.next_wake(), steady(2s)); // the periodic drain stays
+  schedule.drain_by(steady(3500ms));           // later than the periodic one: no change
+  EXPECT_EQ(schedule.next_wake(), steady(2s));
+  schedule.drained(steady(2s), at(kT + 22));
+  schedule.drain_by(steady(3500ms));
+  EXPECT_EQ(schedule.next_wake(), steady(3500ms));
+  schedule.drained(steady(3500ms), at(kT + 23, 500));
+  EXPECT_EQ(schedule.next_wake(), steady(4s));
+  // The interval still ends at the minute.
+  EXPECT_EQ(schedule.interval_end(), at(kT + 60));
+}
+
 TEST(Schedule, AfterAStallTheNextIntervalEndsAtTheNextMultiple)
 {
   Schedule schedule(options(10s, 10s), steady(0s), at(kT + 1));

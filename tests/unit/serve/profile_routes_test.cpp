@@ -36,12 +36,13 @@ protected:
 
   HttpResponse get(const std::string& path, std::map<std::string, std::string> query = {})
   {
-    return ProfileRoutes(options_, metrics_)(HttpRequest{path, std::move(query)});
+    return ProfileRoutes(options_, metrics_, live_)(HttpRequest{path, std::move(query)});
   }
 
   testing::TempDir dir_;
   ProfileRoutesOptions options_;
   std::shared_ptr<dumps::Metrics> metrics_ = std::make_shared<dumps::Metrics>();
+  std::shared_ptr<LiveProfiles> live_ = std::make_shared<LiveProfiles>();
 };
 
 TEST_F(ProfileRoutesTest, TargetsAreTheDirectoriesWithDumps)
@@ -99,9 +100,6 @@ TEST_F(ProfileRoutesTest, BadRangesAndTooLargeAnswersAreRefused)
 {
   EXPECT_EQ(get("/folded/web", {{"from", "yesterday"}}).status, 400);
   EXPECT_EQ(get("/folded/web", {{"from", "-1h"}, {"to", "-2h"}}).status, 400);
-  auto live = get("/pprof/web", {{"seconds", "3"}});
-  EXPECT_EQ(live.status, 400);
-  EXPECT_NE(live.body.find("not served yet"), std::string::npos) << live.body;
   options_.max_input_bytes = 10;
   auto large = get("/folded/web", {{"from", "@0"}});
   EXPECT_EQ(large.status, 400) << large.body;
@@ -126,6 +124,74 @@ TEST_F(ProfileRoutesTest, MetricsAreTheLastIntervalsText)
   metrics_->add(stats);
   EXPECT_NE(get("/metrics").body.find("flamebpf_samples_total{target=\"web\"} 7\n"),
             std::string::npos);
+}
+
+TEST_F(ProfileRoutesTest, SecondsIsAProfileOfTheNextSecondsOfATargetBeingRecorded)
+{
+  for (const char* bad : {"0", "-1", "abc", "3.5", "601", ""})
+    EXPECT_EQ(get("/pprof/web", {{"seconds", bad}}).status, 400) << bad;
+  EXPECT_EQ(get("/pprof/web", {{"seconds", "3"}, {"from", "-1h"}}).status, 400);
+  EXPECT_EQ(get("/folded/db", {{"seconds", "1"}}).status, 404); // no dumps, not recorded
+  EXPECT_EQ(ProfileRoutes(options_, metrics_)(HttpRequest{"/pprof/web", {{"seconds", "1"}}}).status,
+            400); // not recording
+
+  live_->target_added("db"); // recorded, with no dump yet
+  HttpResponse deferred = get("/folded/db", {{"seconds", "1"}});
+  ASSERT_TRUE(deferred.deferred);
+  std::optional<HttpResponse> answer;
+  deferred.deferred([&](std::function<HttpResponse()> make) { answer = make(); });
+  EXPECT_EQ(live_->waiting(), 1u);
+  profile::SymbolizedProfile part;
+  profile::Stack stack;
+  stack.comm = "postgres";
+  stack.target = "db";
+  stack.frames = {{"exec_query", "", profile::FrameKind::kNative}};
+  stack.count = 7;
+  part.stacks = {stack};
+  auto now = LiveProfiles::Clock::now();
+  live_->drained(part, now);
+  live_->drained(part, now + std::chrono::milliseconds(500));
+  EXPECT_FALSE(answer);
+  live_->drained(part, now + std::chrono::seconds(1));
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_EQ(answer->body, "postgres;exec_query 14\n");
+}
+
+TEST_F(ProfileRoutesTest, SecondsWithoutATargetIsEveryTarget)
+{
+  EXPECT_EQ(get("/pprof").status, 400); // the dumps are summed per target only
+  HttpResponse deferred = get("/folded", {{"seconds", "1"}});
+  ASSERT_TRUE(deferred.deferred);
+  std::optional<HttpResponse> answer;
+  deferred.deferred([&](std::function<HttpResponse()> make) { answer = make(); });
+  profile::SymbolizedProfile part;
+  for (const char* target : {"web", "db"}) {
+    profile::Stack stack;
+    stack.comm = target;
+    stack.target = target;
+    stack.frames = {{"work", "", profile::FrameKind::kNative}};
+    stack.count = 3;
+    part.stacks.push_back(stack);
+  }
+  auto now = LiveProfiles::Clock::now();
+  live_->drained(part, now);
+  live_->drained(part, now + std::chrono::seconds(1));
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->body, "db;work 3\nweb;work 3\n");
+}
+
+TEST_F(ProfileRoutesTest, TooManyLiveProfilesAreRefusedWithRetryAfter)
+{
+  for (size_t i = 0; i < LiveProfiles::kMaxWaiting; ++i)
+    ASSERT_TRUE(live_->wait("web", std::chrono::seconds(1), [](profile::SymbolizedProfile) {}));
+  HttpResponse deferred = get("/pprof/web", {{"seconds", "1"}});
+  ASSERT_TRUE(deferred.deferred);
+  std::optional<HttpResponse> answer;
+  deferred.deferred([&](std::function<HttpResponse()> make) { answer = make(); });
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_EQ(answer->headers["Retry-After"], "10");
 }
 
 } // namespace

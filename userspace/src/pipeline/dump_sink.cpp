@@ -44,7 +44,9 @@ Result<std::string> read_token(const std::string& path)
 
 // The server of --listen, answering from output_dir and metrics.
 Result<std::unique_ptr<serve::HttpServer>>
-start_server(const cli::Config& config, std::shared_ptr<const dumps::Metrics> metrics)
+start_server(const cli::Config& config,
+             std::shared_ptr<const dumps::Metrics> metrics,
+             std::shared_ptr<serve::LiveProfiles> live)
 {
   auto address = serve::parse_listen_address(config.listen);
   if (!address)
@@ -66,7 +68,8 @@ start_server(const cli::Config& config, std::shared_ptr<const dumps::Metrics> me
   routes.output_dir = config.output_dir;
   routes.svg = config.graph;
   routes.svg.target_frame = config.target_frame;
-  auto server = serve::HttpServer::start(options, serve::ProfileRoutes(routes, std::move(metrics)));
+  auto server = serve::HttpServer::start(
+      options, serve::ProfileRoutes(routes, std::move(metrics), std::move(live)));
   if (!server)
     return fail(server.error());
   spdlog::info("serving the dumps and metrics on http://{}{}{}:{}/{}", address->ipv6 ? "[" : "",
@@ -94,7 +97,8 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
   std::unique_ptr<DumpSink> sink(new DumpSink(std::move(*writer), interval));
   if (!config.listen.empty()) {
     sink->metrics_ = std::make_shared<dumps::Metrics>();
-    auto server = start_server(config, sink->metrics_);
+    sink->live_ = std::make_shared<serve::LiveProfiles>();
+    auto server = start_server(config, sink->metrics_, sink->live_);
     if (!server)
       return fail(server.error());
     sink->server_ = std::move(*server);
@@ -110,6 +114,29 @@ DumpSink::DumpSink(dumps::DumpWriter writer, std::chrono::nanoseconds interval)
 void DumpSink::targets_added(const std::vector<target::Target>& added)
 {
   targets_ += added.size();
+  if (live_) {
+    for (const auto& target : added)
+      live_->target_added(target.name);
+  }
+}
+
+void DumpSink::targets_removed(const std::vector<target::Target>& removed)
+{
+  if (live_) {
+    for (const auto& target : removed)
+      live_->target_removed(target.name);
+  }
+}
+
+void DumpSink::drained(const profile::SymbolizedProfile& part)
+{
+  if (live_)
+    live_->drained(part, std::chrono::steady_clock::now());
+}
+
+std::optional<std::chrono::steady_clock::time_point> DumpSink::drain_wanted_by() const
+{
+  return live_ ? live_->drain_wanted_by() : std::nullopt;
 }
 
 void DumpSink::started()
@@ -153,6 +180,8 @@ Result<> DumpSink::consume(const profile::SymbolizedProfile& interval,
 
 Result<> DumpSink::finish(RecordSummary& summary)
 {
+  if (live_)
+    live_->clear(); // the server answers them as it stops
   dumps::DumpReport last = writer_.flush();
   files_ += last.files;
   if (!last.error.empty())

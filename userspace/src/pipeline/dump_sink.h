@@ -14,6 +14,7 @@
 #include "dumps/stats.h"
 #include "pipeline/interval_sink.h"
 #include "serve/http_server.h"
+#include "serve/live_profiles.h"
 
 namespace flamebpf::pipeline {
 
@@ -26,7 +27,11 @@ public:
   std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
   // Only counts them: agent mode sees containers come and go for weeks.
   void targets_added(const std::vector<target::Target>& added) override;
+  void targets_removed(const std::vector<target::Target>& removed) override;
   void started() override;
+  // Hands the drain to the live profiles that wait (with --listen).
+  void drained(const profile::SymbolizedProfile& part) override;
+  std::optional<std::chrono::steady_clock::time_point> drain_wanted_by() const override;
   // Writes the interval's dumps and statistics; never fails.
   Result<> consume(const profile::SymbolizedProfile& interval,
                    const IntervalContext& context) override;
@@ -44,6 +49,7 @@ private:
   uint64_t targets_ = 0;
   std::string stats_failure_; // the last failure to append to the stats file, said once
   std::shared_ptr<dumps::Metrics> metrics_;   // with --listen
+  std::shared_ptr<serve::LiveProfiles> live_; // with --listen
   std::unique_ptr<serve::HttpServer> server_; // with --listen
 };
 

@@ -63,6 +63,15 @@ public:
   // The stages run: the first interval starts now.
   virtual void started() {}
 
+  // One drain's profile, as it joins the interval's: for what shows the profile as it is sampled.
+  virtual void drained(const profile::SymbolizedProfile& part) { (void)part; }
+
+  // When the sink wants the kernel's maps drained next, if sooner than the schedule has it.
+  virtual std::optional<std::chrono::steady_clock::time_point> drain_wanted_by() const
+  {
+    return std::nullopt;
+  }
+
   // The profile of one interval, which ended at context.window.end. A failure ends the recording.
   [[nodiscard]] virtual Result<> consume(const profile::SymbolizedProfile& interval,
                                          const IntervalContext& context) = 0;

@@ -343,6 +343,7 @@ Result<> Recorder::drain()
   spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter",
                 symbolized->total_samples(), symbolized->stacks.size(),
                 raw->counters.counts[FB_COUNTER_FILTERED]);
+  sink_->drained(*symbolized);
   accumulator_.add(std::move(*symbolized));
   if (unwind_tables_) {
     // Libraries loaded since the image's maps were read: once per interval at most.
@@ -431,6 +432,8 @@ Result<RecordSummary> Recorder::run()
         install_jit_tables();
       schedule.perf_maps_read(now);
     }
+    if (auto wanted = sink_->drain_wanted_by())
+      schedule.drain_by(*wanted);
     if (schedule.drain_due(now)) {
       bool ends_interval = schedule.ends_interval(Wall::now());
       if (auto drained = drain(); !drained)

@@ -42,8 +42,18 @@ void Schedule::perf_maps_read(Steady::time_point now)
 
 void Schedule::drained(Steady::time_point steady_now, Wall::time_point wall_now)
 {
-  next_periodic_drain_ = std::max(next_periodic_drain_ + drain_period_, steady_now);
+  if (!extra_drain_ || steady_now >= next_periodic_drain_)
+    next_periodic_drain_ = std::max(next_periodic_drain_ + drain_period_, steady_now);
+  extra_drain_ = false;
   next_drain_ = next_drain(steady_now, wall_now);
+}
+
+void Schedule::drain_by(Steady::time_point when)
+{
+  if (when < next_drain_) {
+    next_drain_ = when;
+    extra_drain_ = true;
+  }
 }
 
 bool Schedule::ends_interval(Wall::time_point wall_now) const

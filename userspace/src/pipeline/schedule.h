@@ -40,6 +40,9 @@ public:
   // (which is wall_now by the wall clock).
   bool drain_due(Steady::time_point now) const { return now >= next_drain_; }
   void drained(Steady::time_point steady_now, Wall::time_point wall_now);
+  // A drain wanted by when, if sooner than the schedule's own; it leaves the periodic drains
+  // where they were.
+  void drain_by(Steady::time_point when);
 
   // Whether the drain due at wall_now ends the interval: it is at the interval's end, or a hair
   // before it (a drain scheduled for the end may wake early by the wall clock).
@@ -64,6 +67,7 @@ private:
   Wall::time_point interval_end_{}; // with intervals
   Steady::time_point next_periodic_drain_;
   Steady::time_point next_drain_;
+  bool extra_drain_ = false; // next_drain_ was brought forward by drain_by()
   Steady::time_point next_perf_map_read_;
 };
 

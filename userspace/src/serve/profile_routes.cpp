@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "dumps/dump_merge.h"
 #include "dumps/stats.h"
 #include "emit/formats.h"
+#include "serve/target_directories.h"
 
 namespace flamebpf::serve {
 namespace {
@@ -23,28 +25,47 @@ std::string iso_time(dumps::Clock::time_point when)
   return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", std::chrono::floor<std::chrono::seconds>(when));
 }
 
-// The subdirectories of directory, by name (no symbolic link, nothing else).
-std::vector<std::string> subdirectories(const std::string& directory)
+// profile in format as the answer to a request for it.
+HttpResponse rendered(emit::Format format,
+                      const profile::SymbolizedProfile& profile,
+                      const ProfileRoutesOptions& options,
+                      std::string_view description)
 {
-  std::vector<std::string> names;
-  UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid())
-    return names;
-  for (auto& name : dumps::names_in(fd.get())) {
-    struct stat status {};
-    if (::fstatat(fd.get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(status.st_mode))
-      names.push_back(std::move(name));
+  emit::SvgOptions svg = options.svg;
+  svg.subtitle = emit::describe_profile(profile) + " \xC2\xB7 " + std::string(description);
+  std::ostringstream out;
+  if (auto written = emit::make_emitter(format, svg)->write(profile, out); !written) {
+    spdlog::warn("--listen: {}: {}", description, written.error().message);
+    return plain_text(500, written.error().message);
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  HttpResponse response;
+  response.body = std::move(out).str();
+  if (response.body.size() > options.max_response_bytes)
+    return plain_text(400, fmt::format("the answer would be over {} MiB; ask for a shorter range",
+                                       options.max_response_bytes >> 20));
+  switch (format) {
+  case emit::Format::kPprof:
+    // As Go's net/http/pprof answers: scrapers check the type.
+    response.content_type = "application/octet-stream";
+    response.headers["Content-Disposition"] = "attachment; filename=\"profile\"";
+    break;
+  case emit::Format::kFolded:
+    response.content_type = "text/plain; charset=utf-8";
+    break;
+  case emit::Format::kSvg:
+    response.content_type = "image/svg+xml; charset=utf-8";
+    break;
+  }
+  return response;
 }
 
 } // namespace
 
 ProfileRoutes::ProfileRoutes(ProfileRoutesOptions options,
-                             std::shared_ptr<const dumps::Metrics> metrics)
-    : options_(std::move(options)), metrics_(std::move(metrics))
+                             std::shared_ptr<const dumps::Metrics> metrics,
+                             std::shared_ptr<LiveProfiles> live)
+    : options_(std::move(options)), metrics_(std::move(metrics)), live_(std::move(live)),
+      page_(options_)
 {
 }
 
@@ -59,14 +80,21 @@ HttpResponse ProfileRoutes::operator()(const HttpRequest& request) const
   }
   if (path == "/targets")
     return targets();
-  if (path == "/")
-    return plain_text(200, "flamebpf: /metrics, /targets, /pprof/<target>, /folded/<target> and "
-                           "/svg/<target> (?from=&to=, as flamebpf merge takes them)");
   for (std::string_view format : {"pprof", "folded", "svg"}) {
     std::string prefix = "/" + std::string(format) + "/";
     if (path.starts_with(prefix))
       return profile(format, std::string_view(path).substr(prefix.size()), request);
+    if (path == prefix.substr(0, prefix.size() - 1)) {
+      // Every target at once, each sample labelled with its own: one scrape per host.
+      auto seconds = request.query.find("seconds");
+      if (seconds == request.query.end())
+        return plain_text(400, "name a target (see /targets), or ask for every target's next "
+                               "seconds with seconds=");
+      return live_profile(*emit::parse_format(format), "", seconds->second);
+    }
   }
+  if (auto answer = page_(request))
+    return std::move(*answer);
   return plain_text(404, "not found");
 }
 
@@ -101,13 +129,18 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
                                     std::string_view target,
                                     const HttpRequest& request) const
 {
+  emit::Format chosen = *emit::parse_format(format);
   auto directory = directory_of(target);
+  if (auto seconds = request.query.find("seconds"); seconds != request.query.end()) {
+    if (request.query.contains("from") || request.query.contains("to"))
+      return plain_text(400, "seconds= is a profile of the next seconds: it takes no from= or to=");
+    // A target being recorded may have no dump yet.
+    if (!directory && !(live_ && live_->recording(target)))
+      return plain_text(404, "no target of that name is recorded here (see /targets)");
+    return live_profile(chosen, std::string(target), seconds->second);
+  }
   if (!directory)
     return plain_text(404, "no target of that name has dumps here (see /targets)");
-  if (request.query.contains("seconds"))
-    return plain_text(400,
-                      "seconds= (a profile of the next seconds) is not served yet; ask for a range "
-                      "of the dumps with from= and to=");
   auto now = dumps::Clock::now();
   std::optional<dumps::Clock::time_point> from;
   std::optional<dumps::Clock::time_point> to;
@@ -135,34 +168,38 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
   auto merged = dumps::merge_dumps(*directory, from, to, options_.max_input_bytes);
   if (!merged)
     return plain_text(merged.error().errno_value == EFBIG ? 400 : 404, merged.error().message);
-  emit::SvgOptions svg = options_.svg;
-  svg.subtitle =
-      emit::describe_profile(merged->profile) +
-      fmt::format(" \xC2\xB7 {} dumps, {}", merged->dumps, dumps::window_name(merged->span));
-  emit::Format chosen = *emit::parse_format(format);
-  std::ostringstream out;
-  if (auto written = emit::make_emitter(chosen, svg)->write(merged->profile, out); !written) {
-    spdlog::warn("--listen: {} of {}: {}", format, target, written.error().message);
-    return plain_text(500, written.error().message);
-  }
+  return rendered(chosen, merged->profile, options_,
+                  fmt::format("{} dumps, {}", merged->dumps, dumps::window_name(merged->span)));
+}
+
+HttpResponse ProfileRoutes::live_profile(emit::Format format,
+                                         std::string directory,
+                                         std::string_view seconds) const
+{
+  if (!live_)
+    return plain_text(400, "seconds= is served only while recording");
+  unsigned count = 0;
+  auto [end, parsed] = std::from_chars(seconds.data(), seconds.data() + seconds.size(), count);
+  if (parsed != std::errc() || end != seconds.data() + seconds.size() || count == 0 ||
+      count > LiveProfiles::kMaxLength.count())
+    return plain_text(400, fmt::format("seconds= takes a whole number of seconds from 1 to {}",
+                                       LiveProfiles::kMaxLength.count()));
   HttpResponse response;
-  response.body = std::move(out).str();
-  if (response.body.size() > options_.max_response_bytes)
-    return plain_text(400, fmt::format("the answer would be over {} MiB; ask for a shorter range",
-                                       options_.max_response_bytes >> 20));
-  switch (chosen) {
-  case emit::Format::kPprof:
-    // As Go's net/http/pprof answers: scrapers check the type.
-    response.content_type = "application/octet-stream";
-    response.headers["Content-Disposition"] = "attachment; filename=\"profile\"";
-    break;
-  case emit::Format::kFolded:
-    response.content_type = "text/plain; charset=utf-8";
-    break;
-  case emit::Format::kSvg:
-    response.content_type = "image/svg+xml; charset=utf-8";
-    break;
-  }
+  response.deferred = [live = live_, options = options_, format, directory = std::move(directory),
+                       count](Reply reply) {
+    auto done = [reply, options, format, count](profile::SymbolizedProfile profile) {
+      // Rendered on the server's thread, off the recorder's time.
+      reply([profile = std::move(profile), options, format, count] {
+        return rendered(format, profile, options, fmt::format("the {} s asked for", count));
+      });
+    };
+    if (!live->wait(directory, std::chrono::seconds(count), std::move(done)))
+      reply([] {
+        HttpResponse busy = plain_text(503, "too many profiles are being taken; try again later");
+        busy.headers["Retry-After"] = "10";
+        return busy;
+      });
+  };
   return response;
 }
 

@@ -4,9 +4,12 @@
 //   GET /metrics
 //   GET /targets                     the targets with dumps, as JSON
 //   GET /pprof/<target>?from=&to=    likewise /folded/<target> and /svg/<target>
+//   GET /pprof/<target>?seconds=N    the next N seconds, as they are sampled
+//   GET /pprof?seconds=N             the same of every target, labelled by target
+//   GET /, /timeline, /diff/<target> the web page and what it asks for (serve/page_routes.h)
 // A target is named as its directory in the output directory is; the name is looked up among
-// those directories, never used as a path. from and to take what `flamebpf merge` takes; with
-// neither, the last window is served.
+// those directories and the targets being recorded, never used as a path. from and to take what
+// `flamebpf merge` takes; with neither, the last window is served.
 #pragma once
 
 #include <chrono>
@@ -16,8 +19,11 @@
 #include <string>
 
 #include "dumps/metrics.h"
+#include "emit/formats.h"
 #include "emit/svg.h"
 #include "serve/http_server.h"
+#include "serve/live_profiles.h"
+#include "serve/page_routes.h"
 
 namespace flamebpf::serve {
 
@@ -32,7 +38,10 @@ struct ProfileRoutesOptions {
 
 class ProfileRoutes {
 public:
-  ProfileRoutes(ProfileRoutesOptions options, std::shared_ptr<const dumps::Metrics> metrics);
+  // live answers ?seconds=; without it, such requests are refused.
+  ProfileRoutes(ProfileRoutesOptions options,
+                std::shared_ptr<const dumps::Metrics> metrics,
+                std::shared_ptr<LiveProfiles> live = nullptr);
 
   HttpResponse operator()(const HttpRequest& request) const;
 
@@ -40,11 +49,16 @@ private:
   HttpResponse targets() const;
   HttpResponse
   profile(std::string_view format, std::string_view target, const HttpRequest& request) const;
+  // ?seconds=: an answer deferred until the seconds have been sampled.
+  HttpResponse
+  live_profile(emit::Format format, std::string directory, std::string_view seconds) const;
   // The directory of target in the output directory, if one is named so.
   std::optional<std::string> directory_of(std::string_view target) const;
 
   ProfileRoutesOptions options_;
   std::shared_ptr<const dumps::Metrics> metrics_;
+  std::shared_ptr<LiveProfiles> live_;
+  PageRoutes page_;
 };
 
 } // namespace flamebpf::serve
