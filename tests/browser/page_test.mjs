@@ -18,39 +18,9 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
+import { check, info, kChromiumArgs, runChecks, skip } from "./checks.mjs";
 
-const kChromiumArgs = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-  "--no-proxy-server",
-];
 const kFrames = "#frames > g.f";
-
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "PASS" : "FAIL"} ${name}${!ok && detail ? ` -- ${detail}` : ""}`);
-  return ok;
-}
-
-function skip(name, why) {
-  skipped++;
-  console.log(`SKIP ${name} -- ${why}`);
-}
-
-function info(text) {
-  console.log(`INFO ${text}`);
-}
 
 function parseArgs(argv) {
   const args = { url: null, out: null, targets: [], hostile: null, frame: "c", comm: null };
@@ -360,9 +330,4 @@ async function run(context, args) {
   check("no request to any origin but the agent's", foreign.length === 0, foreign.join(" "));
 }
 
-main()
-  .catch((error) => check("test harness", false, error && error.stack ? error.stack : String(error)))
-  .finally(() => {
-    console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-    process.exitCode = failed === 0 && passed > 0 ? 0 : 1;
-  });
+runChecks(main);

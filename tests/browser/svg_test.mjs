@@ -12,39 +12,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
+import { check, info, kChromiumArgs, runChecks, skip } from "./checks.mjs";
 
-const kChromiumArgs = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-];
 const kCharWidth = 0.59 * 12;
 const kFrames = "#frames > g.f";
-
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "PASS" : "FAIL"} ${name}${!ok && detail ? ` -- ${detail}` : ""}`);
-  return ok;
-}
-
-function skip(name, why) {
-  skipped++;
-  console.log(`SKIP ${name} -- ${why}`);
-}
-
-function info(text) {
-  console.log(`INFO ${text}`);
-}
 
 const near = (a, b, tolerance = 0.5) => Math.abs(a - b) <= tolerance;
 const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -601,9 +572,4 @@ async function timing(page, { frames, total }) {
   }
 }
 
-main()
-  .catch((error) => check("test harness", false, error && error.stack ? error.stack : String(error)))
-  .finally(() => {
-    console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-    process.exitCode = failed === 0 && passed > 0 ? 0 : 1;
-  });
+runChecks(main);
