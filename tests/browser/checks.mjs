@@ -33,6 +33,30 @@ export function info(text) {
   console.log(`INFO ${text}`);
 }
 
+// The context's page, watched: a request whose URL allowed() refuses is aborted and noted in
+// foreign; console errors, page errors and dialogs are noted in errors.
+export async function watchedPage(context, allowed, timeoutMs) {
+  const errors = [];
+  const foreign = [];
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (allowed(url)) return route.continue();
+    foreign.push(url);
+    return route.abort();
+  });
+  const page = context.pages()[0] || (await context.newPage());
+  page.setDefaultTimeout(timeoutMs);
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "assert") errors.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+  page.on("dialog", (d) => {
+    errors.push(`dialog: ${d.message()}`);
+    d.dismiss().catch(() => {});
+  });
+  return { page, errors, foreign };
+}
+
 // Runs main, counting an exception as a failed check; the exit code is 0 only if some check
 // passed and none failed.
 export function runChecks(main) {

@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
-import { check, info, kChromiumArgs, runChecks, skip } from "./checks.mjs";
+import { check, info, kChromiumArgs, runChecks, skip, watchedPage } from "./checks.mjs";
 
 const kFrames = "#frames > g.f";
 
@@ -73,24 +73,8 @@ async function main() {
 }
 
 async function run(context, args) {
-  const errors = [];
-  const foreign = [];
-  await context.route("**/*", (route) => {
-    const url = route.request().url();
-    if (url.startsWith(args.url.origin + "/")) return route.continue();
-    foreign.push(url);
-    return route.abort();
-  });
-  const page = context.pages()[0] || (await context.newPage());
-  page.setDefaultTimeout(30000);
-  page.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "assert") errors.push(`console: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
-  page.on("dialog", (d) => {
-    errors.push(`dialog: ${d.message()}`);
-    d.dismiss().catch(() => {});
-  });
+  const { page, errors, foreign } = await watchedPage(
+    context, (url) => url.startsWith(args.url.origin + "/"), 30000);
   // The timeline the page drew, as it got it.
   let timeline = null;
   page.on("response", async (r) => {

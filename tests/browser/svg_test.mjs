@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
-import { check, info, kChromiumArgs, runChecks, skip } from "./checks.mjs";
+import { check, info, kChromiumArgs, runChecks, skip, watchedPage } from "./checks.mjs";
 
 const kCharWidth = 0.59 * 12;
 const kFrames = "#frames > g.f";
@@ -185,24 +185,8 @@ async function main() {
 }
 
 async function run(context, args, viewport, source) {
-  const errors = [];
-  const requests = [];
-  await context.route("**/*", (route) => {
-    const url = route.request().url();
-    if (url.startsWith("file:")) return route.continue();
-    requests.push(url);
-    return route.abort();
-  });
-  const page = context.pages()[0] || (await context.newPage());
-  page.setDefaultTimeout(20000);
-  page.on("console", (m) => {
-    if (m.type() === "error" || m.type() === "assert") errors.push(`console: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
-  page.on("dialog", (d) => {
-    errors.push(`dialog: ${d.message()}`);
-    d.dismiss().catch(() => {});
-  });
+  const { page, errors, foreign: requests } = await watchedPage(
+    context, (url) => url.startsWith("file:"), 20000);
 
   const url = pathToFileURL(args.svg).href;
   const started = Date.now();
