@@ -16,6 +16,7 @@
 #include "common/unique_fd.h"
 #include "dumps/dump_files.h"
 #include "dumps/dump_merge.h"
+#include "dumps/dump_writer.h"
 #include "dumps/stats.h"
 #include "emit/diff_folded.h"
 #include "emit/flame_tree.h"
@@ -40,7 +41,6 @@ constexpr const char* kContentSecurityPolicy =
     "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'";
 
-constexpr const char* kStatsFile = "flamebpf-stats.jsonl";
 // A stats line holds one interval; longer than this, it is no line flamebpf wrote.
 constexpr size_t kMaxStatsLine = 4u << 20;
 
@@ -156,7 +156,7 @@ std::optional<HttpResponse> PageRoutes::operator()(const HttpRequest& request) c
 
 HttpResponse PageRoutes::timeline() const
 {
-  StatsTail tail = read_stats_tail(output_dir_ + "/" + kStatsFile, max_stats_bytes_);
+  StatsTail tail = read_stats_tail(output_dir_ + "/" + dumps::kStatsFileName, max_stats_bytes_);
   // Windows in time order, each with its samples by target. A window written twice (a restart
   // within it) is summed.
   std::map<std::pair<int64_t, int64_t>, std::map<std::string, uint64_t>> windows;
@@ -233,15 +233,12 @@ HttpResponse PageRoutes::diff(std::string_view target, const HttpRequest& reques
   std::optional<dumps::Clock::time_point> bounds[4];
   const char* names[4] = {"base_from", "base_to", "from", "to"};
   for (size_t i = 0; i < 4; ++i) {
-    auto value = request.query.find(names[i]);
-    if (value == request.query.end())
+    auto bound = time_bound(request, names[i], now);
+    if (!bound)
+      return bound.error();
+    if (!*bound)
       return plain_text(400, "a diff takes two ranges: base_from=, base_to=, from= and to=");
-    bounds[i] = dumps::parse_time(value->second, now);
-    if (!bounds[i])
-      return plain_text(
-          400, fmt::format("{}= takes a time as flamebpf merge does (2026-11-22T16:20:00Z, "
-                           "@1795000000, -30m)",
-                           names[i]));
+    bounds[i] = *bound;
   }
   if (*bounds[0] > *bounds[1] || *bounds[2] > *bounds[3])
     return plain_text(400, "a range starts after it ends (base_from= after base_to=, or from= "
@@ -250,12 +247,10 @@ HttpResponse PageRoutes::diff(std::string_view target, const HttpRequest& reques
   uint64_t budget = max_input_bytes_ / 2;
   auto before = dumps::merge_dumps(*directory, bounds[0], bounds[1], budget);
   if (!before)
-    return plain_text(before.error().errno_value == EFBIG ? 400 : 404,
-                      "the base range: " + before.error().message);
+    return merge_refused(before.error(), "the base range: ");
   auto after = dumps::merge_dumps(*directory, bounds[2], bounds[3], budget);
   if (!after)
-    return plain_text(after.error().errno_value == EFBIG ? 400 : 404,
-                      "the range: " + after.error().message);
+    return merge_refused(after.error(), "the range: ");
 
   emit::FlameTree tree;
   tree.add_profile(before->profile, svg_.target_frame, emit::kBefore);

@@ -61,6 +61,26 @@ HttpResponse rendered(emit::Format format,
 
 } // namespace
 
+std::expected<std::optional<dumps::Clock::time_point>, HttpResponse>
+time_bound(const HttpRequest& request, const char* name, dumps::Clock::time_point now)
+{
+  auto value = request.query.find(name);
+  if (value == request.query.end())
+    return std::nullopt;
+  auto bound = dumps::parse_time(value->second, now);
+  if (!bound)
+    return std::unexpected(plain_text(
+        400, fmt::format("{}= takes a time as flamebpf merge does (2026-11-22T16:20:00Z, "
+                         "@1795000000, -30m)",
+                         name)));
+  return bound;
+}
+
+HttpResponse merge_refused(const Error& error, const std::string& what)
+{
+  return plain_text(error.errno_value == EFBIG ? 400 : 404, what + error.message);
+}
+
 ProfileRoutes::ProfileRoutes(ProfileRoutesOptions options,
                              std::shared_ptr<const dumps::Metrics> metrics,
                              std::shared_ptr<LiveProfiles> live)
@@ -98,16 +118,6 @@ HttpResponse ProfileRoutes::operator()(const HttpRequest& request) const
   return plain_text(404, "not found");
 }
 
-std::optional<std::string> ProfileRoutes::directory_of(std::string_view target) const
-{
-  // Looked up among the directories there are: a name from a request is never a path.
-  for (const auto& name : subdirectories(options_.output_dir)) {
-    if (name == target)
-      return options_.output_dir + "/" + name;
-  }
-  return std::nullopt;
-}
-
 HttpResponse ProfileRoutes::targets() const
 {
   std::string json = "[";
@@ -130,7 +140,7 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
                                     const HttpRequest& request) const
 {
   emit::Format chosen = *emit::parse_format(format);
-  auto directory = directory_of(target);
+  auto directory = find_target_directory(options_.output_dir, target);
   if (auto seconds = request.query.find("seconds"); seconds != request.query.end()) {
     if (request.query.contains("from") || request.query.contains("to"))
       return plain_text(400, "seconds= is a profile of the next seconds: it takes no from= or to=");
@@ -142,32 +152,25 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
   if (!directory)
     return plain_text(404, "no target of that name has dumps here (see /targets)");
   auto now = dumps::Clock::now();
-  std::optional<dumps::Clock::time_point> from;
-  std::optional<dumps::Clock::time_point> to;
-  for (auto [name, bound] : {std::pair{"from", &from}, std::pair{"to", &to}}) {
-    auto value = request.query.find(name);
-    if (value == request.query.end())
-      continue;
-    *bound = dumps::parse_time(value->second, now);
-    if (!*bound)
-      return plain_text(
-          400, fmt::format("{}= takes a time as flamebpf merge does (2026-11-22T16:20:00Z, "
-                           "@1795000000, -30m)",
-                           name));
-  }
-  if (from && to && *from > *to)
+  auto from = time_bound(request, "from", now);
+  if (!from)
+    return from.error();
+  auto to = time_bound(request, "to", now);
+  if (!to)
+    return to.error();
+  if (*from && *to && **from > **to)
     return plain_text(400, "from= is after to=");
-  if (!from && !to) {
+  if (!*from && !*to) {
     // The last window: what the target did most recently.
     auto dumps = dumps::list_dumps(*directory);
     if (dumps.empty())
       return plain_text(404, "the target has no dump yet");
-    from = dumps.back().window.start;
-    to = dumps.back().window.end;
+    *from = dumps.back().window.start;
+    *to = dumps.back().window.end;
   }
-  auto merged = dumps::merge_dumps(*directory, from, to, options_.max_input_bytes);
+  auto merged = dumps::merge_dumps(*directory, *from, *to, options_.max_input_bytes);
   if (!merged)
-    return plain_text(merged.error().errno_value == EFBIG ? 400 : 404, merged.error().message);
+    return merge_refused(merged.error());
   return rendered(chosen, merged->profile, options_,
                   fmt::format("{} dumps, {}", merged->dumps, dumps::window_name(merged->span)));
 }

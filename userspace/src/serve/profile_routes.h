@@ -14,10 +14,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <expected>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "common/result.h"
+#include "dumps/dump_files.h"
 #include "dumps/metrics.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
@@ -36,6 +40,15 @@ struct ProfileRoutesOptions {
   uint64_t max_response_bytes = 64ull << 20;
 };
 
+// The time bound name= of request, as `flamebpf merge` takes it: none if the request has none, or
+// the 400 to answer if it is no time.
+std::expected<std::optional<dumps::Clock::time_point>, HttpResponse>
+time_bound(const HttpRequest& request, const char* name, dumps::Clock::time_point now);
+
+// The answer to a request whose dumps could not be summed: 400 if the range is too large to sum
+// (EFBIG), else 404.
+HttpResponse merge_refused(const Error& error, const std::string& what = "");
+
 class ProfileRoutes {
 public:
   // live answers ?seconds=; without it, such requests are refused.
@@ -52,8 +65,6 @@ private:
   // ?seconds=: an answer deferred until the seconds have been sampled.
   HttpResponse
   live_profile(emit::Format format, std::string directory, std::string_view seconds) const;
-  // The directory of target in the output directory, if one is named so.
-  std::optional<std::string> directory_of(std::string_view target) const;
 
   ProfileRoutesOptions options_;
   std::shared_ptr<const dumps::Metrics> metrics_;
