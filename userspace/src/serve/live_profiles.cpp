@@ -42,12 +42,15 @@ void LiveProfiles::drained(const profile::SymbolizedProfile& delta, Clock::time_
     std::lock_guard lock(mutex_);
     if (requests_.empty())
       return;
-    bool any_started = std::any_of(requests_.begin(), requests_.end(), [](const auto& request) {
-      return request->started.has_value();
-    });
+    // Split by target only for a request of one target: the scrape of every target (the README's)
+    // takes the drain as it is.
+    bool one_target_asked =
+        std::any_of(requests_.begin(), requests_.end(), [](const auto& request) {
+          return request->started.has_value() && !request->directory.empty();
+        });
     std::map<std::string, profile::SymbolizedProfile> parts;
     std::map<std::string, std::string> directories;
-    if (any_started) {
+    if (one_target_asked) {
       parts = profile::split_by_target(delta);
       std::set<std::string> names;
       for (const auto& [name, part] : parts)
