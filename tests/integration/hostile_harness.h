@@ -38,6 +38,9 @@
 #ifndef JIT_SPINNER_BINARY
 #error "define JIT_SPINNER_BINARY as the path of the jit_spinner program (tests/CMakeLists.txt)"
 #endif
+#ifndef RUN_METER_BINARY
+#error "define RUN_METER_BINARY as the path of the run_meter program (tests/CMakeLists.txt)"
+#endif
 
 namespace flamebpf::testing {
 
@@ -68,7 +71,7 @@ struct Measured {
   int exit_code = -1; // or 128 + signal
   bool killed = false;
   double seconds = 0;
-  long max_rss_kb = 0;     // flamebpf's peak resident set (wait4's ru_maxrss)
+  long max_rss_kb = 0;     // flamebpf's peak resident set (ru_maxrss, as run_meter reports it)
   double cpu_seconds = 0;  // flamebpf's user and system time
   uint64_t read_bytes = 0; // what flamebpf read with read() and its kin (rchar of /proc/<pid>/io)
   size_t max_fds = 0;      // the most descriptors it had open at once, sampled every 10 ms
@@ -98,7 +101,8 @@ inline size_t open_fds(pid_t pid)
 
 // Runs flamebpf with args, stdout and stderr apart, measuring its wall time, peak RSS, CPU time,
 // reads and descriptors; kills it after limit_seconds, so that a flamebpf that blocks fails the
-// test instead of hanging it.
+// test instead of hanging it. flamebpf is started by run_meter (tests/progs), whose own memory is
+// small: started by the test program itself, its peak RSS would count the test program's.
 inline Measured run_measured(const std::vector<std::string>& args,
                              const std::string& scratch,
                              double limit_seconds = 60,
@@ -106,10 +110,14 @@ inline Measured run_measured(const std::vector<std::string>& args,
 {
   std::string out_path = scratch + "/flamebpf.stdout";
   std::string log_path = scratch + "/flamebpf.stderr";
-  std::vector<std::string> argv{FLAMEBPF_BINARY};
+  std::string report_path = scratch + "/flamebpf.meter";
+  std::vector<std::string> argv{RUN_METER_BINARY};
+  if (as == RunAs::kDaemon)
+    argv.emplace_back("--new-session");
+  argv.insert(argv.end(), {report_path, FLAMEBPF_BINARY});
   argv.insert(argv.end(), args.begin(), args.end());
   auto started = Clock::now();
-  pid_t pid = -1;
+  pid_t meter = -1;
   {
     UniqueFd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -118,28 +126,32 @@ inline Measured run_measured(const std::vector<std::string>& args,
     SpawnOptions options;
     options.output = out.get();
     options.error_output = log.get();
+    // run_meter hands its limits and descriptors on to flamebpf.
     if (as == RunAs::kDaemon) {
-      options.new_session = true;
       options.max_open_files = 1024;
       options.close_other_descriptors = true;
     }
-    pid = spawn(argv, options);
+    meter = spawn(argv, options);
+  }
+  // The report's first line: flamebpf's pid.
+  pid_t pid = -1;
+  poll_until(
+      [&] {
+        std::istringstream report(read_text(report_path));
+        return static_cast<bool>(report >> pid);
+      },
+      10s, 1ms);
+  if (pid <= 0) {
+    ::kill(meter, SIGKILL);
+    throw std::runtime_error("run_meter did not start " + std::string(FLAMEBPF_BINARY) +
+                             " within 10 s (exit " +
+                             std::to_string(wait_child(meter, 5s).value_or(-1)) + ")");
   }
   Measured result;
-  int status = 0;
-  rusage usage{};
   for (;;) {
     size_t fds = open_fds(pid);
-    // Exited, but not reaped yet: its I/O counts are still there to read.
-    siginfo_t exited{};
-    if (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        exited.si_pid == pid) {
-      std::string io = read_text("/proc/" + std::to_string(pid) + "/io");
-      if (auto at = io.find("rchar: "); at != std::string::npos)
-        result.read_bytes = std::strtoull(io.c_str() + at + 7, nullptr, 10);
-      ::wait4(pid, &status, 0, &usage);
+    if (wait_child(meter, 0s).has_value())
       break;
-    }
     result.max_fds = std::max(result.max_fds, fds);
     if (std::chrono::duration<double>(Clock::now() - started).count() > limit_seconds &&
         !result.killed) {
@@ -150,12 +162,15 @@ inline Measured run_measured(const std::vector<std::string>& args,
     std::this_thread::sleep_for(10ms);
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.max_rss_kb = usage.ru_maxrss;
-  auto seconds = [](const timeval& time) {
-    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
-  };
-  result.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  // The report's second line: wait status, peak RSS (KiB), user and system time (µs), rchar.
+  std::istringstream report(read_text(report_path));
+  int status = 0;
+  long long user_us = 0;
+  long long system_us = 0;
+  if (!(report >> pid >> status >> result.max_rss_kb >> user_us >> system_us >> result.read_bytes))
+    throw std::runtime_error("run_meter wrote no report of flamebpf to " + report_path);
+  result.exit_code = exit_code(status);
+  result.cpu_seconds = static_cast<double>(user_us + system_us) / 1e6;
   result.out = read_text(out_path);
   result.log = read_text(log_path);
   return result;
@@ -559,7 +574,8 @@ protected:
     return {run, line};
   }
 
-  DockerDaemon docker_;
+  DockerDaemon& docker_ = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed_{docker_};
   std::string image_;
   TempDir dir_;
   std::set<std::string> host_jvm_files_;
