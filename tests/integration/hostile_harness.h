@@ -238,6 +238,24 @@ inline std::map<std::string, uint64_t> parse_folded(const std::string& text)
   return folded;
 }
 
+// The samples of jit_spinner's main thread, the one that runs the generated code: the stacks that
+// pass through none of the functions its other threads run (the map's writers, grow and replace,
+// and the attach socket's server). Those threads take more or less of the CPU as the machine is
+// more or less busy.
+inline uint64_t spinning_samples(const std::map<std::string, uint64_t>& folded)
+{
+  uint64_t total = 0;
+  for (const auto& [stack, count] : folded) {
+    bool other_thread = false;
+    std::istringstream frames(stack);
+    for (std::string frame; std::getline(frames, frame, ';');)
+      other_thread = other_thread || frame == "grow" || frame == "replace" || frame == "serve";
+    if (!other_thread)
+      total += count;
+  }
+  return total;
+}
+
 // Runs a program to completion; its exit code and its output (stdout and stderr).
 inline std::pair<int, std::string> run_tool(const std::vector<std::string>& argv,
                                             const std::string& dir)
@@ -547,7 +565,7 @@ protected:
     auto stacks = parse_folded(folded);
     EXPECT_GT(total_count(stacks), 30u) << describe(run);
     // The valid line still names the code, whatever came before or after it.
-    EXPECT_GT(count_containing(stacks, leaf_name), total_count(stacks) / 2)
+    EXPECT_GT(count_containing(stacks, leaf_name), spinning_samples(stacks) / 2)
         << folded << describe(run);
     expect_no_secret(run, out);
     return run;

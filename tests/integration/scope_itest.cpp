@@ -62,7 +62,9 @@ TEST_F(ScopeTest, CgroupTargetIsSampledByEventsOfItsOwn)
   wait_until_busy(other.pid(), "burner_busy");
 
   std::string out = dir_.path().string() + "/out.folded";
+  double cpu_before = cpu_seconds(workload.pid());
   auto run = run_flamebpf({"--cgroup", target.path(), "-d", "3", "-v", "-o", out});
+  double cpu_used = cpu_seconds(workload.pid()) - cpu_before;
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(samples_only_the_targets(run.output)) << run.output;
   // The busy process outside kept a CPU running all along, yet the program never ran for it:
@@ -71,8 +73,14 @@ TEST_F(ScopeTest, CgroupTargetIsSampledByEventsOfItsOwn)
   EXPECT_GE(away.intervals, 1u) << run.output;
   EXPECT_EQ(away.samples, 0u) << run.output;
   auto folded = read_folded(out);
-  EXPECT_GT(burner_chain_samples(folded, "burner_scoped", run.output), 150u)
-      << hottest_stacks(folded);
+  // Every CPU second the workload had is 99 samples, once and only once, however much of a CPU a
+  // busy machine left it. The CPU time is taken around the whole run: the little it had while
+  // flamebpf started and while it wrote the profile is not sampled.
+  ASSERT_GT(cpu_used, 0.5);
+  double samples = static_cast<double>(burner_chain_samples(folded, "burner_scoped", run.output));
+  EXPECT_GE(samples, 0.75 * 99 * cpu_used) << cpu_used << " CPU seconds\n"
+                                           << hottest_stacks(folded);
+  EXPECT_LE(samples, 1.1 * 99 * cpu_used) << cpu_used << " CPU seconds";
   EXPECT_EQ(count_with_prefix(folded, "burner_busy"), 0u);
 }
 
