@@ -62,22 +62,26 @@ TEST_F(ScopeTest, CgroupTargetIsSampledByEventsOfItsOwn)
   wait_until_busy(other.pid(), "burner_busy");
 
   std::string out = dir_.path().string() + "/out.folded";
+  std::string log = dir_.path().string() + "/flamebpf.log";
+  Child profiler({FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "3", "-v", "-o", out}, "", log);
+  wait_until_sampling(profiler.pid());
   double cpu_before = cpu_seconds(workload.pid());
-  auto run = run_flamebpf({"--cgroup", target.path(), "-d", "3", "-v", "-o", out});
+  int exit_code = profiler.wait();
   double cpu_used = cpu_seconds(workload.pid()) - cpu_before;
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(samples_only_the_targets(run.output)) << run.output;
+  std::string output = read_text(log);
+  ASSERT_EQ(exit_code, 0) << output;
+  EXPECT_TRUE(samples_only_the_targets(output)) << output;
   // The busy process outside kept a CPU running all along, yet the program never ran for it:
   // not one sample turned away. Descendant cgroups are the kernel's business and still count.
-  auto away = turned_away(run.output);
-  EXPECT_GE(away.intervals, 1u) << run.output;
-  EXPECT_EQ(away.samples, 0u) << run.output;
+  auto away = turned_away(output);
+  EXPECT_GE(away.intervals, 1u) << output;
+  EXPECT_EQ(away.samples, 0u) << output;
   auto folded = read_folded(out);
-  // Every CPU second the workload had is 99 samples, once and only once, however much of a CPU a
-  // busy machine left it. The CPU time is taken around the whole run: the little it had while
-  // flamebpf started and while it wrote the profile is not sampled.
+  // Every CPU second the workload had while it was sampled is 99 samples, once and only once,
+  // however much of a CPU a busy machine left it. Its CPU time is taken from the events' opening
+  // to flamebpf's exit: what it had while flamebpf wrote the profile is not sampled.
   ASSERT_GT(cpu_used, 0.5);
-  double samples = static_cast<double>(burner_chain_samples(folded, "burner_scoped", run.output));
+  double samples = static_cast<double>(burner_chain_samples(folded, "burner_scoped", output));
   EXPECT_GE(samples, 0.75 * 99 * cpu_used) << cpu_used << " CPU seconds\n"
                                            << hottest_stacks(folded);
   EXPECT_LE(samples, 1.1 * 99 * cpu_used) << cpu_used << " CPU seconds";
