@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <functional>
+#include <gtest/gtest.h>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <poll.h>
@@ -452,6 +454,30 @@ void remove_if_empty(const std::string& dir)
   }
 }
 
+// Removes the cgroups of these relative paths, and their ancestors, deepest first, in every
+// hierarchy, each only if nothing runs in it.
+void remove_empty_cgroups(std::initializer_list<const std::set<std::string>*> groups,
+                          const std::vector<procfs::MountEntry>& hierarchies)
+{
+  std::set<std::string> ancestors;
+  for (const auto* group : groups) {
+    for (const auto& path : *group) {
+      for (fs::path up(path); up.has_relative_path(); up = up.parent_path())
+        ancestors.insert(up.string());
+    }
+  }
+  std::vector<std::string> ordered(ancestors.begin(), ancestors.end());
+  std::ranges::sort(ordered,
+                    [](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
+  for (const auto& path : ordered) {
+    for (const auto& mount : hierarchies) {
+      std::string cgroup = cgroup_dir(mount, path);
+      if (!cgroup.empty())
+        remove_if_empty(cgroup);
+    }
+  }
+}
+
 // Removes everything a runtime with this work directory may have left on the host: its processes
 // (dockerd, containerd, shims, conmons, podman and runc, containers), mounts, cgroup directories
 // and the directory itself. Works from the directory alone, so that it serves a crashed run as
@@ -498,23 +524,7 @@ void purge_work_dir(const std::string& dir, const WorkDirKind& kind) noexcept
     }
     // Parents (the default /docker or /libpod_parent, or --cgroup-parent chains) and shared
     // cgroups go only if empty: another runtime may have containers there too.
-    std::set<std::string> ancestors;
-    for (const auto* group : {&record.parents, &record.containers, &record.shared}) {
-      for (const auto& path : *group) {
-        for (fs::path up(path); up.has_relative_path(); up = up.parent_path())
-          ancestors.insert(up.string());
-      }
-    }
-    std::vector<std::string> ordered(ancestors.begin(), ancestors.end());
-    std::ranges::sort(
-        ordered, [](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
-    for (const auto& path : ordered) {
-      for (const auto& mount : hierarchies) {
-        std::string cgroup = cgroup_dir(mount, path);
-        if (!cgroup.empty())
-          remove_if_empty(cgroup);
-      }
-    }
+    remove_empty_cgroups({&record.parents, &record.containers, &record.shared}, hierarchies);
 
     std::vector<std::string> host_dirs(record.host_dirs.begin(), record.host_dirs.end());
     std::ranges::sort(
@@ -978,6 +988,25 @@ std::string cgroup_parent(const std::vector<std::string>& options, const std::st
 
 } // namespace
 
+ContainersRemovedAtEnd::ContainersRemovedAtEnd(ContainerRuntime& runtime)
+    : remove_([&runtime] { runtime.remove_containers(); })
+{
+}
+
+ContainersRemovedAtEnd::ContainersRemovedAtEnd(CriContainerd& containerd)
+    : remove_([&containerd] { containerd.remove_pods(); })
+{
+}
+
+ContainersRemovedAtEnd::~ContainersRemovedAtEnd()
+{
+  try {
+    remove_();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "cannot remove the test's containers: " << e.what();
+  }
+}
+
 std::vector<std::string> cgroup_mount_points()
 {
   std::vector<std::string> points;
@@ -1070,6 +1099,26 @@ void ContainerRuntime::remove(const std::string& name)
   client(args);
   wait_until_removed(name, pid, [&](const auto& client_args) { return client(client_args); });
   std::erase_if(container_pids_, [&](const auto& entry) { return entry.first == name; });
+}
+
+void ContainerRuntime::remove_containers()
+{
+  auto ids = split_words(client({"ps", "-aq"}));
+  if (!ids.empty()) {
+    std::vector<std::string> args{"rm"};
+    args.insert(args.end(), traits_.remove_options.begin(), traits_.remove_options.end());
+    args.insert(args.end(), ids.begin(), ids.end());
+    client(args);
+  }
+  for (const auto& [name, pid] : container_pids_)
+    wait_until_removed(name, pid, [&](const auto& client_args) { return client(client_args); });
+  container_pids_.clear();
+}
+
+DockerDaemon& DockerDaemon::shared()
+{
+  static DockerDaemon daemon;
+  return daemon;
 }
 
 DockerDaemon::DockerDaemon()
@@ -1270,6 +1319,12 @@ void DockerDaemon::wait_for_output(const std::string& name,
   }
 }
 
+PodmanRuntime& PodmanRuntime::shared()
+{
+  static PodmanRuntime podman;
+  return podman;
+}
+
 PodmanRuntime::PodmanRuntime()
     : ContainerRuntime(create_work_dir(kPodmanKind),
                        {.default_cgroup_parent = kPodmanCgroupParent,
@@ -1398,6 +1453,12 @@ std::string PodmanRuntime::burner_image()
   });
   burner_image_ = kPodmanBurnerImage;
   return burner_image_;
+}
+
+CriContainerd& CriContainerd::shared()
+{
+  static CriContainerd containerd;
+  return containerd;
 }
 
 CriContainerd::CriContainerd() : work_dir_(create_work_dir(kCriKind))
@@ -1606,6 +1667,23 @@ void CriContainerd::stop(const std::string& id, pid_t pid)
       },
       10s);
   ctr({"container", "delete", id});
+}
+
+void CriContainerd::remove_pods()
+{
+  for (const auto& [id, pid] : containers_)
+    stop(id, pid);
+  containers_.clear();
+  CleanupRecord record = read_record(work_dir_, kCriKind);
+  auto hierarchies = cgroup_mounts();
+  for (const auto& container : record.containers) {
+    for (const auto& mount : hierarchies) {
+      std::string dir = cgroup_dir(mount, container);
+      if (!dir.empty() && fs::exists(dir))
+        remove_cgroup_tree(dir);
+    }
+  }
+  remove_empty_cgroups({&record.parents, &record.containers}, hierarchies);
 }
 
 void CriContainerd::remove_pod(const Pod& pod)

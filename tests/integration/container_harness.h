@@ -1,5 +1,6 @@
 // Real containers for the integration tests: a private dockerd (Debian's docker.io) or a private
-// podman store (podman with runc) per test process, images built locally (no registry) holding
+// podman store (podman with runc) per test program, shared by its tests, images built locally
+// once per program (no registry) holding
 // the burner workload or a JVM with tests/progs/Burner.java, and cleanup that leaves nothing
 // behind on the host, even after an earlier test run was killed.
 #pragma once
@@ -88,6 +89,12 @@ public:
   // main process are gone.
   void remove(const std::string& name);
 
+  // Removes every container of the runtime, those run() started and any other, and waits until
+  // they are gone. Images stay, and so do the cgroup parents containers were given (until the
+  // runtime stops). Each test that uses a runtime its program shares (shared()) calls this when it
+  // ends, so that the next test starts with none of its containers.
+  void remove_containers();
+
 protected:
   // What tells the runtimes apart in run() and remove().
   struct Traits {
@@ -126,6 +133,11 @@ private:
 // run at once, in one test process or in several; each leaves the others' directories alone.
 class DockerDaemon : public ContainerRuntime {
 public:
+  // The test program's own daemon, started when first asked for and stopped when the program
+  // exits: starting dockerd and building images costs seconds, which its tests pay once. A test
+  // that uses it removes its containers when it ends (remove_containers()).
+  static DockerDaemon& shared();
+
   // Cleans up after killed test runs, then starts dockerd and waits until it answers. Throws
   // std::runtime_error, with the tail of dockerd's log, if it does not come up within about 20
   // seconds.
@@ -218,6 +230,10 @@ private:
 // directory alone.
 class PodmanRuntime : public ContainerRuntime {
 public:
+  // The test program's own runtime, made when first asked for and removed when the program exits;
+  // as DockerDaemon::shared().
+  static PodmanRuntime& shared();
+
   // Cleans up after killed test runs, then prepares the work directory and configuration. Throws
   // std::runtime_error if podman or runc is missing.
   PodmanRuntime();
@@ -262,6 +278,10 @@ private:
 // image store. Cleanup works as DockerDaemon's does, from the work directory alone.
 class CriContainerd {
 public:
+  // The test program's own containerd, started when first asked for and stopped when the program
+  // exits; a test that uses it removes its pods when it ends (remove_pods()).
+  static CriContainerd& shared();
+
   // Cleans up after killed test runs, then starts containerd and waits until it answers. Throws
   // std::runtime_error, with the tail of its log, if it does not come up within about 20 seconds.
   CriContainerd();
@@ -291,6 +311,8 @@ public:
                 const std::map<std::string, std::string>& annotations = {});
   // Kills and deletes every container of the pod, then removes the pod's cgroup.
   void remove_pod(const Pod& pod);
+  // remove_pod() for every pod started so far.
+  void remove_pods();
 
   // Runs ctr against this containerd in namespace k8s.io; returns its trimmed stdout or throws.
   std::string ctr(const std::vector<std::string>& args);
@@ -308,6 +330,22 @@ private:
   std::string burner_rootfs_;
   pid_t containerd_pid_ = -1;
   std::vector<std::pair<std::string, pid_t>> containers_; // id -> main process
+};
+
+// Held by a test that uses its program's shared runtime (DockerDaemon::shared(),
+// PodmanRuntime::shared(), CriContainerd::shared()): when it goes, at the test's end, every
+// container the test left is removed, so that the next test starts with none. A removal that fails
+// fails the test.
+class ContainersRemovedAtEnd {
+public:
+  explicit ContainersRemovedAtEnd(ContainerRuntime& runtime);
+  explicit ContainersRemovedAtEnd(CriContainerd& containerd);
+  ~ContainersRemovedAtEnd();
+  ContainersRemovedAtEnd(const ContainersRemovedAtEnd&) = delete;
+  ContainersRemovedAtEnd& operator=(const ContainersRemovedAtEnd&) = delete;
+
+private:
+  std::function<void()> remove_;
 };
 
 // Mount points of every cgroup hierarchy, v1 controllers and cgroup2, from /proc/self/mountinfo.

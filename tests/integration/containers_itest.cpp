@@ -409,10 +409,11 @@ void expect_image_jvm(pid_t pid, const std::string& version_prefix)
 TEST(DockerJavaImageTest, Jdk17RunsBurnerOnItsOwnRuntime)
 {
   Stopwatch watch;
-  DockerDaemon daemon;
-  watch.lap("dockerd start");
+  DockerDaemon& daemon = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed(daemon);
+  watch.lap("dockerd start, or the program's shared one");
   std::string image = daemon.java_image(JavaVersion::kJdk17);
-  watch.lap("JDK 17 image build");
+  watch.lap("JDK 17 image build, unless an earlier test built it");
   EXPECT_EQ(daemon.java_image(JavaVersion::kJdk17), image);
   watch.lap("JDK 17 image again (cached)");
   std::printf("[  SIZE    ] %s: %s bytes\n", image.c_str(),
@@ -430,10 +431,11 @@ TEST(DockerJavaImageTest, Jdk25RunsBurnerOnItsOwnRuntime)
   if (!jdk25_available())
     GTEST_SKIP() << host_jdk_home(JavaVersion::kJdk25) << " is missing or cannot jlink";
   Stopwatch watch;
-  DockerDaemon daemon;
-  watch.lap("dockerd start");
+  DockerDaemon& daemon = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed(daemon);
+  watch.lap("dockerd start, or the program's shared one");
   std::string image = daemon.java_image(JavaVersion::kJdk25);
-  watch.lap("JDK 25 image build");
+  watch.lap("JDK 25 image build, unless an earlier test built it");
   std::printf("[  SIZE    ] %s: %s bytes\n", image.c_str(),
               daemon.docker({"image", "inspect", "-f", "{{.Size}}", image}).c_str());
   auto container = daemon.run("jdk25", {}, image, kJavaBurner);
@@ -446,7 +448,8 @@ TEST(DockerJavaImageTest, Jdk25RunsBurnerOnItsOwnRuntime)
 
 TEST(DockerJavaImageTest, RunsAsTheNonRootUser)
 {
-  DockerDaemon daemon;
+  DockerDaemon& daemon = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed(daemon);
   auto container = daemon.run("app", {"--user", std::to_string(kContainerAppUid)},
                               daemon.java_image(JavaVersion::kJdk17), kJavaBurner);
   daemon.wait_for_output("app", "burner ready");
@@ -463,7 +466,8 @@ TEST(DockerJavaImageTest, RunsAsTheNonRootUser)
 
 TEST(DockerJavaImageTest, InitMakesTheJvmAnotherProcessThanPid1)
 {
-  DockerDaemon daemon;
+  DockerDaemon& daemon = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed(daemon);
   auto container =
       daemon.run("init", {"--init"}, daemon.java_image(JavaVersion::kJdk17), kJavaBurner);
   daemon.wait_for_output("init", "burner ready");
@@ -673,7 +677,8 @@ TEST(PodmanRuntimeTest, CleansUpAfterAKilledRun)
 TEST(ContainerDebugFiles, HostsDebugFileNamesTheContainersLibc)
 {
   ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
-  DockerDaemon daemon;
+  DockerDaemon& daemon = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed(daemon);
   auto container = daemon.run("debug-host", {}, daemon.burner_image(),
                               {"burner_a", "--late-thread", "0.5", "30"});
   std::string proc_root = "/proc/" + std::to_string(container.pid) + "/root";

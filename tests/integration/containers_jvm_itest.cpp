@@ -145,7 +145,8 @@ protected:
                 attach_seconds(profile.log));
   }
 
-  DockerDaemon docker_;
+  DockerDaemon& docker_ = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed_{docker_};
   TempDir dir_;
   std::set<std::string> host_tmp_before_;
 };

@@ -99,7 +99,8 @@ protected:
     return started;
   }
 
-  CriContainerd containerd_;
+  CriContainerd& containerd_ = CriContainerd::shared();
+  ContainersRemovedAtEnd containers_removed_{containerd_};
   TempDir dir_{"/var/tmp"};
 };
 

@@ -32,7 +32,8 @@ protected:
     return container;
   }
 
-  PodmanRuntime podman_;
+  PodmanRuntime& podman_ = PodmanRuntime::shared();
+  ContainersRemovedAtEnd containers_removed_{podman_};
   std::string image_;
   TempDir dir_;
 };

@@ -52,7 +52,8 @@ protected:
     return container;
   }
 
-  DockerDaemon docker_;
+  DockerDaemon& docker_ = DockerDaemon::shared();
+  ContainersRemovedAtEnd containers_removed_{docker_};
   std::string image_;
   TempDir dir_;
 };
