@@ -2,11 +2,15 @@
 // alone (per CPU in cgroup mode, per thread for a process), so the BPF program never even runs for
 // anything else; beyond the event threshold, or for every container, it samples every CPU and its
 // in-kernel filter turns the rest away. The -v log reports both per interval.
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <memory>
+#include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -44,6 +48,102 @@ bool samples_only_the_targets(const std::string& log)
   return log.find("sampling only the targets") != std::string::npos;
 }
 
+// When a -v log says sampling began (the first sample) and ended (the last drain), in
+// CLOCK_MONOTONIC seconds.
+struct SampledSpan {
+  double first_sample = 0;
+  double last_drain = 0;
+};
+
+std::optional<SampledSpan> sampled_span(const std::string& log)
+{
+  static const std::regex first(
+      R"(first sample [0-9.]+ s after start \(at ([0-9.]+) s monotonic\))");
+  static const std::regex drain(R"(drained at ([0-9.]+) s monotonic)");
+  std::smatch match;
+  if (!std::regex_search(log, match, first))
+    return std::nullopt;
+  SampledSpan span{.first_sample = std::stod(match[1])};
+  bool drained = false;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), drain); it != std::sregex_iterator();
+       ++it, drained = true)
+    span.last_drain = std::stod((*it)[1]);
+  if (!drained)
+    return std::nullopt;
+  return span;
+}
+
+// A process's CPU time (all its threads', from schedstat) read every 10 ms against
+// CLOCK_MONOTONIC, so that what it had between two instants a log names can be taken afterwards.
+class CpuTimeline {
+public:
+  explicit CpuTimeline(pid_t pid) : reader_([this, pid] { read_until_stopped(pid); }) {}
+  ~CpuTimeline() { stop(); }
+  CpuTimeline(const CpuTimeline&) = delete;
+  CpuTimeline& operator=(const CpuTimeline&) = delete;
+
+  void stop()
+  {
+    stopping_ = true;
+    if (reader_.joinable())
+      reader_.join();
+  }
+
+  // CPU seconds between two CLOCK_MONOTONIC instants, each interpolated between the readings
+  // around it; NaN for an instant outside the readings. Only after stop().
+  double seconds_between(double from, double to) const { return cpu_at(to) - cpu_at(from); }
+
+private:
+  struct Reading {
+    double monotonic = 0;
+    double cpu = 0;
+  };
+
+  static double cpu_seconds_of_threads(pid_t pid)
+  {
+    std::error_code ignored;
+    uint64_t nanoseconds = 0;
+    for (auto it =
+             std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ignored);
+         it != std::filesystem::directory_iterator(); it.increment(ignored)) {
+      std::istringstream in(read_text(it->path().string() + "/schedstat"));
+      uint64_t on_cpu = 0;
+      if (in >> on_cpu)
+        nanoseconds += on_cpu;
+    }
+    return static_cast<double>(nanoseconds) / 1e9;
+  }
+
+  void read_until_stopped(pid_t pid)
+  {
+    while (!stopping_) {
+      double cpu = cpu_seconds_of_threads(pid);
+      double now =
+          std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+              .count();
+      readings_.push_back({now, cpu});
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  double cpu_at(double monotonic) const
+  {
+    for (size_t i = 1; i < readings_.size(); ++i) {
+      const auto& before = readings_[i - 1];
+      const auto& after = readings_[i];
+      if (before.monotonic <= monotonic && monotonic <= after.monotonic) {
+        double part = (monotonic - before.monotonic) / (after.monotonic - before.monotonic);
+        return before.cpu + part * (after.cpu - before.cpu);
+      }
+    }
+    return std::nan("");
+  }
+
+  std::vector<Reading> readings_;
+  std::atomic<bool> stopping_ = false;
+  std::thread reader_;
+};
+
 class ScopeTest : public ::testing::Test {
 protected:
   void SetUp() override { ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root"; }
@@ -63,11 +163,10 @@ TEST_F(ScopeTest, CgroupTargetIsSampledByEventsOfItsOwn)
 
   std::string out = dir_.path().string() + "/out.folded";
   std::string log = dir_.path().string() + "/flamebpf.log";
+  CpuTimeline workload_cpu(workload.pid());
   Child profiler({FLAMEBPF_BINARY, "--cgroup", target.path(), "-d", "3", "-v", "-o", out}, "", log);
-  wait_until_sampling(profiler.pid());
-  double cpu_before = cpu_seconds(workload.pid());
   int exit_code = profiler.wait();
-  double cpu_used = cpu_seconds(workload.pid()) - cpu_before;
+  workload_cpu.stop();
   std::string output = read_text(log);
   ASSERT_EQ(exit_code, 0) << output;
   EXPECT_TRUE(samples_only_the_targets(output)) << output;
@@ -78,10 +177,15 @@ TEST_F(ScopeTest, CgroupTargetIsSampledByEventsOfItsOwn)
   EXPECT_EQ(away.samples, 0u) << output;
   auto folded = read_folded(out);
   // Every CPU second the workload had while it was sampled is 99 samples, once and only once,
-  // however much of a CPU a busy machine left it. Its CPU time is taken from the events' opening
-  // to flamebpf's exit: what it had while flamebpf wrote the profile is not sampled.
-  ASSERT_GT(cpu_used, 0.5);
+  // however much of a CPU a busy machine left it. It was sampled from its first sample to the
+  // last drain: neither flamebpf's start nor its writing of the profile counts.
+  auto sampled = sampled_span(output);
+  ASSERT_TRUE(sampled) << output;
+  double cpu_used = workload_cpu.seconds_between(sampled->first_sample, sampled->last_drain);
+  ASSERT_GT(cpu_used, 0.5) << sampled->first_sample << " to " << sampled->last_drain;
   double samples = static_cast<double>(burner_chain_samples(folded, "burner_scoped", output));
+  std::printf("[ FIGURES  ] %.0f samples in %.2f CPU seconds: %.1f per CPU second (99 Hz)\n",
+              samples, cpu_used, samples / cpu_used);
   EXPECT_GE(samples, 0.75 * 99 * cpu_used) << cpu_used << " CPU seconds\n"
                                            << hottest_stacks(folded);
   EXPECT_LE(samples, 1.1 * 99 * cpu_used) << cpu_used << " CPU seconds";

@@ -317,6 +317,7 @@ Result<> Recorder::drain()
   auto raw = drainer_->drain();
   if (!raw)
     return fail(raw.error());
+  auto drained_at = Steady::now();
   for (const auto& line : profile::describe_drops(raw->counters))
     spdlog::warn("{}", line);
   for (const auto& line : profile::describe_cut_stacks(raw->counters))
@@ -340,9 +341,13 @@ Result<> Recorder::drain()
   symbolized->target_labels = std::move(labels);
   symbolized->pod_container_labels = std::move(pod_container_labels);
   symbolized->node = node_;
-  spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter",
+  // The drain's time, on the clock of the first sample's line: what a sample count is compared
+  // with (a workload's CPU time) is measured between the two.
+  spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter; "
+                "drained at {:.6f} s monotonic",
                 symbolized->total_samples(), symbolized->stacks.size(),
-                raw->counters.counts[FB_COUNTER_FILTERED]);
+                raw->counters.counts[FB_COUNTER_FILTERED],
+                std::chrono::duration<double>(drained_at.time_since_epoch()).count());
   sink_->drained(*symbolized);
   accumulator_.add(std::move(*symbolized));
   if (unwind_tables_) {
