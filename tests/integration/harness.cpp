@@ -5,12 +5,14 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -48,6 +50,36 @@ void remove_cgroup_tree(const std::string& path)
   if (!removed)
     ::rmdir(path.c_str());
 }
+
+// A run killed mid-test (a ctest timeout, a machine lost) leaves its cgroups behind, which tests
+// that count the host's containers would count: each test program removes those of ended runs
+// (TempCgroup's name holds its creator's pid) before its first test.
+class CgroupsOfEndedRunsRemoved : public ::testing::Environment {
+public:
+  void SetUp() override
+  {
+    auto mount = procfs::cgroup2_mount();
+    if (!mount || ::geteuid() != 0)
+      return;
+    static const std::regex name(R"(flamebpf-test-([0-9]+)-[0-9]+)");
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(*mount, ignored)) {
+      std::smatch match;
+      std::string file_name = entry.path().filename().string();
+      if (!entry.is_directory(ignored) || !std::regex_match(file_name, match, name))
+        continue;
+      pid_t owner = static_cast<pid_t>(std::stol(match[1]));
+      if (::kill(owner, 0) == 0 || errno != ESRCH)
+        continue;
+      std::fprintf(stderr, "[ HARNESS  ] removing %s, left by an ended run (pid %d)\n",
+                   entry.path().c_str(), owner);
+      remove_cgroup_tree(entry.path());
+    }
+  }
+};
+
+[[maybe_unused]] const auto* const g_cgroups_of_ended_runs_removed =
+    ::testing::AddGlobalTestEnvironment(new CgroupsOfEndedRunsRemoved);
 
 } // namespace
 
