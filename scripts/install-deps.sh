@@ -8,12 +8,13 @@ build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev liblzma-dev
   libiberty-dev zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless libdebuginfod-dev libncurses-dev
-  libmicrohttpd-dev
+  libmicrohttpd-dev nettle-dev
 )
 # liblzma-dev: MiniDebugInfo (.gnu_debugdata) is xz; libiberty-dev: the demangler with a bounded
 # output (cplus_demangle_v3_callback); libdebuginfod-dev: elfutils' client of debuginfod servers;
 # libncurses-dev: the terminal library of `flamebpf top`; libmicrohttpd-dev: the HTTP server of
-# --listen.
+# --listen; nettle-dev: SHA-256, which names the flame graph's script in the policy it is served
+# with.
 # openjdk-17-jdk-headless: jvmti.h for the JVM agent; its javac and jlink build the tests' Java
 # images. BCC cross-checks the symbolizer; setpriv (util-linux) runs flamebpf unprivileged; docker.io
 # and podman (with runc: crun refuses hybrid cgroup hosts) run the real containers of the

@@ -4,6 +4,8 @@
 // parser reads /metrics; hostile clients (a thousand that never finish a request, a 10 MB request
 // line, wrong tokens, names that climb out of the output directory) leave the dumps on time and
 // the next good request answered.
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <csignal>
@@ -13,6 +15,8 @@
 #include <gtest/gtest.h>
 #include <optional>
 #include <regex>
+#include <sstream>
+#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
@@ -38,6 +42,24 @@ std::string url_encoded(const std::string& s)
       out += fmt::format("%{:02X}", c);
   }
   return out;
+}
+
+#ifdef FLAMEBPF_SANITIZED
+// ASan's shadow memory and quarantine hold about four times what flamebpf itself does.
+constexpr long kRequestsPeakKib = 320 * 1024;
+#else
+// What the heavy requests may add to flamebpf's peak memory.
+constexpr long kRequestsPeakKib = 64 * 1024;
+#endif
+
+// The process's peak resident memory so far (VmHWM), in KiB.
+long peak_resident_kib(pid_t pid)
+{
+  std::istringstream status(read_text("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("VmHWM:"))
+      return std::stol(line.substr(6));
+  return -1;
 }
 
 class ServeTest : public ::testing::Test {
@@ -176,6 +198,13 @@ TEST_F(ServeTest, SecondsIsTheNextSecondsWithTheWorkloadsSplitForGoToolPprofAndS
   for (const char* frame : {"run", "a", "b"})
     EXPECT_GE(rows[frame].cum, total * 9 / 10) << frame << "\n" << output;
 
+  // With no path, pprof asks for Go's own (/debug/pprof/profile): every target's next seconds.
+  std::string bare = PprofTool(go, dir_.path())
+                         .run({"-seconds=2", "-top", "-nodecount=50", "-sample_index=samples"},
+                              fmt::format("http://127.0.0.1:{}", port));
+  auto bare_rows = PprofTool::top_rows(bare);
+  EXPECT_GT(bare_rows["burner_left"].cum + bare_rows["burner_right"].cum, 100u) << bare;
+
   // Two scrapers at once, as the README configures them: Alloy's pyroscope.scrape asks for every
   // target (seconds = interval - 1), Parca for this one (seconds = interval), while the dumps go
   // on being written each second.
@@ -222,7 +251,7 @@ TEST_F(ServeTest, HostileClientsLeaveTheDumpsOnTimeAndTheNextRequestAnswered)
   // A thousand clients that never finish their request, held open through the rest.
   std::vector<UniqueFd> slow;
   for (int i = 0; i < 1000; ++i) {
-    UniqueFd fd = connect_loopback(port);
+    UniqueFd fd = connect_loopback(port, "127.0.0.2");
     ASSERT_TRUE(fd.valid()) << "client " << i;
     send_all(fd.get(), "GET /metrics HTTP/1.1\r\nHost: ");
     slow.push_back(std::move(fd));
@@ -251,6 +280,129 @@ TEST_F(ServeTest, HostileClientsLeaveTheDumpsOnTimeAndTheNextRequestAnswered)
     EXPECT_TRUE(entry.path().filename() == target ||
                 entry.path().filename() == "flamebpf-stats.jsonl")
         << entry.path();
+}
+
+// On loopback without a token, another local user is refused (the dumps' modes refuse them the
+// files); with the token, anyone who has it is answered, and root always is.
+TEST_F(ServeTest, AnotherLocalUserOnLoopbackNeedsTheToken)
+{
+  TempCgroup web;
+  Child burner({copy_burner(dir_.path(), "burner_users"), "60"}, web.path());
+  uint16_t port = start_agent(web);
+  ASSERT_NE(port, 0) << read_text(log_);
+  // The status another user's request gets: the client runs as nobody (65534).
+  auto as_nobody = [](uint16_t to, const std::string& headers) {
+    int answer[2];
+    if (::pipe(answer) != 0)
+      return -1;
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::close(answer[0]);
+      int status = -1;
+      if (::setgid(65534) == 0 && ::setuid(65534) == 0)
+        status = http_status(http_get(to, "/metrics", headers));
+      (void)!::write(answer[1], &status, sizeof status);
+      ::_exit(0);
+    }
+    ::close(answer[1]);
+    int status = -1;
+    (void)!::read(answer[0], &status, sizeof status);
+    ::close(answer[0]);
+    ::waitpid(child, nullptr, 0);
+    return status;
+  };
+  EXPECT_EQ(as_nobody(port, ""), 403);
+  EXPECT_EQ(http_status(http_get(port, "/metrics")), 200); // root
+  agent_->signal(SIGTERM);
+  EXPECT_EQ(agent_->wait(), 0) << read_text(log_);
+  agent_.reset();
+
+  std::string token_file = dir_.path().string() + "/token";
+  std::ofstream(token_file) << "s3cret-token\n";
+  port = start_agent(web, {"--listen-token-file", token_file});
+  ASSERT_NE(port, 0) << read_text(log_);
+  EXPECT_EQ(as_nobody(port, ""), 401);
+  EXPECT_EQ(as_nobody(port, "Authorization: Bearer s3cret-token\r\n"), 200);
+}
+
+// A range of dumps too large to sum is refused from their sizes, at once and holding nothing,
+// and a long answer being made leaves /metrics answered.
+TEST_F(ServeTest, RangeTooLargeIsRefusedAtOnceAndMetricsAreAnsweredMeanwhile)
+{
+  TempCgroup web;
+  Child burner({copy_burner(dir_.path(), "burner_range"), "60"}, web.path());
+  uint16_t port = start_agent(web);
+  ASSERT_NE(port, 0) << read_text(log_);
+  std::string target = dumps::target_directory(web.relative_path());
+  ASSERT_GE(wait_for_dumps(target, 1).size(), 1u) << read_text(log_);
+  // Most of a week of minutes at 64 KiB each, 625 MiB of folded dumps (sparse: only their sizes are
+  // read); before them 50 hours of real ones, 190 MiB of distinct stacks (what read whole took
+  // 1.6 GB); and before those ten minutes, 640 KiB.
+  std::string directory = out_ + "/" + target;
+  auto week_ago = std::chrono::floor<std::chrono::minutes>(dumps::Clock::now()) - 24h * 7;
+  auto minute_file = [&](int minute) {
+    dumps::Window window{week_ago + std::chrono::minutes(minute),
+                         week_ago + std::chrono::minutes(minute + 1)};
+    return directory + "/" + dumps::window_name(window) + ".folded";
+  };
+  for (int minute = 0; minute < 10000; ++minute) {
+    std::string file = minute_file(minute);
+    std::ofstream(file) << "sparse;minute_" << minute << " 1\n";
+    std::filesystem::resize_file(file, 64 << 10);
+  }
+  for (int minute = -3010; minute < 0; ++minute) {
+    std::ofstream out(minute_file(minute));
+    for (int line = 0; out.tellp() < (64 << 10); ++line)
+      out << "java;main;handle;parse;leaf_" << minute << "_" << line << " 1\n";
+  }
+  std::string fifty_hours = dumps::window_name({week_ago - 3010min, week_ago - 10min});
+  std::string ten_minutes = dumps::window_name({week_ago - 10min, week_ago});
+  long peak_before = peak_resident_kib(agent_->pid());
+  std::atomic<bool> asking = true;
+  std::vector<double> metrics_seconds;
+  std::thread prober([&] {
+    while (asking) {
+      auto started = std::chrono::steady_clock::now();
+      EXPECT_EQ(http_status(http_get(port, "/metrics")), 200);
+      metrics_seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  auto started = std::chrono::steady_clock::now();
+  std::string refused = http_get(port, "/svg/" + url_encoded(target) + "?from=-9d&to=-1m");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(http_status(refused), 400) << refused.substr(0, 300);
+  EXPECT_NE(http_body(refused).find("shorter range"), std::string::npos) << refused;
+  EXPECT_LT(took, 2s);
+  // Within what may be read, but more distinct stacks than an answer may hold: refused once they
+  // are, not once all are read.
+  started = std::chrono::steady_clock::now();
+  refused = http_get(port, "/svg/" + url_encoded(target) + "?from=" + fifty_hours.substr(0, 16) +
+                               "&to=" + fifty_hours.substr(17, 16));
+  took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(http_status(refused), 400) << refused.substr(0, 300);
+  EXPECT_NE(http_body(refused).find("distinct stacks"), std::string::npos) << refused;
+  EXPECT_LT(took, 5s);
+  // Within the budgets, a range is summed and drawn while /metrics goes on being answered.
+  std::string drawn =
+      http_get(port, "/svg/" + url_encoded(target) + "?from=" + ten_minutes.substr(0, 16) +
+                         "&to=" + ten_minutes.substr(17, 16));
+  EXPECT_EQ(http_status(drawn), 200) << drawn.substr(0, 300);
+  asking = false;
+  prober.join();
+  // The requests cost their answers, not the dumps they were refused: their peak is under 64 MiB
+  // (unsanitized).
+  long peak_after = peak_resident_kib(agent_->pid());
+
+  EXPECT_LT(peak_after - peak_before, kRequestsPeakKib)
+      << peak_before << " KiB before, " << peak_after;
+  ASSERT_FALSE(metrics_seconds.empty());
+  double slowest = *std::max_element(metrics_seconds.begin(), metrics_seconds.end());
+  std::printf("[ FIGURES  ] peak RSS %ld KiB before the requests, %ld after; %zu /metrics, the "
+              "slowest %.3f s\n",
+              peak_before, peak_after, metrics_seconds.size(), slowest);
+  EXPECT_LT(slowest, 1.0);
 }
 
 TEST_F(ServeTest, BeyondLoopbackNeedsATokenOrSayingSo)

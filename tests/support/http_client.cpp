@@ -7,14 +7,17 @@
 
 namespace flamebpf::testing {
 
-UniqueFd connect_loopback(uint16_t port)
+UniqueFd connect_loopback(uint16_t port, const char* from)
 {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in source{};
+  source.sin_family = AF_INET;
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (!fd.valid() ||
+  if (!fd.valid() || ::inet_pton(AF_INET, from, &source.sin_addr) != 1 ||
+      ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&source), sizeof source) != 0 ||
       ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
     return UniqueFd();
   return fd;
@@ -58,8 +61,9 @@ std::string http_exchange(uint16_t port, const std::string& request)
 
 std::string http_get(uint16_t port, const std::string& target, const std::string& headers)
 {
-  return http_exchange(port, "GET " + target + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n" +
-                                 headers + "\r\n");
+  return http_exchange(port, "GET " + target +
+                                 " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + headers +
+                                 "\r\n");
 }
 
 int http_status(const std::string& answer)

@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <gtest/gtest.h>
 #include <string>
 
@@ -19,6 +20,20 @@ void write_file(const fs::path& path, const std::string& text)
 
 // An agent's output directory: the target "web" with two windows of folded dumps (and an SVG of
 // the first), a symbolic link to it, and the stats file.
+// A drain of one stack: comm, then frame, count times, in target.
+profile::SymbolizedProfile
+one_stack(const char* comm, const char* target, const char* frame, uint64_t count)
+{
+  profile::Stack stack;
+  stack.comm = comm;
+  stack.target = target;
+  stack.frames = {{frame, "", profile::FrameKind::kNative}};
+  stack.count = count;
+  profile::SymbolizedProfile part;
+  part.stacks = {stack};
+  return part;
+}
+
 class ProfileRoutesTest : public ::testing::Test {
 protected:
   void SetUp() override
@@ -34,9 +49,21 @@ protected:
     options_.output_dir = dir_.path();
   }
 
+  // The answer, as the server gives it: one made in its turn (a range, a diff) is waited for.
   HttpResponse get(const std::string& path, std::map<std::string, std::string> query = {})
   {
-    return ProfileRoutes(options_, metrics_, live_)(HttpRequest{path, std::move(query)});
+    bool live = query.contains("seconds") || path == "/debug/pprof/profile";
+    ProfileRoutes routes(options_, metrics_, live_);
+    HttpResponse response = routes(HttpRequest{path, std::move(query)});
+    if (!response.deferred || live)
+      return response;
+    std::promise<HttpResponse> given;
+    auto answer = given.get_future();
+    response.deferred(
+        Reply([&given](std::function<HttpResponse()> make) { given.set_value(make()); }));
+    if (answer.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+      return plain_text(0, "no answer in 30 s");
+    return answer.get();
   }
 
   testing::TempDir dir_;
@@ -104,9 +131,44 @@ TEST_F(ProfileRoutesTest, BadRangesAndTooLargeAnswersAreRefused)
   auto large = get("/folded/web", {{"from", "@0"}});
   EXPECT_EQ(large.status, 400) << large.body;
   EXPECT_NE(large.body.find("shorter range"), std::string::npos) << large.body;
+  // What a merge reads is counted, the folded files: the flame graph beside the first is not.
+  options_.max_input_bytes = 38 + 18;
+  EXPECT_EQ(get("/folded/web", {{"from", "@0"}}).status, 200);
+  options_.max_input_bytes = 38 + 18 - 1;
+  EXPECT_EQ(get("/folded/web", {{"from", "@0"}}).status, 400);
   options_.max_input_bytes = 1 << 20;
+  // The stacks summed are counted as they are held: a few hundred bytes for three stacks.
+  options_.max_held_bytes = 100;
+  auto held = get("/folded/web", {{"from", "@0"}});
+  EXPECT_EQ(held.status, 400) << held.body;
+  EXPECT_NE(held.body.find("distinct stacks"), std::string::npos) << held.body;
+  options_.max_held_bytes = 1 << 20;
   options_.max_response_bytes = 10;
   EXPECT_EQ(get("/folded/web", {{"from", "@0"}}).status, 400);
+}
+
+TEST_F(ProfileRoutesTest, GosDefaultPathIsEveryTargetsNextThirtySecondsOrThoseAskedFor)
+{
+  for (const char* seconds : {"", "2"}) {
+    std::map<std::string, std::string> query;
+    if (*seconds)
+      query["seconds"] = seconds;
+    HttpResponse deferred = get("/debug/pprof/profile", query);
+    ASSERT_TRUE(deferred.deferred) << deferred.body;
+    std::optional<HttpResponse> answer;
+    deferred.deferred(Reply([&](std::function<HttpResponse()> make) { answer = make(); }));
+    auto part = one_stack("web", "web", "work", 3);
+    auto now = LiveProfiles::Clock::now();
+    live_->drained(part, now);
+    int length = *seconds ? 2 : 30;
+    live_->drained(part, now + std::chrono::seconds(length - 1));
+    EXPECT_FALSE(answer) << seconds;
+    live_->drained(part, now + std::chrono::seconds(length));
+    ASSERT_TRUE(answer) << seconds;
+    EXPECT_EQ(answer->status, 200);
+    EXPECT_EQ(answer->content_type, "application/octet-stream");
+  }
+  EXPECT_EQ(get("/debug/pprof/profile", {{"seconds", "0"}}).status, 400);
 }
 
 TEST_F(ProfileRoutesTest, MetricsAreTheLastIntervalsText)
@@ -139,15 +201,9 @@ TEST_F(ProfileRoutesTest, SecondsIsAProfileOfTheNextSecondsOfATargetBeingRecorde
   HttpResponse deferred = get("/folded/db", {{"seconds", "1"}});
   ASSERT_TRUE(deferred.deferred);
   std::optional<HttpResponse> answer;
-  deferred.deferred([&](std::function<HttpResponse()> make) { answer = make(); });
+  deferred.deferred(Reply([&](std::function<HttpResponse()> make) { answer = make(); }));
   EXPECT_EQ(live_->waiting(), 1u);
-  profile::SymbolizedProfile part;
-  profile::Stack stack;
-  stack.comm = "postgres";
-  stack.target = "db";
-  stack.frames = {{"exec_query", "", profile::FrameKind::kNative}};
-  stack.count = 7;
-  part.stacks = {stack};
+  auto part = one_stack("postgres", "db", "exec_query", 7);
   auto now = LiveProfiles::Clock::now();
   live_->drained(part, now);
   live_->drained(part, now + std::chrono::milliseconds(500));
@@ -164,7 +220,7 @@ TEST_F(ProfileRoutesTest, SecondsWithoutATargetIsEveryTarget)
   HttpResponse deferred = get("/folded", {{"seconds", "1"}});
   ASSERT_TRUE(deferred.deferred);
   std::optional<HttpResponse> answer;
-  deferred.deferred([&](std::function<HttpResponse()> make) { answer = make(); });
+  deferred.deferred(Reply([&](std::function<HttpResponse()> make) { answer = make(); }));
   profile::SymbolizedProfile part;
   for (const char* target : {"web", "db"}) {
     profile::Stack stack;
@@ -188,7 +244,7 @@ TEST_F(ProfileRoutesTest, TooManyLiveProfilesAreRefusedWithRetryAfter)
   HttpResponse deferred = get("/pprof/web", {{"seconds", "1"}});
   ASSERT_TRUE(deferred.deferred);
   std::optional<HttpResponse> answer;
-  deferred.deferred([&](std::function<HttpResponse()> make) { answer = make(); });
+  deferred.deferred(Reply([&](std::function<HttpResponse()> make) { answer = make(); }));
   ASSERT_TRUE(answer);
   EXPECT_EQ(answer->status, 503);
   EXPECT_EQ(answer->headers["Retry-After"], "10");

@@ -158,6 +158,8 @@ std::vector<Dump> list_dumps_at(int dir_fd)
     dump.window = *window;
     dump.files.push_back(name);
     dump.bytes += static_cast<uint64_t>(status.st_size);
+    if (name.ends_with(".folded"))
+      dump.folded_bytes = static_cast<uint64_t>(status.st_size);
   }
   ::closedir(dir);
   std::vector<Dump> dumps;

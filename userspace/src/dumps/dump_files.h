@@ -35,6 +35,7 @@ struct Dump {
   Window window;
   std::vector<std::string> files; // names inside the target's directory
   uint64_t bytes = 0;             // their total size
+  uint64_t folded_bytes = 0;      // the .folded file's, what a merge reads
 };
 
 // The names in the directory open as dir_fd, but "." and "..".

@@ -19,10 +19,13 @@ struct MergedDumps {
 };
 
 // Sums the folded dumps in directory whose windows lie wholly within from and to (either may be
-// open). Fails, as a usage error, if none does, or if their files hold more than max_bytes.
+// open), one file at a time, equal stacks merged. Fails (EFBIG, a usage error) if their files hold
+// more than max_bytes, which is known before any is read, or once the distinct stacks summed take
+// more than max_held_bytes in memory; as a usage error if no dump lies within the range.
 [[nodiscard]] Result<MergedDumps> merge_dumps(const std::string& directory,
                                               std::optional<Clock::time_point> from,
                                               std::optional<Clock::time_point> to,
-                                              uint64_t max_bytes = UINT64_MAX);
+                                              uint64_t max_bytes = UINT64_MAX,
+                                              uint64_t max_held_bytes = UINT64_MAX);
 
 } // namespace flamebpf::dumps

@@ -169,6 +169,11 @@ std::string utc(std::chrono::system_clock::time_point time, const char* format)
 
 } // namespace
 
+std::string svg_script_text()
+{
+  return "\n" + std::string(embedded_script());
+}
+
 double drawn_share(const SvgOptions& options)
 {
   double drawable = std::max<double>(options.width, 200) - 2 * kPadLeft;
@@ -333,8 +338,8 @@ Result<> write_header(std::string& svg, const Layout& layout, const SvgOptions& 
   svg += embedded_style();
   for (size_t i = 0; i < layout.swatches.size(); ++i)
     fmt::format_to(emit, ".c{}{{fill:{}}}\n", i, css_colour(layout.swatches[i]));
-  svg += "]]></style>\n<script type=\"text/ecmascript\"><![CDATA[\n";
-  svg += embedded_script();
+  svg += "]]></style>\n<script type=\"text/ecmascript\"><![CDATA[";
+  svg += svg_script_text();
   svg += "]]></script>\n";
   std::string subtitle =
       options.subtitle.empty() ? fmt::format("{} samples", layout.total) : options.subtitle;

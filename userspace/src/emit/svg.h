@@ -47,6 +47,10 @@ struct DiffOptions {
                                  std::ostream& out,
                                  const DiffOptions* diff = nullptr);
 
+// The text of a flame graph's one script element, as a browser hashes it for a
+// Content-Security-Policy ('sha256-...'): whoever serves the SVG allows that script alone.
+std::string svg_script_text();
+
 class SvgEmitter final : public Emitter {
 public:
   explicit SvgEmitter(SvgOptions options) : options_(std::move(options)) {}

@@ -21,6 +21,17 @@ std::string identity(const Stack& stack)
   return key;
 }
 
+// About what a stack takes on the heap, and its entry in the index (identity is key).
+size_t held_by(const Stack& stack, const std::string& key)
+{
+  // Each node of the index: the key's string, the position and the hash table's own pointers.
+  constexpr size_t kIndexEntry = sizeof(std::string) + sizeof(size_t) + 4 * sizeof(void*);
+  size_t bytes = sizeof(Stack) + stack.comm.size() + stack.target.size() + kIndexEntry + key.size();
+  for (const auto& frame : stack.frames)
+    bytes += sizeof(Frame) + frame.name.size() + frame.module.size();
+  return bytes;
+}
+
 } // namespace
 
 void Accumulator::add(SymbolizedProfile interval)
@@ -42,10 +53,12 @@ void Accumulator::add(SymbolizedProfile interval)
     total_.node = std::move(interval.node);
   for (auto& stack : interval.stacks) {
     auto [it, inserted] = index_.try_emplace(identity(stack), total_.stacks.size());
-    if (inserted)
+    if (inserted) {
+      held_bytes_ += held_by(stack, it->first);
       total_.stacks.push_back(std::move(stack));
-    else
+    } else {
       total_.stacks[it->second].count += stack.count;
+    }
   }
 }
 
@@ -54,6 +67,7 @@ SymbolizedProfile Accumulator::take()
   SymbolizedProfile taken = std::move(total_);
   total_ = SymbolizedProfile{};
   index_.clear();
+  held_bytes_ = 0;
   empty_ = true;
   return taken;
 }

@@ -13,6 +13,9 @@ public:
   // Adds interval's stacks and counters; the result spans from the first start to the last end.
   void add(SymbolizedProfile interval);
   const SymbolizedProfile& total() const { return total_; }
+  // About what the distinct stacks held take in memory, their index included: what a caller
+  // with a budget compares.
+  size_t held_bytes() const { return held_bytes_; }
   // The total so far; the accumulator starts empty again.
   SymbolizedProfile take();
 
@@ -20,6 +23,7 @@ private:
   SymbolizedProfile total_;
   bool empty_ = true;
   std::unordered_map<std::string, size_t> index_; // stack identity -> position in total_.stacks
+  size_t held_bytes_ = 0;
 };
 
 } // namespace flamebpf::profile

@@ -1,19 +1,25 @@
 #include "serve/http_server.h"
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 #include <microhttpd.h>
 #include <mutex>
 #include <netinet/in.h>
+#include <poll.h>
 #include <set>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/text.h"
+#include "serve/content_policies.h"
+#include "serve/local_peer.h"
 
 namespace flamebpf::serve {
 namespace {
@@ -26,6 +32,31 @@ constexpr auto kAnswerAtStop = std::chrono::seconds(1);
 // Requests are answered at a lower priority than the pipeline's threads: serving never slows
 // sampling or the dumps.
 constexpr int kHandlerNice = 10;
+// How often the headers' deadline and the waiting clients' hang-ups are looked at.
+constexpr auto kWatchPeriod = std::chrono::milliseconds(100);
+
+// The host of a Host header, without its port ("[::1]:80" is "::1").
+std::string_view host_name(std::string_view host)
+{
+  if (host.starts_with('[')) {
+    auto end = host.find(']');
+    return end == std::string_view::npos ? host : host.substr(1, end - 1);
+  }
+  return host.substr(0, host.find(':'));
+}
+
+// Whether a Host header names this machine's loopback: what a local client writes, and what a
+// web page that rebinds its own name to 127.0.0.1 cannot.
+bool loopback_host(std::string_view host)
+{
+  std::string_view name = host_name(host);
+  if (name == "localhost" || name == "::1")
+    return true;
+  in_addr address{};
+  std::string numeric(name);
+  return ::inet_pton(AF_INET, numeric.c_str(), &address) == 1 &&
+         (ntohl(address.s_addr) >> 24) == 127;
+}
 
 // What the request's Authorization header carries as a bearer token; empty if none.
 std::string_view bearer_token(const char* authorization)
@@ -74,6 +105,9 @@ MHD_Result queue(MHD_Connection* connection, const HttpResponse& answer)
   // Whatever the body, a browser must not run it as something else.
   MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
   MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  // Every answer runs nothing and is framed by nothing unless its route allows more.
+  if (!answer.headers.contains("Content-Security-Policy"))
+    MHD_add_response_header(response, "Content-Security-Policy", kDataPolicy);
   for (const auto& [name, value] : answer.headers)
     MHD_add_response_header(response, name.c_str(), value.c_str());
   MHD_Result queued =
@@ -84,10 +118,42 @@ MHD_Result queue(MHD_Connection* connection, const HttpResponse& answer)
 
 } // namespace
 
+struct Reply::Abandoned {
+  std::atomic<bool> value = false;
+};
+
+Reply::Reply(Give give, std::shared_ptr<const Abandoned> abandoned)
+    : give_(std::move(give)), abandoned_(std::move(abandoned))
+{
+}
+
+bool Reply::abandoned() const
+{
+  return abandoned_ && abandoned_->value.load();
+}
+
 struct HttpServer::Waiting {
   MHD_Connection* connection = nullptr;
+  int fd = -1;                          // the connection's, watched for a hang-up
   bool replied = false;                 // the Reply was called, or the server stopped
   std::function<HttpResponse()> answer; // what the Reply gave
+  std::shared_ptr<Reply::Abandoned> abandoned = std::make_shared<Reply::Abandoned>();
+};
+
+struct HttpServer::Connections {
+  using Clock = std::chrono::steady_clock;
+  struct Open {
+    int fd = -1;
+    Clock::time_point since; // its start, or the end of its previous request
+    bool headers_in = false; // the current request's headers have arrived
+    bool shut = false;       // shut down for missing the deadline
+  };
+  // Also held while a descriptor is shut down: libmicrohttpd says a connection is closed before
+  // it closes the descriptor, so none is shut down once it may be another file's.
+  std::mutex mutex;
+  std::map<MHD_Connection*, Open> open;
+  bool stopping = false;
+  std::condition_variable stop;
 };
 
 struct HttpServer::WaitingList {
@@ -106,13 +172,49 @@ struct RequestState {
   std::shared_ptr<HttpServer::Waiting> waiting; // set once its answer was deferred
 };
 
-void on_completed(void* cls, MHD_Connection*, void** request_state, MHD_RequestTerminationCode)
+void on_completed(void* cls,
+                  MHD_Connection* connection,
+                  void** request_state,
+                  MHD_RequestTerminationCode)
 {
+  auto& server = *static_cast<HttpServer*>(cls);
   auto* state = static_cast<RequestState*>(*request_state);
   if (state && state->waiting)
-    static_cast<HttpServer*>(cls)->waiting_done(*state->waiting);
+    server.waiting_done(*state->waiting);
   delete state;
   *request_state = nullptr;
+  // A kept-alive connection's next request has the deadline again.
+  auto& connections = server.connections();
+  std::lock_guard lock(connections.mutex);
+  if (auto open = connections.open.find(connection); open != connections.open.end()) {
+    open->second.since = HttpServer::Connections::Clock::now();
+    open->second.headers_in = false;
+  }
+}
+
+void on_connection(void* cls,
+                   MHD_Connection* connection,
+                   void**,
+                   MHD_ConnectionNotificationCode code)
+{
+  auto& connections = static_cast<HttpServer*>(cls)->connections();
+  std::lock_guard lock(connections.mutex);
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    connections.open.erase(connection);
+    return;
+  }
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (info)
+    connections.open[connection] = {.fd = info->connect_fd,
+                                    .since = HttpServer::Connections::Clock::now()};
+}
+
+int connection_fd(MHD_Connection* connection)
+{
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return info ? info->connect_fd : -1;
 }
 
 MHD_Result on_request(void* cls,
@@ -124,8 +226,15 @@ MHD_Result on_request(void* cls,
                       size_t* upload_data_size,
                       void** request_state)
 {
+  auto& server = *static_cast<HttpServer*>(cls);
   if (*request_state == nullptr) {
     *request_state = new RequestState;
+    {
+      auto& connections = server.connections();
+      std::lock_guard lock(connections.mutex);
+      if (auto open = connections.open.find(connection); open != connections.open.end())
+        open->second.headers_in = true;
+    }
     // GET has no body: a request that announces one is refused before it is read.
     const char* length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -148,17 +257,22 @@ MHD_Result on_request(void* cls,
     auto answer = std::move(state.waiting->answer);
     return queue(connection, answer ? answer() : plain_text(500, "no answer was given"));
   }
-  auto& server = *static_cast<HttpServer*>(cls);
   HttpRequest request;
   request.path = url ? url : "";
   MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_query, &request.query);
-  const char* authorization =
+  RequestSender sender;
+  sender.authorization =
       MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-  HttpResponse response = server.answer(method ? method : "", request, authorization);
+  sender.host = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+  sender.origin = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin");
+  if (server.options().address.loopback())
+    sender.local_user = local_peer_user(connection_fd(connection));
+  HttpResponse response = server.answer(method ? method : "", request, sender);
   if (!response.deferred)
     return queue(connection, response);
   state.waiting = std::make_shared<HttpServer::Waiting>();
   state.waiting->connection = connection;
+  state.waiting->fd = connection_fd(connection);
   server.defer(state.waiting, response);
   return MHD_YES;
 }
@@ -222,12 +336,58 @@ bool same_secret(const std::string& a, const std::string& b)
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
     : options_(std::move(options)), handler_(std::move(handler)),
-      waiting_(std::make_shared<WaitingList>())
+      waiting_(std::make_shared<WaitingList>()), connections_(std::make_unique<Connections>())
 {
+}
+
+void HttpServer::watch_connections()
+{
+  for (;;) {
+    {
+      std::unique_lock lock(connections_->mutex);
+      if (connections_->stop.wait_for(lock, kWatchPeriod,
+                                      [this] { return connections_->stopping; }))
+        return;
+      auto now = Connections::Clock::now();
+      for (auto& [connection, open] : connections_->open) {
+        if (!open.headers_in && !open.shut && now - open.since > options_.headers_deadline) {
+          // libmicrohttpd sees the connection end and closes it.
+          ::shutdown(open.fd, SHUT_RDWR);
+          open.shut = true;
+        }
+      }
+    }
+    // A waiting client that hung up frees its place now, not when its answer would be due.
+    std::lock_guard lock(waiting_->mutex);
+    if (waiting_->stopped)
+      continue;
+    for (auto it = waiting_->connections.begin(); it != waiting_->connections.end();) {
+      const auto& waiting = *it;
+      pollfd watched{.fd = waiting->fd, .events = POLLRDHUP, .revents = 0};
+      if (waiting->fd < 0 || ::poll(&watched, 1, 0) != 1 ||
+          (watched.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) {
+        ++it;
+        continue;
+      }
+      waiting->abandoned->value = true;
+      waiting->replied = true;
+      waiting->answer = [] { return plain_text(499, "the client went away"); };
+      MHD_resume_connection(waiting->connection);
+      it = waiting_->connections.erase(it);
+    }
+  }
 }
 
 HttpServer::~HttpServer()
 {
+  if (watcher_.joinable()) {
+    {
+      std::lock_guard lock(connections_->mutex);
+      connections_->stopping = true;
+    }
+    connections_->stop.notify_all();
+    watcher_.join();
+  }
   if (!daemon_)
     return;
   {
@@ -265,15 +425,17 @@ void HttpServer::defer(const std::shared_ptr<Waiting>& waiting, const HttpRespon
     MHD_suspend_connection(waiting->connection);
     waiting_->connections.insert(waiting);
   }
-  response.deferred([list = waiting_, waiting](std::function<HttpResponse()> answer) {
-    std::lock_guard lock(list->mutex);
-    if (waiting->replied || list->stopped)
-      return;
-    waiting->replied = true;
-    waiting->answer = std::move(answer);
-    list->connections.erase(waiting);
-    MHD_resume_connection(waiting->connection);
-  });
+  response.deferred(Reply(
+      [list = waiting_, waiting](std::function<HttpResponse()> answer) {
+        std::lock_guard lock(list->mutex);
+        if (waiting->replied || list->stopped)
+          return;
+        waiting->replied = true;
+        waiting->answer = std::move(answer);
+        list->connections.erase(waiting);
+        MHD_resume_connection(waiting->connection);
+      },
+      waiting->abandoned));
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
@@ -320,27 +482,43 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
       flags, settings.address.port, nullptr, nullptr, on_request, server.get(),
       MHD_OPTION_SOCK_ADDR, bind_to, MHD_OPTION_THREAD_POOL_SIZE,
       std::max(1u, settings.max_handlers), MHD_OPTION_CONNECTION_LIMIT, settings.max_connections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings.max_connections_per_address,
       MHD_OPTION_CONNECTION_TIMEOUT, settings.idle_timeout_seconds,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings.connection_memory, MHD_OPTION_EXTERNAL_LOGGER,
       log_from_the_library, nullptr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server.get(),
-      MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, server.get(), MHD_OPTION_END);
   if (!server->daemon_)
     return fail(error(fmt::format("--listen: cannot listen on {}:{} (in use, or no such address)",
                                   settings.address.host, settings.address.port)));
   const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
   server->port_ = info ? info->port : settings.address.port;
+  server->watcher_ = std::thread([raw = server.get()] { raw->watch_connections(); });
   return server;
 }
 
 HttpResponse HttpServer::answer(const std::string& method,
                                 const HttpRequest& request,
-                                const char* authorization) const
+                                const RequestSender& sender) const
 {
-  if (!options_.token.empty() &&
-      !same_secret(std::string(bearer_token(authorization)), options_.token)) {
-    HttpResponse response = plain_text(401, "a bearer token is needed (Authorization: Bearer ...)");
-    response.headers["WWW-Authenticate"] = "Bearer";
-    return response;
+  bool loopback = options_.address.loopback();
+  // A page whose name was rebound to 127.0.0.1 still sends its own name.
+  if (loopback && sender.host && !loopback_host(sender.host))
+    return plain_text(421, "this server answers requests for localhost or a loopback address");
+  if (sender.origin &&
+      (!sender.host || std::string_view(sender.origin) != "http://" + std::string(sender.host)))
+    return plain_text(403, "requests from another origin are refused");
+  if (!options_.token.empty()) {
+    if (!same_secret(std::string(bearer_token(sender.authorization)), options_.token)) {
+      HttpResponse response =
+          plain_text(401, "a bearer token is needed (Authorization: Bearer ...)");
+      response.headers["WWW-Authenticate"] = "Bearer";
+      return response;
+    }
+  } else if (loopback && !(sender.local_user &&
+                           (*sender.local_user == 0 || *sender.local_user == ::geteuid()))) {
+    // The dumps' modes keep them from other users; so does the server.
+    return plain_text(403, "without a token (--listen-token-file), only root and flamebpf's own "
+                           "user are answered");
   }
   if (method != "GET" && method != "HEAD") {
     HttpResponse response = plain_text(405, "only GET is served");

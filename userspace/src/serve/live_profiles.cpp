@@ -9,17 +9,28 @@
 
 namespace flamebpf::serve {
 
-bool LiveProfiles::wait(std::string directory, Clock::duration length, Done done)
+bool LiveProfiles::wait(std::string directory,
+                        Clock::duration length,
+                        Done done,
+                        Abandoned abandoned)
 {
   std::lock_guard lock(mutex_);
+  drop_abandoned();
   if (requests_.size() >= kMaxWaiting)
     return false;
   auto request = std::make_unique<Request>();
   request->directory = std::move(directory);
   request->length = length;
   request->done = std::move(done);
+  request->abandoned = std::move(abandoned);
   requests_.push_back(std::move(request));
   return true;
+}
+
+void LiveProfiles::drop_abandoned()
+{
+  std::erase_if(requests_,
+                [](const auto& request) { return request->abandoned && request->abandoned(); });
 }
 
 std::optional<LiveProfiles::Clock::time_point> LiveProfiles::drain_wanted_by() const
@@ -27,6 +38,8 @@ std::optional<LiveProfiles::Clock::time_point> LiveProfiles::drain_wanted_by() c
   std::lock_guard lock(mutex_);
   std::optional<Clock::time_point> by;
   for (const auto& request : requests_) {
+    if (request->abandoned && request->abandoned())
+      continue; // no drain for one who went away
     // One not started wants a drain now: the earliest time there is.
     Clock::time_point when =
         request->started ? *request->started + request->length : Clock::time_point::min();
@@ -40,6 +53,7 @@ void LiveProfiles::drained(const profile::SymbolizedProfile& delta, Clock::time_
   std::vector<std::unique_ptr<Request>> ended;
   {
     std::lock_guard lock(mutex_);
+    drop_abandoned();
     if (requests_.empty())
       return;
     // Split by target only for a request of one target: the scrape of every target (the README's)
@@ -103,7 +117,10 @@ void LiveProfiles::clear()
 size_t LiveProfiles::waiting() const
 {
   std::lock_guard lock(mutex_);
-  return requests_.size();
+  return static_cast<size_t>(
+      std::count_if(requests_.begin(), requests_.end(), [](const auto& request) {
+        return !(request->abandoned && request->abandoned());
+      }));
 }
 
 void LiveProfiles::target_added(const std::string& name)

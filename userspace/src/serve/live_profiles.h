@@ -28,10 +28,15 @@ public:
   static constexpr size_t kMaxWaiting = 64;
   static constexpr std::chrono::seconds kMaxLength{600};
 
+  // Whether the one who asked went away (a client that hung up): its request is dropped, and
+  // its place is free for the next.
+  using Abandoned = std::function<bool()>;
+
   // Asks for the profile of the target whose dumps go to directory (dumps::target_directory),
   // or of every target if directory is empty, over the next length; false if kMaxWaiting already
-  // wait.
-  [[nodiscard]] bool wait(std::string directory, Clock::duration length, Done done);
+  // wait (counting none that was abandoned).
+  [[nodiscard]] bool
+  wait(std::string directory, Clock::duration length, Done done, Abandoned abandoned = nullptr);
 
   // The recorder's side. When the next drain is wanted, if any waits: at once for one that has
   // not started, else at the earliest end.
@@ -55,9 +60,13 @@ private:
     std::string directory;
     Clock::duration length;
     Done done;
+    Abandoned abandoned;
     std::optional<Clock::time_point> started; // at the drain that started it
     profile::Accumulator profile;
   };
+
+  // Drops the requests whose asker went away; the mutex is held.
+  void drop_abandoned();
 
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Request>> requests_;

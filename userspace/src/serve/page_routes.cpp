@@ -20,6 +20,7 @@
 #include "dumps/stats.h"
 #include "emit/diff_folded.h"
 #include "emit/flame_tree.h"
+#include "serve/content_policies.h"
 #include "serve/profile_routes.h"
 #include "serve/target_directories.h"
 
@@ -33,13 +34,6 @@ extern "C" const char flamebpf_page_style_end[];
 
 namespace flamebpf::serve {
 namespace {
-
-// The page runs only its own script and style, talks only to this server, and cannot be framed.
-// The flame graphs it shows in frames are documents of their own, with their own embedded script.
-constexpr const char* kContentSecurityPolicy =
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'";
 
 // A stats line holds one interval; longer than this, it is no line flamebpf wrote.
 constexpr size_t kMaxStatsLine = 4u << 20;
@@ -127,7 +121,8 @@ std::string readable(const dumps::Window& window)
 
 PageRoutes::PageRoutes(const ProfileRoutesOptions& options, uint64_t max_stats_bytes)
     : output_dir_(options.output_dir), svg_(options.svg), max_input_bytes_(options.max_input_bytes),
-      max_response_bytes_(options.max_response_bytes), max_stats_bytes_(max_stats_bytes)
+      max_held_bytes_(options.max_held_bytes), max_response_bytes_(options.max_response_bytes),
+      max_stats_bytes_(max_stats_bytes)
 {
 }
 
@@ -137,7 +132,7 @@ std::optional<HttpResponse> PageRoutes::operator()(const HttpRequest& request) c
   if (path == "/") {
     HttpResponse page =
         embedded(flamebpf_page_html_start, flamebpf_page_html_end, "text/html; charset=utf-8");
-    page.headers["Content-Security-Policy"] = kContentSecurityPolicy;
+    page.headers["Content-Security-Policy"] = kPagePolicy;
     page.headers["Referrer-Policy"] = "no-referrer";
     return page;
   }
@@ -245,10 +240,11 @@ HttpResponse PageRoutes::diff(std::string_view target, const HttpRequest& reques
                            "after to=)");
   // Both ranges together sum no more than one range of /svg may.
   uint64_t budget = max_input_bytes_ / 2;
-  auto before = dumps::merge_dumps(*directory, bounds[0], bounds[1], budget);
+  uint64_t held = max_held_bytes_ / 2;
+  auto before = dumps::merge_dumps(*directory, bounds[0], bounds[1], budget, held);
   if (!before)
     return merge_refused(before.error(), "the base range: ");
-  auto after = dumps::merge_dumps(*directory, bounds[2], bounds[3], budget);
+  auto after = dumps::merge_dumps(*directory, bounds[2], bounds[3], budget, held);
   if (!after)
     return merge_refused(after.error(), "the range: ");
 
@@ -281,6 +277,7 @@ HttpResponse PageRoutes::diff(std::string_view target, const HttpRequest& reques
     return plain_text(400, fmt::format("the answer would be over {} MiB; ask for shorter ranges",
                                        max_response_bytes_ >> 20));
   response.content_type = "image/svg+xml; charset=utf-8";
+  response.headers["Content-Security-Policy"] = flame_graph_policy();
   return response;
 }
 

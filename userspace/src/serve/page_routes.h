@@ -47,6 +47,7 @@ private:
   std::string output_dir_;
   emit::SvgOptions svg_;
   uint64_t max_input_bytes_;
+  uint64_t max_held_bytes_;
   uint64_t max_response_bytes_;
   uint64_t max_stats_bytes_;
 };

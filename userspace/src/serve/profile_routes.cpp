@@ -15,6 +15,7 @@
 #include "dumps/dump_merge.h"
 #include "dumps/stats.h"
 #include "emit/formats.h"
+#include "serve/content_policies.h"
 #include "serve/target_directories.h"
 
 namespace flamebpf::serve {
@@ -54,6 +55,7 @@ HttpResponse rendered(emit::Format format,
     break;
   case emit::Format::kSvg:
     response.content_type = "image/svg+xml; charset=utf-8";
+    response.headers["Content-Security-Policy"] = flame_graph_policy();
     break;
   }
   return response;
@@ -100,6 +102,13 @@ HttpResponse ProfileRoutes::operator()(const HttpRequest& request) const
   }
   if (path == "/targets")
     return targets();
+  if (path == "/debug/pprof/profile") {
+    // Go's net/http/pprof path, which `go tool pprof host:port` and scrapers ask for by default:
+    // /pprof's answer, over 30 s when seconds= is not given, as Go's.
+    auto seconds = request.query.find("seconds");
+    return live_profile(emit::Format::kPprof, "",
+                        seconds == request.query.end() ? "30" : seconds->second);
+  }
   for (std::string_view format : {"pprof", "folded", "svg"}) {
     std::string prefix = "/" + std::string(format) + "/";
     if (path.starts_with(prefix))
@@ -112,6 +121,13 @@ HttpResponse ProfileRoutes::operator()(const HttpRequest& request) const
                                "seconds with seconds=");
       return live_profile(*emit::parse_format(format), "", seconds->second);
     }
+  }
+  if (path.starts_with("/diff/")) {
+    // Two ranges summed and drawn: in its turn.
+    return heavy_->deferred([page = page_, request] {
+      auto answer = page(request);
+      return answer ? std::move(*answer) : plain_text(404, "not found");
+    });
   }
   if (auto answer = page_(request))
     return std::move(*answer);
@@ -160,19 +176,24 @@ HttpResponse ProfileRoutes::profile(std::string_view format,
     return to.error();
   if (*from && *to && **from > **to)
     return plain_text(400, "from= is after to=");
-  if (!*from && !*to) {
-    // The last window: what the target did most recently.
-    auto dumps = dumps::list_dumps(*directory);
-    if (dumps.empty())
-      return plain_text(404, "the target has no dump yet");
-    *from = dumps.back().window.start;
-    *to = dumps.back().window.end;
-  }
-  auto merged = dumps::merge_dumps(*directory, *from, *to, options_.max_input_bytes);
-  if (!merged)
-    return merge_refused(merged.error());
-  return rendered(chosen, merged->profile, options_,
-                  fmt::format("{} dumps, {}", merged->dumps, dumps::window_name(merged->span)));
+  return heavy_->deferred([options = options_, chosen, directory = std::move(*directory),
+                           from = *from, to = *to]() mutable {
+    if (!from && !to) {
+      // The last window: what the target did most recently.
+      auto dumps = dumps::list_dumps(directory);
+      if (dumps.empty())
+        return plain_text(404, "the target has no dump yet");
+      from = dumps.back().window.start;
+      to = dumps.back().window.end;
+    }
+    // Refused from the files' sizes before any is read.
+    auto merged =
+        dumps::merge_dumps(directory, from, to, options.max_input_bytes, options.max_held_bytes);
+    if (!merged)
+      return merge_refused(merged.error());
+    return rendered(chosen, merged->profile, options,
+                    fmt::format("{} dumps, {}", merged->dumps, dumps::window_name(merged->span)));
+  });
 }
 
 HttpResponse ProfileRoutes::live_profile(emit::Format format,
@@ -196,7 +217,8 @@ HttpResponse ProfileRoutes::live_profile(emit::Format format,
         return rendered(format, profile, options, fmt::format("the {} s asked for", count));
       });
     };
-    if (!live->wait(directory, std::chrono::seconds(count), std::move(done)))
+    if (!live->wait(directory, std::chrono::seconds(count), std::move(done),
+                    [reply] { return reply.abandoned(); }))
       reply([] {
         HttpResponse busy = plain_text(503, "too many profiles are being taken; try again later");
         busy.headers["Retry-After"] = "10";

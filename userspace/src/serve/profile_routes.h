@@ -25,6 +25,7 @@
 #include "dumps/metrics.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
+#include "serve/heavy_answers.h"
 #include "serve/http_server.h"
 #include "serve/live_profiles.h"
 #include "serve/page_routes.h"
@@ -34,10 +35,13 @@ namespace flamebpf::serve {
 struct ProfileRoutesOptions {
   std::string output_dir;
   emit::SvgOptions svg;
-  // The dump files one answer may sum, and the largest answer: a request for a long range of a
-  // busy target is refused rather than held in memory.
+  // What one answer may read (the folded dumps' sizes, known before any is read), hold (the
+  // distinct stacks summed) and give: a request for a long range of a busy target is refused
+  // rather than held in memory, and the answers are made one at a time (HeavyAnswers), so that
+  // requests cost at most these together.
   uint64_t max_input_bytes = 256ull << 20;
-  uint64_t max_response_bytes = 64ull << 20;
+  uint64_t max_held_bytes = 48ull << 20;
+  uint64_t max_response_bytes = 32ull << 20;
 };
 
 // The time bound name= of request, as `flamebpf merge` takes it: none if the request has none, or
@@ -60,6 +64,7 @@ public:
 
 private:
   HttpResponse targets() const;
+  // A range's profile: checked here, summed and rendered by heavy_ in its turn.
   HttpResponse
   profile(std::string_view format, std::string_view target, const HttpRequest& request) const;
   // ?seconds=: an answer deferred until the seconds have been sampled.
@@ -70,6 +75,7 @@ private:
   std::shared_ptr<const dumps::Metrics> metrics_;
   std::shared_ptr<LiveProfiles> live_;
   PageRoutes page_;
+  std::shared_ptr<HeavyAnswers> heavy_ = std::make_shared<HeavyAnswers>();
 };
 
 } // namespace flamebpf::serve
