@@ -291,8 +291,10 @@ protected:
   int runs_ = 0;
 };
 
-// Debian's debuginfod, serving the spinner's debug file: with DEBUGINFOD_URLS set, the frames of
-// the intervals after it arrived are named, and the next run finds it in the cache.
+// Debian's debuginfod, serving the spinner's debug file. DEBUGINFOD_URLS in flamebpf's environment
+// fetches nothing (it would send every container's build IDs to a server unasked); with
+// --debuginfod the frames of the intervals after it arrived are named, the next run finds it in
+// the cache, and a cache past its size loses the files used longest ago.
 TEST_F(DebuginfodTest, RealServerNamesAStrippedProgram)
 {
   std::string served = dir_.path().string() + "/served";
@@ -327,8 +329,36 @@ TEST_F(DebuginfodTest, RealServerNamesAStrippedProgram)
       std::chrono::seconds(60), "debuginfod to serve the debug file",
       std::chrono::milliseconds(500));
 
-  auto run = profile({"--debuginfod-cache", cache_}, 5, {"DEBUGINFOD_URLS=" + url});
+  auto unasked = profile({"--debuginfod-cache", cache_}, 2, {"DEBUGINFOD_URLS=" + url});
+  ASSERT_EQ(unasked.output.status, 0) << unasked.log();
+  EXPECT_NE(unasked.log().find("DEBUGINFOD_URLS is set, but debug files are fetched only"),
+            std::string::npos)
+      << unasked.log();
+  EXPECT_FALSE(fs::exists(cache_)) << unasked.log();
+
+  // Three files fetched before, used longest ago, 600 KiB each: with the new one the cache passes
+  // its 1 MiB, and the old ones go first.
+  std::vector<std::string> old_ids;
+  for (char digit : std::string("abc")) {
+    old_ids.push_back(std::string(40, digit));
+    std::string old = cache_ + "/" + old_ids.back();
+    fs::create_directories(old);
+    std::ofstream(old + "/debuginfo") << std::string(600 << 10, 'x');
+    fs::last_write_time(old + "/debuginfo", fs::file_time_type::clock::now() -
+                                                std::chrono::hours(24 * (4 - (digit - 'a'))));
+  }
+  fs::permissions(cache_, fs::perms::owner_all);
+  auto run = profile(
+      {"--debuginfod", url, "--debuginfod-cache", cache_, "--debuginfod-cache-size", "1"}, 5);
   ASSERT_EQ(run.output.status, 0) << run.log();
+  EXPECT_NE(run.log().find("debug files used longest ago were removed"), std::string::npos)
+      << run.log();
+  uint64_t held = 0;
+  for (const auto& file : fs::recursive_directory_iterator(cache_))
+    if (file.is_regular_file())
+      held += fs::file_size(file.path());
+  EXPECT_LE(held, 1u << 20) << run.log();
+  EXPECT_FALSE(fs::exists(cache_ + "/" + old_ids[0])) << "the oldest was kept";
   ASSERT_GE(run.windows.size(), 4u) << run.log();
   EXPECT_NE(run.log().find("debuginfod: fetched the debug file of"), std::string::npos)
       << run.log();

@@ -92,10 +92,16 @@ void add_options(CLI::App& app, Config& config)
                "something else keeps, or read from the JVM's code cache");
   app.add_option("--debuginfod", config.debuginfod_urls,
                  "Fetch the debug files of stripped files by build ID from these debuginfod "
-                 "servers (space-separated URLs), in the background (default: $DEBUGINFOD_URLS)");
+                 "servers (space-separated URLs), in the background; never from "
+                 "$DEBUGINFOD_URLS, which would send every container's build IDs there unasked");
   app.add_option("--debuginfod-cache", config.debuginfod_cache,
                  "Where fetched debug files are kept; it and the directories above it must be "
                  "root's alone")
+      ->capture_default_str();
+  app.add_option("--debuginfod-cache-size", config.debuginfod_cache_mib,
+                 "MiB the debuginfod cache may hold; past it, the debug files used longest ago "
+                 "are removed")
+      ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   app.add_option("--debuginfod-timeout", config.debuginfod_timeout_seconds,
                  "Seconds a whole fetch may take")
@@ -244,11 +250,6 @@ void finish_parse(const CLI::App& app, Config& config)
   // Agent mode writes one set of dumps per interval: a minute unless asked otherwise.
   if (!config.output_dir.empty() && app.count("--interval") == 0)
     config.interval_seconds = 60;
-  // The standard variable of elfutils' clients (gdb, perf, systemd-coredump) opts in too.
-  if (app.count("--debuginfod") == 0) {
-    if (const char* urls = std::getenv("DEBUGINFOD_URLS"))
-      config.debuginfod_urls = urls;
-  }
 }
 
 } // namespace flamebpf::cli

@@ -38,10 +38,11 @@ struct Config {
   uint32_t unwind_memory_mib = 32;
   uint32_t count_storage = 16384;
   bool verbose = false;
-  // debuginfod servers to fetch missing debug files from (space-separated): --debuginfod, else
-  // $DEBUGINFOD_URLS; empty: none.
+  // debuginfod servers to fetch missing debug files from (space-separated): --debuginfod only;
+  // empty: none.
   std::string debuginfod_urls;
   std::string debuginfod_cache = "/var/cache/flamebpf/debuginfod";
+  uint32_t debuginfod_cache_mib = 2048;
   uint32_t debuginfod_timeout_seconds = 30;
 
   // Flame graphs (recording or dumps with SVG, render, diff, merge): --title, else the command's

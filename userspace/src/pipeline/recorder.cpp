@@ -1,6 +1,7 @@
 #include "pipeline/recorder.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <signal.h>
 #include <sys/utsname.h>
@@ -179,6 +180,7 @@ Result<> Recorder::start()
     fetching.urls = config_.debuginfod_urls;
     fetching.cache_dir = config_.debuginfod_cache;
     fetching.timeout = std::chrono::seconds(config_.debuginfod_timeout_seconds);
+    fetching.max_cache_bytes = uint64_t{config_.debuginfod_cache_mib} << 20;
     auto fetcher = symbolize::DebugFetcher::start(fetching);
     if (fetcher) {
       spdlog::info("debuginfod: missing debug files are fetched from {} into {}", fetching.urls,
@@ -187,6 +189,9 @@ Result<> Recorder::start()
     } else {
       spdlog::warn("debuginfod: no debug files are fetched: {}", fetcher.error().message);
     }
+  } else if (const char* urls = std::getenv("DEBUGINFOD_URLS"); urls && *urls) {
+    spdlog::info("debuginfod: DEBUGINFOD_URLS is set, but debug files are fetched only from the "
+                 "servers --debuginfod names: a fetch tells a server every container's build IDs");
   }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
   // Long work takes the notices meanwhile (not within the poll that delivers them).

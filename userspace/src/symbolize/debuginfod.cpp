@@ -1,14 +1,18 @@
 #include "symbolize/debuginfod.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
+#include <tuple>
 #include <type_traits>
 #include <unistd.h>
+#include <vector>
 
 #include "common/contained_file.h"
 #include "common/elf_reader.h"
@@ -179,6 +183,62 @@ std::string DebugFetcher::cached_path(const std::string& build_id) const
   return options_.cache_dir + "/" + build_id + "/debuginfo";
 }
 
+void DebugFetcher::trim_cache(const std::string& kept_build_id)
+{
+  std::lock_guard trimming(trim_mutex_);
+  // Each build ID's directory, with what its files take and when it was last used.
+  struct Entry {
+    std::string build_id;
+    uint64_t bytes = 0;
+    struct timespec used {};
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code error;
+  for (const auto& directory : std::filesystem::directory_iterator(options_.cache_dir, error)) {
+    struct stat status {};
+    if (::lstat(directory.path().c_str(), &status) != 0 || !S_ISDIR(status.st_mode))
+      continue;
+    Entry entry{.build_id = directory.path().filename()};
+    for (const auto& file : std::filesystem::directory_iterator(directory.path(), error)) {
+      struct stat file_status {};
+      if (::lstat(file.path().c_str(), &file_status) != 0 || !S_ISREG(file_status.st_mode))
+        continue;
+      entry.bytes += static_cast<uint64_t>(file_status.st_blocks) * 512;
+      // Written by a fetch, or touched by a use (find).
+      if (std::tie(file_status.st_mtim.tv_sec, file_status.st_mtim.tv_nsec) >
+          std::tie(entry.used.tv_sec, entry.used.tv_nsec))
+        entry.used = file_status.st_mtim;
+    }
+    total += entry.bytes;
+    entries.push_back(std::move(entry));
+  }
+  if (total <= options_.max_cache_bytes)
+    return;
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    // The one just fetched goes last, whatever its times say.
+    bool a_kept = a.build_id == kept_build_id;
+    bool b_kept = b.build_id == kept_build_id;
+    if (a_kept != b_kept)
+      return b_kept;
+    return std::tie(a.used.tv_sec, a.used.tv_nsec) < std::tie(b.used.tv_sec, b.used.tv_nsec);
+  });
+  uint64_t held = total;
+  size_t removed = 0;
+  for (const auto& entry : entries) {
+    if (held <= options_.max_cache_bytes || entry.build_id == kept_build_id)
+      break;
+    std::filesystem::remove_all(options_.cache_dir + "/" + entry.build_id, error);
+    if (error)
+      continue;
+    held -= entry.bytes;
+    ++removed;
+  }
+  spdlog::info("debuginfod: the cache held {} MiB, over its {} MiB: {} debug files used longest "
+               "ago were removed ({} MiB left)",
+               total >> 20, options_.max_cache_bytes >> 20, removed, held >> 20);
+}
+
 std::optional<UniqueFd> DebugFetcher::find(std::string_view build_id, const std::string& shown)
 {
   if (build_id.size() < 2 || build_id.size() > kMaxBuildIdBytes)
@@ -192,8 +252,12 @@ std::optional<UniqueFd> DebugFetcher::find(std::string_view build_id, const std:
     if (::fstat(file->get(), &status) == 0 && status.st_size > 0) {
       auto elf = ElfReader::open(ElfBytes::file(file->get(), static_cast<uint64_t>(status.st_size)),
                                  cached_path(id));
-      if (elf && elf->build_id() == build_id)
+      if (elf && elf->build_id() == build_id) {
+        // Used now: the cache's trim removes the files used longest ago first.
+        const struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+        ::futimens(file->get(), now);
         return std::move(*file);
+      }
       // A server's wrong answer is not kept: it would be refused at every start.
       spdlog::warn("debuginfod: the file a server gave for {} ({}) is not its debug file ({}); "
                    "removed from the cache",
@@ -245,6 +309,8 @@ void DebugFetcher::work()
     auto started = Clock::now();
     int failure = fetch(wanted.first);
     std::chrono::duration<double> took = Clock::now() - started;
+    if (failure == 0)
+      trim_cache(wanted.first);
     std::lock_guard lock(mutex_);
     if (failure == 0) {
       ++counts_.fetched;

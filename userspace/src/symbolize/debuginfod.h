@@ -1,6 +1,7 @@
 // Debug files fetched from debuginfod servers (elfutils' libdebuginfod), by build ID, for stripped
-// files no local debug file names: opt-in (DEBUGINFOD_URLS, or --debuginfod URL), off the
-// sampling path, into a disk cache of flamebpf's own.
+// files no local debug file names: only from the servers --debuginfod names (never from
+// DEBUGINFOD_URLS in flamebpf's environment: a fetch tells the server every container's build
+// IDs), off the sampling path, into a disk cache of flamebpf's own whose total size is bounded.
 //
 // A fetch never holds back a profile: a file asks for its debug file when it is first read, and
 // is read again once the file has arrived, so its frames are named from the next interval on (and
@@ -36,6 +37,9 @@ struct DebuginfodOptions {
   std::string cache_dir; // absolute; made 0700 if missing
   std::chrono::seconds timeout{30};
   uint64_t max_file_bytes = uint64_t{1} << 30;
+  // The whole cache: past it, the debug files used longest ago are removed, so that containers
+  // asking for many files cannot fill the disk.
+  uint64_t max_cache_bytes = uint64_t{2} << 30;
 };
 
 class DebugFetcher {
@@ -76,6 +80,9 @@ private:
   int fetch(const std::string& build_id);
   // Where libdebuginfod keeps build_id's debug file in the cache.
   std::string cached_path(const std::string& build_id) const;
+  // Removes the debug files used longest ago (build_id's last) until the cache holds at most
+  // max_cache_bytes.
+  void trim_cache(const std::string& kept_build_id);
 
   DebuginfodOptions options_;
   mutable std::mutex mutex_;
@@ -85,6 +92,7 @@ private:
   std::vector<std::string> arrived_;
   std::unordered_set<int> errors_said_; // failures (as fetch() returns them) warned about once
   Counts counts_;
+  std::mutex trim_mutex_; // one trim at a time
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };
