@@ -84,6 +84,11 @@ TEST(ParseTime, EveryAcceptedSpelling)
   EXPECT_FALSE(parse_time("yesterday", now));
   EXPECT_FALSE(parse_time("2026-13-01 00:00", now));
   EXPECT_FALSE(parse_time("-5x", now));
+  // Times no clock holds are refused, not wrapped around.
+  EXPECT_EQ(parse_time("@4102444800", now), at(4102444800));
+  for (const char* huge : {"@9223372036854775807", "@-9223372036854775807", "@4102444801",
+                           "-9223372036854775807d", "-106751991167301d", "-4102444801s"})
+    EXPECT_FALSE(parse_time(huge, now)) << huge;
 }
 
 TEST(ParseDurationAndSize, Units)

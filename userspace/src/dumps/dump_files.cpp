@@ -170,6 +170,14 @@ std::vector<Dump> list_dumps_at(int dir_fd)
   return dumps;
 }
 
+namespace {
+
+// Times and durations beyond this many seconds (about 130 years) are no one's: refused, so that
+// no sum or conversion to the clock's nanoseconds overflows.
+constexpr int64_t kMaxSeconds = int64_t{4102444800};
+
+} // namespace
+
 std::optional<std::chrono::seconds> parse_duration(std::string_view text)
 {
   if (text.empty())
@@ -192,9 +200,10 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text)
     unit = 0;
   }
   auto value = text::parse_number<int64_t>(unit == 0 ? text : text.substr(0, text.size() - 1));
-  if (!value || *value < 0)
+  int64_t scale = unit == 0 ? 1 : unit;
+  if (!value || *value < 0 || *value > kMaxSeconds / scale)
     return std::nullopt;
-  return std::chrono::seconds(*value * (unit == 0 ? 1 : unit));
+  return std::chrono::seconds(*value * scale);
 }
 
 std::optional<uint64_t> parse_size(std::string_view text)
@@ -226,7 +235,7 @@ std::optional<Clock::time_point> parse_time(std::string_view text, Clock::time_p
   }
   if (text.starts_with('@')) {
     auto seconds = text::parse_number<int64_t>(text.substr(1));
-    if (!seconds)
+    if (!seconds || *seconds < -kMaxSeconds || *seconds > kMaxSeconds)
       return std::nullopt;
     return Clock::time_point(std::chrono::seconds(*seconds));
   }
