@@ -218,8 +218,8 @@ TEST(ContainerdConfig, TopLevelStateOnly)
 
 TEST(PodAnnotations, ContainerdCriContainerAndSandbox)
 {
-  auto member =
-      parse_pod_annotations(oci_spec(cri_annotations("prod", "shop-7d9f", "web", kPodUid)));
+  auto member = parse_pod_annotations(
+      oci_spec(cri_annotations("prod", "shop-7d9f", "web", kPodUid)), PodRuntime::kContainerd);
   ASSERT_TRUE(member.has_value()) << member.error().message;
   ASSERT_TRUE(member->has_value());
   EXPECT_EQ((*member)->namespace_name, "prod");
@@ -229,7 +229,8 @@ TEST(PodAnnotations, ContainerdCriContainerAndSandbox)
   EXPECT_FALSE((*member)->sandbox);
   EXPECT_EQ(pod_member_name(**member), "prod/shop-7d9f/web");
 
-  auto sandbox = parse_pod_annotations(oci_spec(cri_annotations("prod", "shop-7d9f", "", kPodUid)));
+  auto sandbox = parse_pod_annotations(oci_spec(cri_annotations("prod", "shop-7d9f", "", kPodUid)),
+                                       PodRuntime::kContainerd);
   ASSERT_TRUE(sandbox.has_value() && sandbox->has_value());
   EXPECT_TRUE((*sandbox)->sandbox);
   EXPECT_EQ(pod_member_name(**sandbox), "prod/shop-7d9f/POD");
@@ -242,21 +243,45 @@ TEST(PodAnnotations, CrioContainer)
                                       {"io.kubernetes.pod.namespace", "kube-system"},
                                       {"io.kubernetes.pod.name", "coredns-5d78c9869d-x2x4q"},
                                       {"io.kubernetes.container.name", "coredns"},
-                                      {"io.kubernetes.pod.uid", kPodUid}}));
+                                      {"io.kubernetes.pod.uid", kPodUid}}),
+                            PodRuntime::kCrio);
   ASSERT_TRUE(member.has_value() && member->has_value());
   EXPECT_EQ(pod_member_name(**member), "kube-system/coredns-5d78c9869d-x2x4q/coredns");
   EXPECT_FALSE((*member)->sandbox);
 }
 
+// A pod's own annotations reach its containers' specs: on CRI-O, a pod that writes containerd's
+// keys names no one, nor does one that writes CRI-O's under containerd.
+TEST(PodAnnotations, OnlyTheOwningRuntimesKeysCount)
+{
+  std::map<std::string, std::string> crio_keys = {
+      {"io.kubernetes.cri-o.ContainerType", "container"},
+      {"io.kubernetes.pod.namespace", "tenant-a"},
+      {"io.kubernetes.pod.name", "shop"},
+      {"io.kubernetes.container.name", "web"}};
+  auto both = cri_annotations("tenant-b", "billing", "db", kPodUid);
+  both.insert(crio_keys.begin(), crio_keys.end());
+  auto crio = parse_pod_annotations(oci_spec(both), PodRuntime::kCrio);
+  ASSERT_TRUE(crio.has_value() && crio->has_value());
+  EXPECT_EQ(pod_member_name(**crio), "tenant-a/shop/web");
+  auto containerd = parse_pod_annotations(oci_spec(both), PodRuntime::kContainerd);
+  ASSERT_TRUE(containerd.has_value() && containerd->has_value());
+  EXPECT_EQ(pod_member_name(**containerd), "tenant-b/billing/db");
+  auto crio_only = parse_pod_annotations(oci_spec(crio_keys), PodRuntime::kContainerd);
+  ASSERT_TRUE(crio_only.has_value());
+  EXPECT_FALSE(crio_only->has_value());
+}
+
 TEST(PodAnnotations, SpecOfNoPodIsNoPod)
 {
-  auto member = parse_pod_annotations(oci_spec({{"org.opencontainers.image.title", "x"}}));
+  auto member = parse_pod_annotations(oci_spec({{"org.opencontainers.image.title", "x"}}),
+                                      PodRuntime::kContainerd);
   ASSERT_TRUE(member.has_value());
   EXPECT_FALSE(member->has_value());
-  member = parse_pod_annotations(R"({"ociVersion": "1.0.2"})");
+  member = parse_pod_annotations(R"({"ociVersion": "1.0.2"})", PodRuntime::kContainerd);
   ASSERT_TRUE(member.has_value());
   EXPECT_FALSE(member->has_value());
-  EXPECT_FALSE(parse_pod_annotations("not json").has_value());
+  EXPECT_FALSE(parse_pod_annotations("not json", PodRuntime::kContainerd).has_value());
 }
 
 // The values a hostile pod (or whoever runs ctr) could write: none may become a name.
@@ -273,7 +298,8 @@ TEST(PodAnnotations, NamesKubernetesWouldRefuseAreRefused)
       if (field == 2 && bad.empty())
         continue; // no container name is a sandbox's
       auto member =
-          parse_pod_annotations(oci_spec(cri_annotations(namespace_name, pod, container, kPodUid)));
+          parse_pod_annotations(oci_spec(cri_annotations(namespace_name, pod, container, kPodUid)),
+                                PodRuntime::kContainerd);
       ASSERT_FALSE(member.has_value()) << field << " " << bad;
       const std::string& message = member.error().message;
       EXPECT_LT(message.size(), 200u) << message;
@@ -284,12 +310,15 @@ TEST(PodAnnotations, NamesKubernetesWouldRefuseAreRefused)
   // Kubernetes' own limits hold: a pod name may have dots and 253 bytes, a namespace 63.
   EXPECT_TRUE(parse_pod_annotations(
                   oci_spec(cri_annotations(std::string(63, 'n'), "a.b-c." + std::string(200, 'p'),
-                                           "web", kPodUid)))
+                                           "web", kPodUid)),
+                  PodRuntime::kContainerd)
                   .has_value());
   EXPECT_FALSE(
-      parse_pod_annotations(oci_spec(cri_annotations(std::string(64, 'n'), "shop", "web", kPodUid)))
+      parse_pod_annotations(oci_spec(cri_annotations(std::string(64, 'n'), "shop", "web", kPodUid)),
+                            PodRuntime::kContainerd)
           .has_value());
-  EXPECT_FALSE(parse_pod_annotations(oci_spec(cri_annotations("prod", "shop", "web", "../../etc")))
+  EXPECT_FALSE(parse_pod_annotations(oci_spec(cri_annotations("prod", "shop", "web", "../../etc")),
+                                     PodRuntime::kContainerd)
                    .has_value());
 }
 
@@ -297,7 +326,8 @@ TEST(PodAnnotations, NamesKubernetesWouldRefuseAreRefused)
 // names name nothing.
 TEST(PodAnnotations, SandboxWithRefusedNamesIsStillASandbox)
 {
-  auto member = parse_pod_annotations(oci_spec(cri_annotations("../..", "<b>", "", kPodUid)));
+  auto member = parse_pod_annotations(oci_spec(cri_annotations("../..", "<b>", "", kPodUid)),
+                                      PodRuntime::kContainerd);
   ASSERT_TRUE(member.has_value()) << member.error().message;
   ASSERT_TRUE(member->has_value());
   EXPECT_TRUE((*member)->sandbox);

@@ -243,7 +243,8 @@ std::optional<std::string> parse_containerd_config_state(std::string_view toml)
   return std::nullopt;
 }
 
-Result<std::optional<PodMember>> parse_pod_annotations(std::string_view config_json)
+Result<std::optional<PodMember>> parse_pod_annotations(std::string_view config_json,
+                                                       PodRuntime runtime)
 {
   auto parsed = nlohmann::json::parse(config_json, nullptr, false);
   if (!parsed.is_object())
@@ -251,38 +252,34 @@ Result<std::optional<PodMember>> parse_pod_annotations(std::string_view config_j
   auto annotations = parsed.find("annotations");
   if (annotations == parsed.end() || !annotations->is_object())
     return std::nullopt;
-  for (const PodAnnotationKeys* keys : {&kContainerdCri, &kCrio}) {
-    auto namespace_name = string_field(*annotations, keys->namespace_name);
-    auto pod = string_field(*annotations, keys->pod);
-    if (!namespace_name && !pod)
-      continue;
-    PodMember member;
-    member.sandbox = string_field(*annotations, keys->type) == keys->sandbox_type_value;
-    member.namespace_name = namespace_name.value_or("");
-    member.pod = pod.value_or("");
-    member.container =
-        member.sandbox ? "" : string_field(*annotations, keys->container).value_or("");
-    member.pod_uid = string_field(*annotations, keys->pod_uid).value_or("");
-    auto refuse = [&](const char* key,
-                      const std::string& value) -> Result<std::optional<PodMember>> {
-      // A sandbox runs nothing of the pod's and is never a target: what it is counts, and its
-      // names are dropped unsaid.
-      if (member.sandbox)
-        return PodMember{"", "", "", "", true};
-      return fail(error(
-          fmt::format("annotation {} is no Kubernetes name: \"{}\"", key, shown_value(value))));
-    };
-    if (!is_dns_label(member.namespace_name))
-      return refuse(keys->namespace_name, member.namespace_name);
-    if (!is_dns_subdomain(member.pod))
-      return refuse(keys->pod, member.pod);
-    if (!member.sandbox && !is_dns_label(member.container))
-      return refuse(keys->container, member.container);
-    if (!member.pod_uid.empty() && !is_pod_uid(member.pod_uid))
-      return refuse(keys->pod_uid, member.pod_uid);
-    return member;
-  }
-  return std::nullopt;
+  const PodAnnotationKeys* keys = runtime == PodRuntime::kCrio ? &kCrio : &kContainerdCri;
+  auto namespace_name = string_field(*annotations, keys->namespace_name);
+  auto pod = string_field(*annotations, keys->pod);
+  if (!namespace_name && !pod)
+    return std::nullopt;
+  PodMember member;
+  member.sandbox = string_field(*annotations, keys->type) == keys->sandbox_type_value;
+  member.namespace_name = namespace_name.value_or("");
+  member.pod = pod.value_or("");
+  member.container = member.sandbox ? "" : string_field(*annotations, keys->container).value_or("");
+  member.pod_uid = string_field(*annotations, keys->pod_uid).value_or("");
+  auto refuse = [&](const char* key, const std::string& value) -> Result<std::optional<PodMember>> {
+    // A sandbox runs nothing of the pod's and is never a target: what it is counts, and its
+    // names are dropped unsaid.
+    if (member.sandbox)
+      return PodMember{"", "", "", "", true};
+    return fail(
+        error(fmt::format("annotation {} is no Kubernetes name: \"{}\"", key, shown_value(value))));
+  };
+  if (!is_dns_label(member.namespace_name))
+    return refuse(keys->namespace_name, member.namespace_name);
+  if (!is_dns_subdomain(member.pod))
+    return refuse(keys->pod, member.pod);
+  if (!member.sandbox && !is_dns_label(member.container))
+    return refuse(keys->container, member.container);
+  if (!member.pod_uid.empty() && !is_pod_uid(member.pod_uid))
+    return refuse(keys->pod_uid, member.pod_uid);
+  return member;
 }
 
 std::string pod_member_name(const PodMember& member)
@@ -388,7 +385,7 @@ std::optional<NamedContainer> ContainerNames::read_containerd_task(const DataRoo
     spdlog::debug("{}", json.error().message);
     return std::nullopt;
   }
-  auto member = parse_pod_annotations(*json);
+  auto member = parse_pod_annotations(*json, PodRuntime::kContainerd);
   if (!member) {
     warn_once(id, fmt::format("container {} of containerd {}: {}; it is named by its ID",
                               id.substr(0, 12), state.data_root, member.error().message));
@@ -496,7 +493,7 @@ void ContainerNames::refresh()
                                        : read_contained(proc_root_ + "/" + pid + "/root",
                                                         parsed->bundle + "/config.json", kMaxSpec);
     if (json) {
-      auto member = parse_pod_annotations(*json);
+      auto member = parse_pod_annotations(*json, PodRuntime::kCrio);
       if (!member) {
         warn_once(parsed->id, fmt::format("container {} of CRI-O: {}; it is named by conmon",
                                           parsed->id.substr(0, 12), member.error().message));

@@ -72,12 +72,18 @@ struct PodMember {
   bool sandbox = false;  // the pod's pause container, which only holds its namespaces
 };
 
-// The pod a container belongs to, from the annotations of its OCI spec (config.json): those
-// containerd's CRI plugin writes (io.kubernetes.cri.*) or CRI-O's (io.kubernetes.pod.*). nullopt
-// if the spec has none. Names Kubernetes would refuse (a '/', "..", a newline, markup, over 253
-// bytes) are refused too: only the kubelet, or whoever runs the runtime, writes these, and a
-// forged one must not become a file name or label; refusal is an error naming the field.
-Result<std::optional<PodMember>> parse_pod_annotations(std::string_view config_json);
+// The runtime whose state holds an OCI spec: each writes its own annotation keys.
+enum class PodRuntime { kContainerd, kCrio };
+
+// The pod a container belongs to, from the annotations of its OCI spec (config.json): the keys
+// of the runtime that wrote it alone, containerd's CRI plugin's (io.kubernetes.cri.*) or CRI-O's
+// (io.kubernetes.pod.*). A pod's own annotations reach the spec too, so the other runtime's keys
+// there are anyone's: a pod naming itself as another tenant's is not believed. nullopt if the
+// spec has none. Names Kubernetes would refuse (a '/', "..", a newline, markup, over 253 bytes)
+// are refused too: only the kubelet, or whoever runs the runtime, writes these, and a forged one
+// must not become a file name or label; refusal is an error naming the field.
+Result<std::optional<PodMember>> parse_pod_annotations(std::string_view config_json,
+                                                       PodRuntime runtime);
 
 // "<namespace>/<pod>/<container>"; a sandbox is "<namespace>/<pod>/POD", as the kubelet called
 // pause containers (no container may be named so: Kubernetes names are lowercase).
