@@ -405,6 +405,43 @@ TEST_F(ServeTest, RangeTooLargeIsRefusedAtOnceAndMetricsAreAnsweredMeanwhile)
   EXPECT_LT(slowest, 1.0);
 }
 
+// The threads that answer clients hold no capability (the README's Security section); the
+// pipeline's keep what sampling needs.
+TEST_F(ServeTest, ServingThreadsHoldNoCapability)
+{
+  TempCgroup web;
+  Child burner({copy_burner(dir_.path(), "burner_caps"), "60"}, web.path());
+  uint16_t port = start_agent(web);
+  ASSERT_NE(port, 0) << read_text(log_);
+  std::string target = dumps::target_directory(web.relative_path());
+  ASSERT_GE(wait_for_dumps(target, 1).size(), 1u) << read_text(log_);
+  // Each of the server's two threads answers one at least, and a range is drawn.
+  for (int i = 0; i < 8; ++i)
+    ASSERT_EQ(http_status(http_get(port, "/metrics")), 200);
+  ASSERT_EQ(http_status(http_get(port, "/svg/" + url_encoded(target))), 200);
+  auto capabilities = [](const std::string& status, const char* set) {
+    std::smatch match;
+    std::regex line(std::string(set) + ":\\s*([0-9a-f]+)");
+    return std::regex_search(status, match, line) ? std::stoull(match[1], nullptr, 16) : ~0ull;
+  };
+  size_t serving = 0;
+  std::string tasks = "/proc/" + std::to_string(agent_->pid()) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::string comm = read_text(task.path().string() + "/comm");
+    std::string status = read_text(task.path().string() + "/status");
+    if (comm == "flamebpf-http\n") {
+      ++serving;
+      EXPECT_EQ(capabilities(status, "CapEff"), 0u) << task.path();
+      EXPECT_EQ(capabilities(status, "CapPrm"), 0u) << task.path();
+    } else if (task.path().filename() == std::to_string(agent_->pid())) {
+      constexpr int kCapBpf = 39;
+      EXPECT_NE(capabilities(status, "CapEff") & (1ull << kCapBpf), 0u) << status;
+    }
+  }
+  // The watcher, the one making ranges, and the server's threads that answered.
+  EXPECT_GE(serving, 3u);
+}
+
 TEST_F(ServeTest, BeyondLoopbackNeedsATokenOrSayingSo)
 {
   TempCgroup web;

@@ -58,4 +58,12 @@ std::string setid_hint()
   return "";
 }
 
+bool drop_all_in_this_thread()
+{
+  // The raw system call changes this thread alone (glibc has no wrapper that would broadcast).
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2]{};
+  return ::syscall(SYS_capset, &header, none) == 0;
+}
+
 } // namespace flamebpf::caps

@@ -33,4 +33,10 @@ std::string hint(int errno_value, Capability capability);
 // the capability to do so; otherwise empty.
 std::string setid_hint();
 
+// Empties the calling thread's effective, permitted and inheritable sets, for good: a thread that
+// only answers clients (the HTTP server's) needs none of root's capabilities, and a flaw in it
+// then gains none. Capabilities are per thread: the others keep theirs. False if the kernel
+// refused.
+bool drop_all_in_this_thread();
+
 } // namespace flamebpf::caps

@@ -1,17 +1,8 @@
 #include "serve/heavy_answers.h"
 
 #include <memory>
-#include <sys/resource.h>
-#include <unistd.h>
 
 namespace flamebpf::serve {
-namespace {
-
-// As the server's threads: answers never slow sampling or the dumps.
-constexpr int kAnswerNice = 10;
-
-} // namespace
-
 HeavyAnswers::HeavyAnswers() : thread_([this] { run(); }) {}
 
 HeavyAnswers::~HeavyAnswers()
@@ -54,7 +45,7 @@ HttpResponse HeavyAnswers::deferred(std::function<HttpResponse()> make)
 
 void HeavyAnswers::run()
 {
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kAnswerNice);
+  become_a_serving_thread();
   std::unique_lock lock(mutex_);
   for (;;) {
     ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -6,16 +6,19 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <microhttpd.h>
 #include <mutex>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <set>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/capabilities.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "serve/content_policies.h"
@@ -34,6 +37,20 @@ constexpr auto kAnswerAtStop = std::chrono::seconds(1);
 constexpr int kHandlerNice = 10;
 // How often the headers' deadline and the waiting clients' hang-ups are looked at.
 constexpr auto kWatchPeriod = std::chrono::milliseconds(100);
+
+} // namespace
+
+bool become_a_serving_thread()
+{
+  bool lowered = ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandlerNice) == 0;
+  ::pthread_setname_np(::pthread_self(), kServingThreadName);
+  bool dropped = caps::drop_all_in_this_thread();
+  if (!dropped)
+    spdlog::warn("--listen: a serving thread keeps its capabilities: {}", std::strerror(errno));
+  return lowered && dropped;
+}
+
+namespace {
 
 // The host of a Host header, without its port ("[::1]:80" is "::1").
 std::string_view host_name(std::string_view host)
@@ -248,9 +265,8 @@ MHD_Result on_request(void* cls,
     *upload_data_size = 0; // never: refused above
     return MHD_YES;
   }
-  thread_local bool lowered =
-      ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandlerNice) == 0;
-  (void)lowered;
+  thread_local bool serving = become_a_serving_thread();
+  (void)serving;
   auto& state = *static_cast<RequestState*>(*request_state);
   if (state.waiting) {
     // Resumed: the deferred answer is made here, on the server's thread.
@@ -342,6 +358,7 @@ HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
 
 void HttpServer::watch_connections()
 {
+  become_a_serving_thread();
   for (;;) {
     {
       std::unique_lock lock(connections_->mutex);

@@ -151,4 +151,10 @@ private:
 // Whether a and b are equal, in time that depends on their lengths only.
 bool same_secret(const std::string& a, const std::string& b);
 
+// What every thread that answers clients is, from its first request on: named
+// kServingThreadName, at a lower priority than the pipeline's threads (serving never slows
+// sampling or the dumps), and without any capability. True if all of that took.
+inline constexpr const char* kServingThreadName = "flamebpf-http";
+bool become_a_serving_thread();
+
 } // namespace flamebpf::serve
