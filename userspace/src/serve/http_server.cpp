@@ -62,17 +62,19 @@ std::string_view host_name(std::string_view host)
   return host.substr(0, host.find(':'));
 }
 
+// Whether text is a numeric IPv4 address in 127.0.0.0/8.
+bool loopback_ipv4(const std::string& text)
+{
+  in_addr address{};
+  return ::inet_pton(AF_INET, text.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+}
+
 // Whether a Host header names this machine's loopback: what a local client writes, and what a
 // web page that rebinds its own name to 127.0.0.1 cannot.
 bool loopback_host(std::string_view host)
 {
   std::string_view name = host_name(host);
-  if (name == "localhost" || name == "::1")
-    return true;
-  in_addr address{};
-  std::string numeric(name);
-  return ::inet_pton(AF_INET, numeric.c_str(), &address) == 1 &&
-         (ntohl(address.s_addr) >> 24) == 127;
+  return name == "localhost" || name == "::1" || loopback_ipv4(std::string(name));
 }
 
 // What the request's Authorization header carries as a bearer token; empty if none.
@@ -209,6 +211,13 @@ void on_completed(void* cls,
   }
 }
 
+int connection_fd(MHD_Connection* connection)
+{
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return info ? info->connect_fd : -1;
+}
+
 void on_connection(void* cls,
                    MHD_Connection* connection,
                    void**,
@@ -220,18 +229,8 @@ void on_connection(void* cls,
     connections.open.erase(connection);
     return;
   }
-  const MHD_ConnectionInfo* info =
-      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-  if (info)
-    connections.open[connection] = {.fd = info->connect_fd,
-                                    .since = HttpServer::Connections::Clock::now()};
-}
-
-int connection_fd(MHD_Connection* connection)
-{
-  const MHD_ConnectionInfo* info =
-      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-  return info ? info->connect_fd : -1;
+  if (int fd = connection_fd(connection); fd >= 0)
+    connections.open[connection] = {.fd = fd, .since = HttpServer::Connections::Clock::now()};
 }
 
 MHD_Result on_request(void* cls,
@@ -305,10 +304,7 @@ HttpResponse plain_text(int status, std::string body)
 
 bool ListenAddress::loopback() const
 {
-  if (ipv6)
-    return host == "::1";
-  in_addr address{};
-  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+  return ipv6 ? host == "::1" : loopback_ipv4(host);
 }
 
 Result<ListenAddress> parse_listen_address(const std::string& text)
