@@ -27,6 +27,11 @@ constexpr size_t kChainSvgBound = 8 << 20;
 constexpr uint64_t kReplacedMapReadBound =
     2 * (symbolize::PerfMapReader::kMaxParsePerInterval + (1 << 20)) + (32 << 20);
 
+// The processes of the container that holds more than its share of the memory account, and
+// flamebpf's peak RSS bound then: its 64 MiB share, and what any run of the hostile tests takes.
+constexpr int kShareAttackers = 8;
+constexpr long kShareRssBoundKb = kRssBoundKb + (64 << 10);
+
 // The most user frames in a stack of folded text: all but the process name and kernel frames.
 size_t deepest(const std::map<std::string, uint64_t>& stacks)
 {
@@ -101,6 +106,41 @@ TEST_F(HostileContainerTest, MapReplacedEveryFewMillisecondsIsReadOncePerInterva
   EXPECT_GT(run.read_bytes, 0u);
   EXPECT_LT(run.read_bytes, kReplacedMapReadBound) << describe(run);
   EXPECT_EQ(lines_with(run.log, "more to read than an interval allows").size(), 1u) << run.log;
+}
+
+TEST_F(HostileContainerTest, ProcessesOfOneContainerHoldNoMoreThanItsShare)
+{
+  // Eight processes of one container, each naming its code in a map of 32 MiB of names (what one
+  // map may hold): 256 MiB that flamebpf held before its memory account, and were it a few dozen
+  // processes, past the limit it is shipped with. Another container beside them names its code in
+  // a small map. An account of 128 MiB between two targets gives each 64 MiB.
+  auto attacker = spin("hb-share", {"--comm", "attacker0", "heavy", "Attack.heavy"});
+  for (int i = 1; i < kShareAttackers; ++i) {
+    std::string comm = "attacker" + std::to_string(i);
+    spin_another(attacker, comm, {"--comm", comm, "heavy", "Attack.heavy"});
+  }
+  spin("hb-victim", {"valid", "Victim.outer", "Victim.inner"});
+  std::string out = dir_.path().string() + "/out";
+  fs::create_directories(out);
+  auto run = run_measured({"--cgroup", "hb-share", "--cgroup", "hb-victim", "--no-attach",
+                           "--target-memory", "128", "-d", "4", "-o", out + "/share.folded"},
+                          dir_.path());
+  print_figures("eight heavy maps in one container", run);
+  expect_prompt(run, 4);
+  EXPECT_LT(run.max_rss_kb, kShareRssBoundKb) << describe(run);
+  // Said once, for the container, with the option that helps.
+  auto said = lines_with(run.log, "its share of flamebpf's memory");
+  ASSERT_EQ(said.size(), 1u) << run.log;
+  EXPECT_NE(said[0].find("target hb-share"), std::string::npos) << said[0];
+  EXPECT_NE(said[0].find("--target-memory"), std::string::npos) << said[0];
+  // The other container keeps its names; the attackers keep theirs as far as their share goes.
+  auto victim = read_folded(out + "/share.hb-victim.folded");
+  EXPECT_GT(total_count(victim), 30u) << describe(run);
+  EXPECT_GT(count_containing(victim, "Victim.outer;Victim.inner"),
+            spinning_samples(victim) * 9 / 10)
+      << hottest_stacks(victim) << describe(run);
+  auto attackers = read_folded(out + "/share.hb-share.folded");
+  EXPECT_GT(count_containing(attackers, "Attack.heavy"), 0u) << hottest_stacks(attackers);
 }
 
 TEST_F(HostileContainerTest, MapOwnedByAnotherUserIsNotRead)

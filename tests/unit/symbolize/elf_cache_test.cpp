@@ -89,6 +89,28 @@ TEST_F(ElfCacheFallback, OpensTheFileAtItsPathInsideTheRoot)
   EXPECT_TRUE(names_alpha(*symbols));
 }
 
+// A file its target's share has no room for stays unnamed until the next trim, and is charged
+// to that share once read: a file every process maps costs the account once.
+TEST_F(ElfCacheFallback, FileIsChargedToTheShareOfItsFirstProcess)
+{
+  copy_fixture(root_ / "lib/libfixture.so");
+  auto mapping = mapping_of("/lib/libfixture.so", inode_of(root_ / "lib/libfixture.so"));
+  auto account = MemoryAccount::create(16 << 20);
+  auto crowded = account->share("crowded");
+  ASSERT_TRUE(crowded->charge((16 << 20) - 64));
+  ElfCache cache(proc());
+  EXPECT_EQ(cache.get(kPid, mapping, crowded), nullptr);
+  crowded->release((16 << 20) - 64);
+  EXPECT_EQ(cache.get(kPid, mapping, crowded), nullptr); // not retried before the trim
+  cache.trim();
+  auto symbols = cache.get(kPid, mapping, crowded);
+  ASSERT_NE(symbols, nullptr);
+  uint64_t held = crowded->held();
+  EXPECT_GT(held, 0u);
+  EXPECT_EQ(cache.get(kPid, mapping, account->share("other")), symbols);
+  EXPECT_EQ(account->held(), held);
+}
+
 // The path names another file than the one mapped (replaced since the maps were read).
 TEST_F(ElfCacheFallback, RefusesAFileWithAnotherInode)
 {

@@ -57,6 +57,35 @@ TEST(PerfMapLine, EveryProducersSpelling)
   EXPECT_EQ(spaced->name, "java.lang.Object Foo.bar(java.lang.Object, long)");
 }
 
+TEST(PerfMapTable, HoldsWhatItsShareAllowsAndGivesItBack)
+{
+  auto account = MemoryAccount::create(16 << 20);
+  auto share = account->share("jit");
+  PerfMapTable table;
+  table.charge_to(share);
+  std::string name(1000, 'n');
+  size_t fitted = 0;
+  for (uint64_t i = 0; i < 20000; ++i)
+    fitted += table.insert({0x1000 + i * 0x10, 0x1010 + i * 0x10, name, false});
+  // Each name costs its text and kNameBytes, each range kRangeBytes: the rest is held as
+  // kTruncated while ranges still fit, then refused.
+  size_t each = name.size() + PerfMapTable::kNameBytes + PerfMapTable::kRangeBytes;
+  EXPECT_NEAR(static_cast<double>(fitted), static_cast<double>((16u << 20) / each), 2.0);
+  EXPECT_GT(table.share_refusals(), 0u);
+  EXPECT_LE(share->held(), uint64_t{16} << 20);
+  auto last = table.find(0x1000 + (fitted + 1) * 0x10);
+  ASSERT_TRUE(last);
+  EXPECT_TRUE(last->truncated);
+  table.clear();
+  EXPECT_EQ(share->held(), 0u);
+  // Ranges replaced give back their names and nodes.
+  for (uint64_t i = 0; i < 10; ++i)
+    EXPECT_TRUE(table.insert({0x1000 + i * 0x10, 0x1010 + i * 0x10, name, false}));
+  EXPECT_EQ(share->held(), 10 * each);
+  EXPECT_TRUE(table.insert({0x1000, 0x10a0, name, false}));
+  EXPECT_EQ(share->held(), each);
+}
+
 TEST(PerfMapLine, MalformedLines)
 {
   EXPECT_FALSE(parse_perf_map_line(""));

@@ -111,6 +111,32 @@ TEST(JvmRecords, NamesMethodsWithinTheirBudget)
   EXPECT_EQ(records.method_name(0x20)->size(), JvmRecords::kMaxMethodName);
 }
 
+TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
+{
+  // An account of 16 MiB has a sixteenth for its floor; alone, the share may hold it all.
+  auto account = MemoryAccount::create(16 << 20);
+  auto share = account->share("jvm");
+  JvmRecords records;
+  records.charge_to(share);
+  size_t kept = 0;
+  for (uint64_t i = 0; i < 300000; ++i)
+    kept += records.apply(code_at(0x100000 + i * 0x100, 0x80));
+  // 16 MiB of 96-byte records: refused once the share is full, and said by the share.
+  EXPECT_EQ(kept, (16u << 20) / JvmRecords::kCodeBytes);
+  EXPECT_GT(share->refusals(), 0u);
+  EXPECT_FALSE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
+  // Unloaded code makes room; clearing gives everything back.
+  JvmRecord unload;
+  unload.kind = JvmRecord::Kind::kUnload;
+  unload.code.start = 0x100000;
+  records.apply(unload);
+  EXPECT_TRUE(records.apply(code_at(0x100000, 0x80)));
+  records.clear();
+  EXPECT_EQ(share->held(), 0u);
+  EXPECT_TRUE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
+  EXPECT_EQ(share->held(), JvmRecords::kMethodBytes + 21);
+}
+
 TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
 {
   TempDir dir;

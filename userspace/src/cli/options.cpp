@@ -116,6 +116,12 @@ void add_options(CLI::App& app, Config& config)
                  "frame pointers, taken 1 MiB at a time as they need it (0: frame pointers only)")
       ->check(CLI::Range(0u, 1u << 12))
       ->capture_default_str();
+  app.add_option("--target-memory", config.target_memory_mib,
+                 "MiB at most of what targets make flamebpf hold (their perf maps' names, JVM "
+                 "records, ELF symbols), shared among them: one target may hold the larger of its "
+                 "part and a sixteenth")
+      ->check(CLI::Range(16u, 1u << 16))
+      ->capture_default_str();
   app.add_option("--count-storage", config.count_storage,
                  "Distinct (process, stack) counts kept in the kernel per interval")
       ->check(CLI::Range(64u, 1u << 22))

@@ -36,6 +36,8 @@ struct Config {
   // MiB of kernel memory for the unwind tables of code without frame pointers; 0: unwind by
   // frame pointers only.
   uint32_t unwind_memory_mib = 32;
+  // What targets may make flamebpf hold (names, unwind records, symbols), shared among them.
+  uint32_t target_memory_mib = 1024;
   uint32_t count_storage = 16384;
   bool verbose = false;
   // debuginfod servers to fetch missing debug files from (space-separated): --debuginfod only;

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/meanwhile.h"
+#include "common/memory_account.h"
 #include "common/procfs.h"
 #include "jvm/agent_library.h"
 #include "pipeline/dump_sink.h"
@@ -175,6 +176,7 @@ Result<> Recorder::start()
     return fail(kernel_names.error());
   symbolize::SymbolizerOptions symbolizer_options;
   symbolizer_options.java_signatures = config_.java_signatures;
+  symbolizer_options.memory = MemoryAccount::create(uint64_t{config_.target_memory_mib} << 20);
   if (!config_.debuginfod_urls.empty()) {
     symbolize::DebuginfodOptions fetching;
     fetching.urls = config_.debuginfod_urls;
@@ -194,6 +196,7 @@ Result<> Recorder::start()
                  "servers --debuginfod names: a fetch tells a server every container's build IDs");
   }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
+  symbolizer_->set_targets(targets_.names());
   // Long work takes the notices meanwhile (not within the poll that delivers them).
   meanwhile::set_task([this] { (void)poll_notices(std::chrono::milliseconds(0)); });
   last_refresh_ = Steady::now();
@@ -301,6 +304,8 @@ void Recorder::refresh_targets(bool reresolve)
     if (auto ok = sampler_->add_cgroup_target(filter_of(added)); !ok)
       spdlog::warn("{}; it is not profiled", ok.error().message);
   }
+  if (!changes.added.empty() || !changes.removed.empty())
+    symbolizer_->set_targets(targets_.names());
   sink_->targets_added(changes.added);
   if (!changes.removed.empty())
     sink_->targets_removed(changes.removed);

@@ -59,13 +59,25 @@ PerfMapTable::PerfMapTable(size_t max_name_bytes)
 
 void PerfMapTable::release(const Range& range)
 {
-  if (range.name.use_count() == 1 && range.name != over_budget_)
+  if (range.name.use_count() == 1 && range.name != over_budget_) {
     name_bytes_ -= range.name->text.size();
+    charge_.shrink(range.name->text.size() + kNameBytes);
+  }
 }
 
 bool PerfMapTable::insert(PerfMapEntry entry)
 {
+  // The entry's range, and the second piece of a range it splits, at most.
+  if (!charge_.grow(2 * kRangeBytes)) {
+    ++share_refusals_;
+    return false;
+  }
+  size_t ranges_before = ranges_.size();
   bool fitted = name_bytes_ + entry.name.size() <= max_name_bytes_;
+  if (fitted && !charge_.grow(entry.name.size() + kNameBytes)) {
+    ++share_refusals_;
+    fitted = false;
+  }
   std::shared_ptr<const Name> name = over_budget_;
   if (fitted) {
     name_bytes_ += entry.name.size();
@@ -94,6 +106,8 @@ bool PerfMapTable::insert(PerfMapEntry entry)
     it = ranges_.erase(it);
   }
   ranges_.insert_or_assign(entry.start, Range{entry.end, std::move(name)});
+  // Ranges removed give back their charge with what was charged for ranges not made.
+  charge_.shrink((ranges_before + 2 - ranges_.size()) * kRangeBytes);
   return fitted;
 }
 
@@ -113,11 +127,16 @@ void PerfMapTable::clear()
 {
   ranges_.clear();
   name_bytes_ = 0;
+  charge_.reset();
 }
 
-PerfMapReader::PerfMapReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root)
+PerfMapReader::PerfMapReader(uint32_t host_pid,
+                             uint32_t ns_pid,
+                             std::string proc_root,
+                             std::shared_ptr<MemoryShare> share)
     : host_pid_(host_pid), ns_pid_(ns_pid), proc_root_(std::move(proc_root))
 {
+  table_.charge_to(std::move(share));
 }
 
 std::string PerfMapReader::path() const
@@ -316,7 +335,10 @@ size_t PerfMapReader::take_lines(std::string_view text)
       ++ignored_lines_;
     } else {
       long_names_ += entry->truncated;
-      names_over_budget_ += !table_.insert(std::move(*entry));
+      uint64_t refused_before = table_.share_refusals();
+      // A share's refusal is said by the share, for the whole target.
+      if (!table_.insert(std::move(*entry)) && table_.share_refusals() == refused_before)
+        ++names_over_budget_;
     }
   });
   bad_lines_ += taken.overlong;

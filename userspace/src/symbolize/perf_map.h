@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "common/line_assembler.h"
+#include "common/memory_account.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::symbolize {
@@ -72,9 +73,15 @@ public:
   PerfMapTable(const PerfMapTable&) = delete;
   PerfMapTable& operator=(const PerfMapTable&) = delete;
 
+  // What the table holds from now on is charged to share (names and ranges); call it while the
+  // table is empty.
+  void charge_to(std::shared_ptr<MemoryShare> share) { charge_ = MemoryCharge(std::move(share)); }
   // Adds entry over whatever it overlaps (a range it splits keeps both outer parts). A name that
-  // does not fit in the budget of name bytes is held as kTruncated; returns false then.
+  // does not fit in the budget of name bytes, or that the share refuses, is held as kTruncated;
+  // an entry whose range the share refuses is not added. Returns false in either case.
   bool insert(PerfMapEntry entry);
+  // Names and ranges the share refused (as opposed to the table's own budget).
+  uint64_t share_refusals() const { return share_refusals_; }
   // The entry covering address, if any.
   std::optional<Entry> find(uint64_t address) const;
   size_t size() const { return ranges_.size(); }
@@ -84,6 +91,10 @@ public:
 
   // Enough for ~100k pieces of code named in ~300 bytes each, three times what a big JVM holds.
   static constexpr size_t kMaxNameBytes = 32 << 20;
+  // What a range and a name cost besides the name's text, as charged to the share: a node of the
+  // map, and a name's shared block.
+  static constexpr size_t kRangeBytes = 80;
+  static constexpr size_t kNameBytes = 64;
 
 private:
   struct Name {
@@ -102,6 +113,9 @@ private:
   std::map<uint64_t, Range> ranges_; // by start; never overlapping
   size_t name_bytes_ = 0;
   std::shared_ptr<const Name> over_budget_; // kTruncated, for names beyond the budget
+  // Names (their text and kNameBytes each) and ranges (kRangeBytes each) held.
+  MemoryCharge charge_;
+  uint64_t share_refusals_ = 0;
 };
 
 // Reads one process's perf map incrementally: each refresh() takes what was appended since the
@@ -111,7 +125,11 @@ class PerfMapReader {
 public:
   // host_pid names the process on the host; ns_pid is its pid inside its own pid namespace,
   // which names the map. proc_root is normally "/proc".
-  PerfMapReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root = "/proc");
+  // What the map's table holds is charged to share (nothing is, if null).
+  PerfMapReader(uint32_t host_pid,
+                uint32_t ns_pid,
+                std::string proc_root = "/proc",
+                std::shared_ptr<MemoryShare> share = nullptr);
 
   // Reads what is new, within what is left of this interval's budgets. Never blocks on the file.
   // A map file not owned by the process's user or root is not read, and what was read of an

@@ -31,7 +31,9 @@ const MappedCode* ProcessImage::find(uint64_t address) const
   return address < it->mapping.end ? &*it : nullptr;
 }
 
-std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapping& mapping)
+std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid,
+                                                const procfs::Mapping& mapping,
+                                                const std::shared_ptr<MemoryShare>& share)
 {
   FileKey key{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
   ++uses_;
@@ -39,7 +41,7 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapp
     it->second.last_use = uses_;
     return it->second.symbols;
   }
-  if (failed_.contains(key))
+  if (failed_.contains(key) || over_share_.contains(key))
     return nullptr;
 
   std::string process = proc_root_ + "/" + std::to_string(pid);
@@ -50,7 +52,7 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapp
     auto opened = pending->second.get();
     stalled_.erase(pending);
     spdlog::info("{}: answers again", shown);
-    return keep(key, opened, shown);
+    return keep(key, opened, shown, share);
   }
   // The work owns copies of what it reads: after a stall it runs on alone.
   auto outcome = stall_guard_.run<OpenedSymbols>(
@@ -91,11 +93,13 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid, const procfs::Mapp
     stalled_.emplace(key, outcome->result);
     return nullptr;
   }
-  return keep(key, outcome->result.get(), shown);
+  return keep(key, outcome->result.get(), shown, share);
 }
 
-std::shared_ptr<const ElfSymbols>
-ElfCache::keep(const FileKey& key, const OpenedSymbols& opened, const std::string& shown)
+std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
+                                                 const OpenedSymbols& opened,
+                                                 const std::string& shown,
+                                                 const std::shared_ptr<MemoryShare>& share)
 {
   if (!opened) {
     spdlog::debug("{}", opened.error().message);
@@ -117,8 +121,18 @@ ElfCache::keep(const FileKey& key, const OpenedSymbols& opened, const std::strin
     failed_[key] = 1;
     return nullptr;
   }
+  MemoryCharge charge(share);
+  if (!charge.grow(bytes)) {
+    // Files no process maps give back what they held, to this share or the account.
+    evict_unused(bytes);
+    if (!charge.grow(bytes)) {
+      spdlog::debug("{}: left unnamed: its target's share of memory is taken", shown);
+      over_share_.insert(key);
+      return nullptr;
+    }
+  }
   held_bytes_ += bytes;
-  files_.emplace(key, Cached{symbols, uses_, bytes});
+  files_.emplace(key, Cached{symbols, uses_, bytes, std::move(charge)});
   queue_inlines(key, symbols);
   return symbols;
 }
@@ -209,6 +223,8 @@ void ElfCache::use_inlines(const FileKey& key, const std::shared_ptr<const Inlin
   }
   // The caller holds the file's symbols, so evicting made room without it.
   it = files_.find(key);
+  if (!it->second.charge.grow(bytes))
+    return; // its target's share is taken: said once by the share
   it->second.symbols->use_inlines(index);
   it->second.bytes += bytes;
   held_bytes_ += bytes;
@@ -259,10 +275,14 @@ void ElfCache::trim()
   // forgotten at once and retried when met again.
   if (failed_.size() > kFailuresKept)
     failed_.clear();
+  over_share_.clear();
 }
 
-ProcessTable::ProcessTable(std::string proc_root)
-    : proc_root_(std::move(proc_root)), elf_cache_(proc_root_)
+ProcessTable::ProcessTable(std::string proc_root, std::shared_ptr<MemoryAccount> account)
+    : proc_root_(std::move(proc_root)),
+      account_(account ? std::move(account)
+                       : MemoryAccount::create(MemoryAccount::kDefaultTotalBytes)),
+      elf_cache_(proc_root_)
 {
 }
 
@@ -323,6 +343,9 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
     image.ns_pid = seen->ns_pid;
   if (image.cgroup.empty())
     image.cgroup = seen->cgroup;
+  if (!image.share)
+    image.share =
+        account_->share(profile::target_of(targets_, 0, pid, {image.cgroup, image.cgroup_id}));
   image.maps_read = true;
   auto mappings = procfs::parse_proc_maps(*text);
   auto traits = jvm::jvm_traits(mappings);
@@ -339,7 +362,7 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
       continue;
     MappedCode entry{std::move(mapping), nullptr};
     if (entry.mapping.file_backed())
-      entry.symbols = elf_cache_.get(pid, entry.mapping);
+      entry.symbols = elf_cache_.get(pid, entry.mapping, image.share);
     code.push_back(std::move(entry));
   }
   std::sort(code.begin(), code.end(), [](const MappedCode& a, const MappedCode& b) {
@@ -351,7 +374,7 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
   // A JVM's map is opened now, while the process lives: a JVM that exits before the interval
   // ends is still read to its end through the open file.
   if (image.jvm && !image.perf_map && image.ns_pid != 0) {
-    image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_);
+    image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_, image.share);
     refresh_perf_map(image);
   }
 }
@@ -361,11 +384,11 @@ const ElfSymbols* ProcessTable::symbols_of(const ImageKey& key, const MappedCode
   if (code.symbols || !code.mapping.file_backed())
     return code.symbols.get();
   // Remembered failures and files still being read cost a lookup, nothing more.
-  auto late = elf_cache_.get(key.pid, code.mapping);
-  if (!late)
-    return nullptr;
   auto it = processes_.find(key);
   if (it == processes_.end())
+    return nullptr;
+  auto late = elf_cache_.get(key.pid, code.mapping, it->second.share);
+  if (!late)
     return nullptr;
   for (auto& mapped : it->second.code) {
     if (&mapped == &code)
@@ -442,7 +465,7 @@ const unwind::JvmRecords* ProcessTable::jvm_records(const ImageKey& key, bool re
     if (image.ns_pid == 0)
       return nullptr;
     image.jvm_records =
-        std::make_shared<unwind::JvmRecordsReader>(key.pid, image.ns_pid, proc_root_);
+        std::make_shared<unwind::JvmRecordsReader>(key.pid, image.ns_pid, proc_root_, image.share);
   }
   bool new_generation = image.jvm_records_generation != generation_;
   if ((new_generation || read_now) && image.jvm_records_usable()) {
@@ -514,7 +537,8 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   if (!image.perf_map) {
     if (image.ns_pid == 0)
       return nullptr;
-    image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
+    image.perf_map =
+        std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
   }
   if (image.perf_map_generation != generation_) {
     image.perf_map_generation = generation_;
@@ -619,7 +643,8 @@ void ProcessTable::poll_perf_maps()
     if (!image.jvm || image.ns_pid == 0)
       continue;
     if (!image.perf_map)
-      image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_);
+      image.perf_map =
+          std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
     refresh_perf_map(image);
   }
 }

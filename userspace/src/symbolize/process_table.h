@@ -9,13 +9,16 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "common/memory_account.h"
 #include "common/proc_maps.h"
 #include "common/stall_guard.h"
+#include "profile/target_names.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/perf_map.h"
 #include "unwind/jit_table.h"
@@ -50,6 +53,9 @@ struct ProcessImage {
   uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
   std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
   uint64_t cgroup_id = 0;       // cgroup2 id its first sample was taken in; 0 if not known
+  // Its target's share of the memory account (common/memory_account.h), which pays for its perf
+  // map, unwind records and the ELF files it is first to map; chosen when its cgroup is read.
+  std::shared_ptr<MemoryShare> share;
   uint64_t capture_generation = 0;
   // Captured inside execve, after the new memory image was made but before any code was mapped
   // into it: the next address looked up captures it again, whatever the generation.
@@ -113,8 +119,12 @@ public:
     uint64_t inode = 0;
     friend auto operator<=>(const FileKey&, const FileKey&) = default;
   };
-  // The symbols of the file behind mapping in process pid, opening it on first use.
-  std::shared_ptr<const ElfSymbols> get(uint32_t pid, const procfs::Mapping& mapping);
+  // The symbols of the file behind mapping in process pid, opening it on first use and charging
+  // it to share (the first process's target pays for a file every process shares; nothing is
+  // charged without one).
+  std::shared_ptr<const ElfSymbols> get(uint32_t pid,
+                                        const procfs::Mapping& mapping,
+                                        const std::shared_ptr<MemoryShare>& share = nullptr);
   size_t size() const { return files_.size(); }
   // The memory the cached symbols and inline indexes take, roughly.
   size_t held_bytes() const { return held_bytes_; }
@@ -147,12 +157,15 @@ public:
 private:
   using OpenedSymbols = Result<std::shared_ptr<const ElfSymbols>>;
   // Caches what opening key gave (or remembers the failure); what get() returns.
-  std::shared_ptr<const ElfSymbols>
-  keep(const FileKey& key, const OpenedSymbols& opened, const std::string& shown);
+  std::shared_ptr<const ElfSymbols> keep(const FileKey& key,
+                                         const OpenedSymbols& opened,
+                                         const std::string& shown,
+                                         const std::shared_ptr<MemoryShare>& share);
   struct Cached {
     std::shared_ptr<const ElfSymbols> symbols;
     uint64_t last_use = 0;
-    size_t bytes = 0; // symbols->memory_bytes() when cached, and its inline index's once built
+    size_t bytes = 0;    // symbols->memory_bytes() when cached, and its inline index's once built
+    MemoryCharge charge; // bytes, charged to the share of the first process that mapped it
   };
   // Forgets files no process holds, least recently used first, until bytes are freed.
   void evict_unused(size_t bytes);
@@ -171,7 +184,9 @@ private:
   std::shared_ptr<DebugFetcher> fetcher_;
   std::map<FileKey, Cached> files_;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
-  uint64_t uses_ = 0;                  // a clock of get() calls, for last_use
+  // Files their target's share had no room for: tried again after the next trim().
+  std::set<FileKey> over_share_;
+  uint64_t uses_ = 0; // a clock of get() calls, for last_use
   size_t held_bytes_ = 0;
   bool full_reported_ = false; // kMaxHeldBytes was reached, and that was said
   // Files whose reading stalled and goes on; taken when it ends.
@@ -220,8 +235,16 @@ struct ImageKeyHash {
 
 class ProcessTable {
 public:
-  // proc_root is normally "/proc"; tests may point it elsewhere.
-  explicit ProcessTable(std::string proc_root = "/proc");
+  // proc_root is normally "/proc"; tests may point it elsewhere. What targets make the table
+  // hold is charged to account (one of MemoryAccount::kDefaultTotalBytes when null).
+  explicit ProcessTable(std::string proc_root = "/proc",
+                        std::shared_ptr<MemoryAccount> account = nullptr);
+
+  // The targets whose shares processes are charged to from now on (by the cgroup and pid each
+  // process has when its cgroup is read); until the first call, every process is in
+  // targets.unmatched's share.
+  void set_targets(profile::TargetNames targets) { targets_ = std::move(targets); }
+  const MemoryAccount& memory_account() const { return *account_; }
 
   // Reads the process's maps and opens its code; comm may be empty to read it from /proc, and
   // cgroup_id (that of the first sample) 0 when not known. What /proc no longer has (the process
@@ -293,6 +316,8 @@ private:
   void refresh_perf_map(ProcessImage& image);
 
   std::string proc_root_;
+  std::shared_ptr<MemoryAccount> account_;
+  profile::TargetNames targets_;
   std::unordered_map<ImageKey, ProcessImage, ImageKeyHash> processes_;
   std::unordered_map<ImageKey, ProcessSnapshot, ImageKeyHash> snapshots_; // until the capture
   size_t snapshot_bytes_ = 0;

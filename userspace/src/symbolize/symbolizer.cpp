@@ -39,7 +39,8 @@ size_t name_bytes(const profile::Frame& frame)
 Symbolizer::Symbolizer(std::unique_ptr<KernelNames> kernel,
                        SymbolizerOptions options,
                        std::string proc_root)
-    : kernel_(std::move(kernel)), options_(options), processes_(std::move(proc_root))
+    : kernel_(std::move(kernel)), options_(options),
+      processes_(std::move(proc_root), options_.memory)
 {
   if (options_.debug_fetcher)
     processes_.fetch_debug_files_with(options_.debug_fetcher);

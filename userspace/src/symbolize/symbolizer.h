@@ -44,6 +44,9 @@ struct SymbolizerOptions {
   size_t max_profile_name_bytes = kMaxProfileNameBytes;
   // Where debug files no debug root holds are fetched from; none if null.
   std::shared_ptr<DebugFetcher> debug_fetcher;
+  // What targets make the symbolizer hold (perf maps, unwind records, ELF symbols) is charged
+  // to their shares of this account; one of MemoryAccount::kDefaultTotalBytes if null.
+  std::shared_ptr<MemoryAccount> memory;
 };
 
 // A process image found to be a JVM.
@@ -98,6 +101,9 @@ public:
   const ProcessImage* find_process(const ImageKey& key) const { return processes_.find(key); }
   size_t elf_files() const { return processes_.elf_files(); }
   size_t symbol_bytes() const { return processes_.symbol_bytes(); }
+  // The targets whose shares of the memory account processes seen from now on are charged to.
+  void set_targets(profile::TargetNames targets) { processes_.set_targets(std::move(targets)); }
+  const MemoryAccount& memory_account() const { return processes_.memory_account(); }
 
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
   std::vector<ImageKey> forget_exited_processes();

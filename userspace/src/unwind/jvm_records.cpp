@@ -123,8 +123,9 @@ bool JvmRecords::apply(const JvmRecord& record)
     while (it != code_.end() && it->first < end) {
       ++overlaps_;
       it = code_.erase(it);
+      charge_.shrink(kCodeBytes);
     }
-    if (code_.size() >= kMaxCode)
+    if (code_.size() >= kMaxCode || !charge_.grow(kCodeBytes))
       return false;
     code_[code.start] = code;
     ++generation_;
@@ -141,18 +142,27 @@ bool JvmRecords::apply(const JvmRecord& record)
     return true;
   }
   case JvmRecord::Kind::kUnload:
-    if (code_.erase(record.code.start))
+    if (code_.erase(record.code.start)) {
+      charge_.shrink(kCodeBytes);
       ++generation_;
+    }
     return true;
   case JvmRecord::Kind::kMethod: {
     std::string_view name = record.name.substr(0, kMaxMethodName);
     auto [it, inserted] = methods_.try_emplace(record.method);
     size_t old_bytes = inserted ? 0 : it->second.size();
-    if (method_name_bytes_ - old_bytes + name.size() > kMaxMethodNameBytes) {
+    // What the method is charged now and would be: its node and its name.
+    uint64_t before = inserted ? 0 : kMethodBytes + old_bytes;
+    uint64_t after = kMethodBytes + name.size();
+    bool fits = method_name_bytes_ - old_bytes + name.size() <= kMaxMethodNameBytes &&
+                (after <= before || charge_.grow(after - before));
+    if (!fits) {
       if (inserted)
         methods_.erase(it);
       return false;
     }
+    if (after < before)
+      charge_.shrink(before - after);
     method_name_bytes_ = method_name_bytes_ - old_bytes + name.size();
     it->second.assign(name);
     return true;
@@ -175,12 +185,17 @@ void JvmRecords::clear()
   interpreter_.reset();
   methods_.clear();
   method_name_bytes_ = 0;
+  charge_.reset();
   ++generation_;
 }
 
-JvmRecordsReader::JvmRecordsReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root)
+JvmRecordsReader::JvmRecordsReader(uint32_t host_pid,
+                                   uint32_t ns_pid,
+                                   std::string proc_root,
+                                   std::shared_ptr<MemoryShare> share)
     : host_pid_(host_pid), ns_pid_(ns_pid), proc_root_(std::move(proc_root))
 {
+  records_.charge_to(std::move(share));
 }
 
 void JvmRecordsReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)

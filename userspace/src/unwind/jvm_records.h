@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "common/line_assembler.h"
+#include "common/memory_account.h"
 #include "common/unique_fd.h"
 
 namespace flamebpf::unwind {
@@ -57,7 +59,9 @@ std::optional<JvmRecord> parse_jvm_record_line(std::string_view line);
 // what it overlaps (the JVM reuses freed code space, and may report the unload later).
 class JvmRecords {
 public:
-  // Applies one record. Returns false if it was ignored for a budget.
+  // What the records hold from now on is charged to share; call it while they are empty.
+  void charge_to(std::shared_ptr<MemoryShare> share) { charge_ = MemoryCharge(std::move(share)); }
+  // Applies one record. Returns false if it was ignored for a budget (its own or the share's).
   bool apply(const JvmRecord& record);
 
   // Code by start address; never overlapping.
@@ -75,12 +79,17 @@ public:
   static constexpr size_t kMaxCode = 512 * 1024;
   static constexpr size_t kMaxMethodNameBytes = 64 << 20;
   static constexpr size_t kMaxMethodName = 4096; // longer names are cut
+  // What a code record and a method cost besides the method's name, as charged to the share: a
+  // node of their maps.
+  static constexpr size_t kCodeBytes = 96;
+  static constexpr size_t kMethodBytes = 64;
 
 private:
   std::map<uint64_t, JvmCode> code_;
   std::optional<std::pair<uint64_t, uint64_t>> interpreter_;
   std::unordered_map<uint64_t, std::string> methods_;
   size_t method_name_bytes_ = 0;
+  MemoryCharge charge_; // kCodeBytes per code record, kMethodBytes and its name per method
   uint64_t generation_ = 0;
   uint64_t overlaps_ = 0;
 };
@@ -90,8 +99,12 @@ private:
 class JvmRecordsReader {
 public:
   // host_pid names the process on the host; ns_pid, its pid in its own namespace, names the
-  // file. proc_root is normally "/proc".
-  JvmRecordsReader(uint32_t host_pid, uint32_t ns_pid, std::string proc_root = "/proc");
+  // file. proc_root is normally "/proc". What the records hold is charged to share (nothing is,
+  // if null).
+  JvmRecordsReader(uint32_t host_pid,
+                   uint32_t ns_pid,
+                   std::string proc_root = "/proc",
+                   std::shared_ptr<MemoryShare> share = nullptr);
 
   // Reads what is new within this interval's budget; never blocks on the file. Logs each kind of
   // trouble once.

@@ -1,0 +1,175 @@
+#include "common/memory_account.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/log.h"
+
+namespace flamebpf {
+
+namespace {
+
+double mib(uint64_t bytes)
+{
+  return static_cast<double>(bytes) / (1 << 20);
+}
+
+} // namespace
+
+MemoryShare::MemoryShare(std::shared_ptr<MemoryAccount> account, std::string target)
+    : account_(std::move(account)), target_(std::move(target))
+{
+}
+
+MemoryShare::~MemoryShare()
+{
+  account_->forget(*this);
+}
+
+bool MemoryShare::charge(uint64_t bytes)
+{
+  uint64_t limit = 0;
+  uint64_t held = 0;
+  {
+    std::lock_guard lock(account_->mutex_);
+    limit = account_->share_limit_locked();
+    bool fits = held_ + bytes <= limit && account_->held_ + bytes <= account_->total_;
+    if (fits) {
+      held_ += bytes;
+      account_->held_ += bytes;
+      return true;
+    }
+    held = held_;
+    if (refusals_++ != 0)
+      return false;
+  }
+  if (held + bytes > limit)
+    spdlog::warn("target {}: holds {:.1f} MiB, its share of flamebpf's memory for targets ({:.0f} "
+                 "MiB of {:.0f} MiB among the live targets): further names of its code are not "
+                 "kept; --target-memory raises the account",
+                 target_, mib(held), mib(limit), mib(account_->total_));
+  else
+    spdlog::warn("target {}: flamebpf's memory for targets ({:.0f} MiB) is taken by the targets "
+                 "together: further names of its code are not kept; --target-memory raises it",
+                 target_, mib(account_->total_));
+  return false;
+}
+
+void MemoryShare::release(uint64_t bytes)
+{
+  std::lock_guard lock(account_->mutex_);
+  bytes = std::min(bytes, held_);
+  held_ -= bytes;
+  account_->held_ -= bytes;
+}
+
+uint64_t MemoryShare::held() const
+{
+  std::lock_guard lock(account_->mutex_);
+  return held_;
+}
+
+uint64_t MemoryShare::refusals() const
+{
+  std::lock_guard lock(account_->mutex_);
+  return refusals_;
+}
+
+std::shared_ptr<MemoryAccount> MemoryAccount::create(uint64_t total_bytes)
+{
+  return std::shared_ptr<MemoryAccount>(new MemoryAccount(total_bytes));
+}
+
+std::shared_ptr<MemoryShare> MemoryAccount::share(const std::string& target)
+{
+  std::lock_guard lock(mutex_);
+  if (auto it = shares_.find(target); it != shares_.end()) {
+    if (auto live = it->second.share.lock())
+      return live;
+  }
+  auto made = std::make_shared<MemoryShare>(shared_from_this(), target);
+  shares_[target] = Live{made, made.get()};
+  return made;
+}
+
+uint64_t MemoryAccount::held() const
+{
+  std::lock_guard lock(mutex_);
+  return held_;
+}
+
+uint64_t MemoryAccount::share_limit_locked() const
+{
+  uint64_t divided = total_ / std::max<uint64_t>(1, shares_.size());
+  return std::max(divided, total_ / kFloorDivisor);
+}
+
+uint64_t MemoryAccount::share_limit() const
+{
+  std::lock_guard lock(mutex_);
+  return share_limit_locked();
+}
+
+size_t MemoryAccount::live_shares() const
+{
+  std::lock_guard lock(mutex_);
+  return shares_.size();
+}
+
+std::pair<std::string, uint64_t> MemoryAccount::largest() const
+{
+  std::lock_guard lock(mutex_);
+  std::pair<std::string, uint64_t> largest;
+  for (const auto& [target, share] : shares_) {
+    if (share.raw->held_ > largest.second)
+      largest = {target, share.raw->held_};
+  }
+  return largest;
+}
+
+void MemoryAccount::forget(const MemoryShare& share)
+{
+  std::lock_guard lock(mutex_);
+  held_ -= std::min(held_, share.held_);
+  // A share made for the target meanwhile stays.
+  if (auto it = shares_.find(share.target_); it != shares_.end() && it->second.raw == &share)
+    shares_.erase(it);
+}
+
+MemoryCharge::MemoryCharge(MemoryCharge&& other) noexcept
+    : share_(std::move(other.share_)), bytes_(std::exchange(other.bytes_, 0))
+{
+}
+
+MemoryCharge& MemoryCharge::operator=(MemoryCharge&& other) noexcept
+{
+  if (this != &other) {
+    reset();
+    share_ = std::move(other.share_);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+bool MemoryCharge::grow(uint64_t bytes)
+{
+  if (share_ && !share_->charge(bytes))
+    return false;
+  bytes_ += bytes;
+  return true;
+}
+
+void MemoryCharge::shrink(uint64_t bytes)
+{
+  bytes = std::min(bytes, bytes_);
+  if (share_)
+    share_->release(bytes);
+  bytes_ -= bytes;
+}
+
+void MemoryCharge::reset()
+{
+  shrink(bytes_);
+}
+
+} // namespace flamebpf
