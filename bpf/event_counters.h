@@ -22,6 +22,9 @@
 #define FB_COUNTER_UNWIND_READ_FAILED 12 /* user memory unreadable (paged out, or a bad rule) */
 #define FB_COUNTER_UNWIND_TRUNCATED 13   /* more frames than FB_MAX_STACK_DEPTH */
 #define FB_COUNTER_UNWIND_BAD_ROW 14     /* a table slot or row index outside its map */
-#define FB_COUNTER_MAX 15
+/* A sample lost because its target had added its share of the count map's entries in the
+ * interval (target_entry_limit): one target cannot crowd the others out. */
+#define FB_COUNTER_TARGET_SHARE_FULL 15
+#define FB_COUNTER_MAX 16
 
 #endif /* FLAMEBPF_EVENT_COUNTERS_H */

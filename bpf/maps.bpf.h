@@ -21,11 +21,24 @@
     __uint(max_entries, 1024); /* set by userspace (--count-storage) */                            \
   } map_name SEC(".maps")
 
-// Double buffer: buffer N is stacks_N + counts_N; active_buffer picks the one written.
+// The count map's entries each target added to a buffer (key: share_key(), sampler.bpf.c), emptied
+// with the buffer; past target_entry_limit a target's samples are dropped, not the other targets'.
+#define FB_TARGET_ENTRIES_MAP(map_name)                                                            \
+  struct {                                                                                         \
+    __uint(type, BPF_MAP_TYPE_HASH);                                                               \
+    __type(key, __u64);                                                                            \
+    __type(value, __u32);                                                                          \
+    __uint(max_entries, 8192);                                                                     \
+  } map_name SEC(".maps")
+
+// Double buffer: buffer N is stacks_N + counts_N (+ target_entries_N); active_buffer picks the
+// one written.
 FB_STACK_TRACE_MAP(stacks_0);
 FB_STACK_TRACE_MAP(stacks_1);
 FB_COUNT_MAP(counts_0);
 FB_COUNT_MAP(counts_1);
+FB_TARGET_ENTRIES_MAP(target_entries_0);
+FB_TARGET_ENTRIES_MAP(target_entries_1);
 
 // --pid targets: a tgid present here is a target; the value is unused (a hash map needs one).
 struct {

@@ -39,6 +39,16 @@ volatile __u32 filter_generation = 0;
 // Bumped by userspace after it deletes from known_procs: the per-CPU last announced image may
 // be one that has to be announced again.
 volatile __u64 image_generation = 0;
+// Entries of a buffer's count map one target may add; 0: no limit (a single target). Set by
+// userspace as targets come and go.
+volatile __u32 target_entry_limit = 0;
+
+// Whose share of the count map a sample draws on: its cgroup target, else its process (a --pid
+// target, or a process of the host outside every target).
+static __always_inline __u64 share_key(const struct fb_sample_key* key)
+{
+  return key->target_cgroup_id ? key->target_cgroup_id : (1ULL << 63) | key->tgid;
+}
 
 static __always_inline void count_event(struct fb_cpu_state* cpu, __u32 counter)
 {
@@ -147,8 +157,38 @@ announced:
   cpu->last_image_generation = generation;
 }
 
-static __always_inline void
-add_sample(struct fb_cpu_state* cpu, struct fb_sample_key* key, void* count_map)
+// Counts a new entry of the count map against the sample's target.
+static __always_inline void count_target_entry(struct fb_sample_key* key, void* target_entries)
+{
+  __u64 share = share_key(key);
+  __u32* used = bpf_map_lookup_elem(target_entries, &share);
+  if (used) {
+    __sync_fetch_and_add(used, 1);
+    return;
+  }
+  __u32 one = 1;
+  // Another CPU may have made it meanwhile; a full map leaves the target unbounded.
+  if (bpf_map_update_elem(target_entries, &share, &one, BPF_NOEXIST) == -EEXIST) {
+    used = bpf_map_lookup_elem(target_entries, &share);
+    if (used)
+      __sync_fetch_and_add(used, 1);
+  }
+}
+
+// Whether the sample's target may still add entries to this buffer's count map.
+static __always_inline int within_target_share(struct fb_sample_key* key, void* target_entries)
+{
+  if (!target_entry_limit)
+    return 1;
+  __u64 share = share_key(key);
+  __u32* used = bpf_map_lookup_elem(target_entries, &share);
+  return !used || *used < target_entry_limit;
+}
+
+static __always_inline void add_sample(struct fb_cpu_state* cpu,
+                                       struct fb_sample_key* key,
+                                       void* count_map,
+                                       void* target_entries)
 {
   __u64* count = bpf_map_lookup_elem(count_map, key);
   if (count) {
@@ -157,7 +197,9 @@ add_sample(struct fb_cpu_state* cpu, struct fb_sample_key* key, void* count_map)
   }
   __u64 one = 1;
   long error = bpf_map_update_elem(count_map, key, &one, BPF_NOEXIST);
-  if (error == -EEXIST) {
+  if (error == 0 && target_entry_limit) {
+    count_target_entry(key, target_entries);
+  } else if (error == -EEXIST) {
     // Another CPU inserted the same key first.
     count = bpf_map_lookup_elem(count_map, key);
     if (count)
@@ -199,12 +241,14 @@ static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
   state->exact_pc = 1;
   state->done = 0;
   state->window_size = 0;
-  for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter < FB_COUNTER_MAX; counter++)
+  for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter <= FB_COUNTER_UNWIND_BAD_ROW;
+       counter++)
     state->counts[counter] = 0;
   bpf_loop(FB_MAX_STACK_DEPTH, unwind_step, NULL, 0);
   if (!state->done && state->stack.length >= FB_MAX_STACK_DEPTH)
     unwind_count(state, FB_COUNTER_UNWIND_TRUNCATED);
-  for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter < FB_COUNTER_MAX; counter++)
+  for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter <= FB_COUNTER_UNWIND_BAD_ROW;
+       counter++)
     cpu->counts[counter] += state->counts[counter];
 
   __u64 stack_hash = state->hash | 1; // never 0, which means "not unwound" in the sample key
@@ -238,8 +282,14 @@ static __always_inline void record(struct bpf_perf_event_data* ctx,
                                    int kernel_thread,
                                    void* stack_map,
                                    void* user_stack_map,
-                                   void* count_map)
+                                   void* count_map,
+                                   void* target_entries)
 {
+  // A target past its share loses the sample before its stacks take room in the stack maps.
+  if (!within_target_share(key, target_entries)) {
+    count_event(cpu, FB_COUNTER_TARGET_SHARE_FULL);
+    return;
+  }
   long kernel_stack = bpf_get_stackid(ctx, stack_map, 0);
   // -EFAULT: the task was in user mode, so there is no kernel stack; that is not a loss.
   if (kernel_stack < 0 && kernel_stack != -EFAULT)
@@ -263,7 +313,7 @@ static __always_inline void record(struct bpf_perf_event_data* ctx,
   }
   key->kernel_stack_id = kernel_stack;
   key->user_stack_id = user_stack;
-  add_sample(cpu, key, count_map);
+  add_sample(cpu, key, count_map, target_entries);
 }
 
 SEC("perf_event")
@@ -295,9 +345,9 @@ int sample_cpu(struct bpf_perf_event_data* ctx)
   // after a switch, waits for this CPU if it may have read the old index.
   __sync_fetch_and_add(&cpu->write_seq, 1);
   if (active_buffer == 0)
-    record(ctx, cpu, &key, kernel_thread, &stacks_0, &ustacks_0, &counts_0);
+    record(ctx, cpu, &key, kernel_thread, &stacks_0, &ustacks_0, &counts_0, &target_entries_0);
   else
-    record(ctx, cpu, &key, kernel_thread, &stacks_1, &ustacks_1, &counts_1);
+    record(ctx, cpu, &key, kernel_thread, &stacks_1, &ustacks_1, &counts_1, &target_entries_1);
   __sync_fetch_and_add(&cpu->write_seq, 1);
   return 0;
 }

@@ -54,6 +54,7 @@ const std::vector<std::pair<int, const char*>>& drop_kinds()
       {FB_COUNTER_USTACK_COLLISION, "user_stack_collisions"},
       {FB_COUNTER_STACK_MAP_FULL, "stack_map_full"},
       {FB_COUNTER_COUNT_MAP_FULL, "count_map_full"},
+      {FB_COUNTER_TARGET_SHARE_FULL, "target_share_full"},
       {FB_COUNTER_KSTACK_ERROR, "kernel_stack_errors"},
       {FB_COUNTER_USTACK_MISSING, "user_stacks_unreadable"},
       {FB_COUNTER_NOTICE_LOST, "process_notices_lost"},

@@ -17,6 +17,9 @@ std::vector<std::string> describe_drops(const DropCounters& counters)
       "stacks lost to a full stack map; raise --stack-storage");
   add(counters[FB_COUNTER_COUNT_MAP_FULL],
       "samples lost to a full count map; raise --count-storage or shorten --interval");
+  add(counters[FB_COUNTER_TARGET_SHARE_FULL],
+      "samples lost by targets that had filled their part of the count map (--count-storage "
+      "divided among the targets); raise --count-storage or shorten --interval");
   add(counters[FB_COUNTER_KSTACK_ERROR], "kernel stacks could not be read");
   add(counters[FB_COUNTER_USTACK_MISSING],
       "user stacks could not be read (the process's user memory was unavailable)");
@@ -46,7 +49,8 @@ uint64_t total_drops(const DropCounters& counters)
 {
   return counters[FB_COUNTER_KSTACK_COLLISION] + counters[FB_COUNTER_USTACK_COLLISION] +
          counters[FB_COUNTER_STACK_MAP_FULL] + counters[FB_COUNTER_COUNT_MAP_FULL] +
-         counters[FB_COUNTER_KSTACK_ERROR] + counters[FB_COUNTER_USTACK_MISSING];
+         counters[FB_COUNTER_TARGET_SHARE_FULL] + counters[FB_COUNTER_KSTACK_ERROR] +
+         counters[FB_COUNTER_USTACK_MISSING];
 }
 
 } // namespace flamebpf::profile

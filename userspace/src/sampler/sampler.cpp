@@ -13,6 +13,7 @@
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/log.h"
@@ -54,6 +55,12 @@ public:
                                                        "the sample count map");
     if (!taken)
       return fail(taken.error());
+    // The buffer's count map is empty again, and so is every target's share of it.
+    bpf_map* shares =
+        buffer == 0 ? skeleton_->maps.target_entries_0 : skeleton_->maps.target_entries_1;
+    if (auto cleared = clear_map<uint64_t>(bpf_map__fd(shares), "the targets' entry counts");
+        !cleared)
+      return fail(cleared.error());
     std::vector<drain::CountEntry> entries;
     entries.reserve(taken->size());
     for (const auto& entry : *taken)
@@ -297,6 +304,9 @@ Result<> add_pid(::sampler_bpf* skeleton, uint32_t pid)
 struct Sampler::State {
   BpfSkeleton skeleton;
   std::unordered_map<uint64_t, uint32_t> cgroup_levels; // cgroup targets in the filter -> level
+  std::unordered_set<uint32_t> pid_targets;
+  uint32_t count_storage = 0;
+  bool keep_unmatched = false;
   NoticeHandler on_notice;
   ring_buffer* notices = nullptr;
   PerfEvents events;
@@ -375,9 +385,12 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     return fail(failure);
   }
   state->skeleton->data->keep_unmatched = options.keep_unmatched ? 1 : 0;
+  state->keep_unmatched = options.keep_unmatched;
+  state->count_storage = options.count_storage;
   for (uint32_t pid : options.pids) {
     if (auto added = add_pid(state->skeleton.get(), pid); !added)
       return fail(added.error());
+    state->pid_targets.insert(pid);
   }
   Sampler sampler(std::move(state));
   for (const auto& cgroup : options.cgroups) {
@@ -403,6 +416,7 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   if (!cpus)
     return fail(cpus.error());
   started.cpus = std::move(*cpus);
+  sampler.share_count_map();
   if (auto attached = sampler.attach_events(options); !attached)
     return fail(attached.error());
   return sampler;
@@ -475,6 +489,7 @@ Result<> Sampler::add_cgroup_target(const CgroupFilter& cgroup)
     return fail(system_error(errno, "cannot add cgroup " + std::to_string(cgroup.cgroup_id) +
                                         " to the filter"));
   state_->cgroup_levels[cgroup.cgroup_id] = cgroup.level;
+  share_count_map();
   // The entry exists before its level is searched, so the first sample there already matches.
   __atomic_or_fetch(&skeleton->bss->cgroup_level_mask, 1ULL << cgroup.level, __ATOMIC_SEQ_CST);
   __atomic_add_fetch(&skeleton->bss->filter_generation, 1u, __ATOMIC_SEQ_CST);
@@ -493,6 +508,7 @@ void Sampler::remove_cgroup_target(uint64_t cgroup_id)
   auto& skeleton = state_->skeleton;
   bpf_map_delete_elem(bpf_map__fd(skeleton->maps.cgroup_targets), &cgroup_id);
   state_->cgroup_levels.erase(cgroup_id);
+  share_count_map();
   state_->events.detach_cgroup(cgroup_id);
   uint64_t mask = 0;
   for (const auto& [id, level] : state_->cgroup_levels)
@@ -504,7 +520,21 @@ void Sampler::remove_cgroup_target(uint64_t cgroup_id)
 void Sampler::remove_pid_target(uint32_t pid)
 {
   bpf_map_delete_elem(bpf_map__fd(state_->skeleton->maps.pid_targets), &pid);
+  state_->pid_targets.erase(pid);
+  share_count_map();
   state_->events.detach_process(pid);
+}
+
+void Sampler::share_count_map()
+{
+  auto& state = *state_;
+  // The host outside every target is shared per process, as one target.
+  size_t shares = state.cgroup_levels.size() + state.pid_targets.size() + state.keep_unmatched;
+  uint32_t limit = 0;
+  if (shares > 1)
+    limit = std::max<uint32_t>(state.count_storage / static_cast<uint32_t>(shares),
+                               state.count_storage / kCountMapFloorDivisor);
+  __atomic_store_n(&state.skeleton->bss->target_entry_limit, limit, __ATOMIC_SEQ_CST);
 }
 
 Result<> Sampler::poll_notices(std::chrono::milliseconds timeout)

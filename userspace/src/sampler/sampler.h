@@ -29,6 +29,11 @@ struct CgroupFilter {
 // every context switch into or out of its cgroup or thread.
 inline constexpr size_t kMaxScopedEvents = 256;
 
+// Each target may add at most its part of a buffer's count map (count_storage divided among the
+// targets, at least this fraction of it), so that one target's many stacks and processes cannot
+// crowd the others' samples out; the rest of its samples are counted as lost.
+inline constexpr uint32_t kCountMapFloorDivisor = 16;
+
 struct SamplerOptions {
   uint32_t frequency_hz = 99;
   uint32_t stack_storage = 8192;  // stack map entries per buffer
@@ -107,6 +112,8 @@ private:
   // Opens and attaches the perf events: on the targets alone when options allow, else on every
   // CPU.
   [[nodiscard]] Result<> attach_events(const SamplerOptions& options);
+  // Sets each target's part of the count map for the targets there are now.
+  void share_count_map();
   std::unique_ptr<State> state_;
 };
 
