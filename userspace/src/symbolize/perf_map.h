@@ -26,9 +26,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/line_assembler.h"
+#include "common/appended_lines.h"
 #include "common/memory_account.h"
-#include "common/unique_fd.h"
 
 namespace flamebpf::symbolize {
 
@@ -48,10 +47,6 @@ inline constexpr size_t kMaxPerfMapName = 16 * 1024;
 // bytes is cut to max_name.
 std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line,
                                                 size_t max_name = kMaxPerfMapName);
-
-// Whether flamebpf believes a map whose file is owned by file_uid, for a process whose effective
-// uid is process_euid (both as the host sees them): the process's own user or root, as perf.
-bool perf_map_owner_trusted(uint32_t file_uid, uint32_t process_euid);
 
 // Named ranges where a later insert wins over whatever it overlaps. The pieces of a range that a
 // later one splits share its name, and the bytes of names held have a budget. Movable, not
@@ -118,9 +113,10 @@ private:
   uint64_t share_refusals_ = 0;
 };
 
-// Reads one process's perf map incrementally: each refresh() takes what was appended since the
-// last, starting over when the file was replaced (an atomic rewrite) or shrank. The file stays
-// open, so the map of a process that exited can still be read to its end.
+// Reads one process's perf map incrementally, through AppendedLines (common/appended_lines.h):
+// each refresh() takes what was appended since the last, starting over when the file was
+// replaced (an atomic rewrite) or shrank. The file stays open, so the map of a process that
+// exited can still be read to its end.
 class PerfMapReader {
 public:
   // host_pid names the process on the host; ns_pid is its pid inside its own pid namespace,
@@ -137,14 +133,14 @@ public:
   // lines, a budget that cut, a refused owner) is logged once per reader, and counted.
   void refresh();
   // A new interval begins: its budgets are whole again.
-  void begin_interval();
+  void begin_interval() { file_.begin_interval(); }
   // The map was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written
   // whole): the next refresh reads it again from its start. Safe from any thread.
-  void reread() { reread_requested_.store(true, std::memory_order_relaxed); }
+  void reread() { file_.reread(); }
 
   const PerfMapTable& table() const { return table_; }
   // Lines skipped as malformed or too long, since the reader was made.
-  uint64_t bad_lines() const { return bad_lines_; }
+  uint64_t bad_lines() const { return bad_lines_ + file_.overlong_lines(); }
   // Valid lines ignored because the table already held kMaxEntries ranges.
   uint64_t ignored_lines() const { return ignored_lines_; }
   // Names cut to kMaxPerfMapName, and names held as kTruncated because the map's names had used
@@ -153,19 +149,19 @@ public:
   uint64_t names_over_budget() const { return names_over_budget_; }
   // Intervals whose budget ran out before the map was read to its end (or before a replaced map
   // could be read again); the rest waited for the next interval.
-  uint64_t intervals_over_budget() const { return intervals_over_budget_; }
+  uint64_t intervals_over_budget() const { return file_.intervals_over_budget(); }
   // Map files refused for their owner; the owner of the last one, and the process's effective
   // uid then (nullopt if the process was gone).
-  uint64_t refused_files() const { return refused_files_; }
-  uint32_t refused_owner() const { return refused_owner_; }
-  std::optional<uint32_t> refused_for_euid() const { return refused_for_euid_; }
+  uint64_t refused_files() const { return file_.refused_files(); }
+  uint32_t refused_owner() const { return file_.refused_owner(); }
+  std::optional<uint32_t> refused_for_euid() const { return file_.refused_for_euid(); }
   // Whether the map was found (now or earlier) and is being read.
-  bool found() const { return fd_.valid(); }
+  bool found() const { return file_.found(); }
   // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
-  std::string path() const;
+  std::string path() const { return file_.path(); }
   // When the map file was last written, as the last refresh saw it (asking the file system now
   // could stall); nullopt if it was never found.
-  std::optional<std::chrono::system_clock::time_point> modified() const;
+  std::optional<std::chrono::system_clock::time_point> modified() const { return file_.modified(); }
 
   static constexpr size_t kMaxLine = 64 * 1024; // longer lines are skipped
   // Per interval, however many refreshes. Skipping an overlong line is cheap (no parsing), so it
@@ -177,54 +173,20 @@ public:
   static constexpr size_t kMaxEntries = 256 * 1024;
 
 private:
-  // Whether the map file (device, inode) owned by owner may be read as this process's map;
-  // counts a refusal once per file.
-  bool owner_trusted(uint32_t owner, uint64_t device, uint64_t inode);
-  void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
-  // Takes the lines of text (the rest of a line waits in lines_); returns how many of its bytes
-  // were parsed, as opposed to skipped as part of an overlong line.
-  size_t take_lines(std::string_view text);
-  void note_over_budget();
-  // refresh() without the report.
-  void read_new();
+  void take_line(std::string_view line);
   // Logs each kind of trouble the first time it happens.
   void report();
 
-  uint32_t host_pid_;
-  uint32_t ns_pid_;
-  std::string proc_root_;
-  UniqueFd fd_;
-  uint64_t device_ = 0;
-  uint64_t inode_ = 0;
-  uint64_t offset_ = 0; // bytes of the file consumed
-  LineAssembler lines_{kMaxLine};
+  AppendedLines file_;
   PerfMapTable table_;
-  std::optional<std::chrono::system_clock::time_point> modified_;
-  // This interval's spending.
-  size_t read_in_interval_ = 0;
-  size_t parsed_in_interval_ = 0;
-  bool started_over_in_interval_ = false;
-  bool over_budget_in_interval_ = false;
-  // A rewrite in place can leave the file as long as before, so its size cannot tell.
-  std::atomic<bool> reread_requested_{false};
-  // The last file refused for its owner, so that it is counted once.
-  uint64_t refused_device_ = 0;
-  uint64_t refused_inode_ = 0;
-  uint64_t bad_lines_ = 0;
+  uint64_t bad_lines_ = 0; // malformed; overlong ones are the file's
   uint64_t ignored_lines_ = 0;
   uint64_t long_names_ = 0;
   uint64_t names_over_budget_ = 0;
-  uint64_t intervals_over_budget_ = 0;
-  uint64_t refused_files_ = 0;
-  uint32_t refused_owner_ = 0;
-  std::optional<uint32_t> refused_for_euid_;
-  // What report() said already.
   uint64_t bad_lines_reported_ = 0;
   bool full_reported_ = false;
   bool long_names_reported_ = false;
   bool names_over_budget_reported_ = false;
-  bool over_budget_reported_ = false;
-  bool refused_reported_ = false;
 };
 
 } // namespace flamebpf::symbolize

@@ -193,95 +193,40 @@ JvmRecordsReader::JvmRecordsReader(uint32_t host_pid,
                                    uint32_t ns_pid,
                                    std::string proc_root,
                                    std::shared_ptr<MemoryShare> share)
-    : host_pid_(host_pid), ns_pid_(ns_pid), proc_root_(std::move(proc_root))
+    : file_(host_pid,
+            std::move(proc_root),
+            "/tmp/flamebpf-" + std::to_string(ns_pid) + ".unwind",
+            {kMaxLine, kMaxReadPerInterval, kMaxReadPerInterval},
+            "its Java frames unwind by frame pointers")
 {
   records_.charge_to(std::move(share));
 }
 
-void JvmRecordsReader::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
-{
-  fd_ = std::move(fd);
-  device_ = device;
-  inode_ = inode;
-  offset_ = 0;
-  lines_.clear();
-  records_.clear();
-}
-
 void JvmRecordsReader::refresh()
 {
-  std::string root = proc_root_ + "/" + std::to_string(host_pid_) + "/root";
-  std::string name = "/tmp/flamebpf-" + std::to_string(ns_pid_) + ".unwind";
-  if (auto current = open_contained(root, name)) {
-    struct stat status {};
-    if (::fstat(current->get(), &status) == 0 &&
-        (!fd_.valid() || status.st_dev != device_ || status.st_ino != inode_)) {
-      // As for perf maps: only the process's own user or root may speak for it.
-      auto process =
-          procfs::read_file(proc_root_ + "/" + std::to_string(host_pid_) + "/status", 64 << 10);
-      auto euid = process ? procfs::status_field(*process, "Uid", 1) : std::nullopt;
-      if (status.st_uid != 0 && (!euid || *euid != status.st_uid)) {
-        if (refused_inode_ != status.st_ino) {
-          ++refused_files_;
-          refused_inode_ = status.st_ino;
-          spdlog::warn("{}{}: owned by uid {}, not by the process's user or root; not read, so "
-                       "its Java frames unwind by frame pointers",
-                       root, name, status.st_uid);
-        }
-        if (fd_.valid())
-          start_over(UniqueFd(), 0, 0);
-        return;
-      }
-      start_over(std::move(*current), status.st_dev, status.st_ino);
-    }
-  }
-  if (!fd_.valid())
-    return;
-  struct stat status {};
-  if (::fstat(fd_.get(), &status) != 0)
-    return;
-  uint64_t size = static_cast<uint64_t>(status.st_size);
-  if (size < offset_) {
-    UniqueFd same(::dup(fd_.get()));
-    start_over(std::move(same), device_, inode_);
-  }
-  std::string chunk;
-  while (offset_ < size && read_in_interval_ < kMaxReadPerInterval) {
-    chunk.resize(std::min<uint64_t>(
-        {size - offset_, kMaxReadPerInterval - read_in_interval_, uint64_t{1} << 20}));
-    ssize_t n = ::pread(fd_.get(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    offset_ += static_cast<uint64_t>(n);
-    read_in_interval_ += static_cast<size_t>(n);
-    take_lines(std::string_view(chunk.data(), static_cast<size_t>(n)));
-  }
-  if (bad_lines_ > 0 && !bad_lines_reported_) {
-    spdlog::warn("{}{}: {} malformed unwind records skipped; the code they describe unwinds by "
+  file_.read([this] { records_.clear(); }, [this](std::string_view line) { take_line(line); });
+  if (bad_lines() > 0 && !bad_lines_reported_) {
+    spdlog::warn("{}: {} malformed unwind records skipped; the code they describe unwinds by "
                  "frame pointers",
-                 root, name, bad_lines_);
+                 file_.path(), bad_lines());
     bad_lines_reported_ = true;
   }
   if (ignored_records_ > 0 && !ignored_reported_) {
-    spdlog::warn("{}{}: more code or method names than flamebpf keeps for one JVM; {} records "
+    spdlog::warn("{}: more code or method names than flamebpf keeps for one JVM; {} records "
                  "ignored",
-                 root, name, ignored_records_);
+                 file_.path(), ignored_records_);
     ignored_reported_ = true;
   }
+  file_.report();
 }
 
-void JvmRecordsReader::take_lines(std::string_view text)
+void JvmRecordsReader::take_line(std::string_view line)
 {
-  auto taken = lines_.take(text, [this](std::string_view line) {
-    auto record = parse_jvm_record_line(line);
-    if (!record)
-      ++bad_lines_;
-    else if (!records_.apply(*record))
-      ++ignored_records_;
-  });
-  bad_lines_ += taken.overlong;
+  auto record = parse_jvm_record_line(line);
+  if (!record)
+    ++bad_lines_;
+  else if (!records_.apply(*record))
+    ++ignored_records_;
 }
 
 } // namespace flamebpf::unwind

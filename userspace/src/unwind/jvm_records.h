@@ -18,9 +18,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "common/line_assembler.h"
+#include "common/appended_lines.h"
 #include "common/memory_account.h"
-#include "common/unique_fd.h"
 
 namespace flamebpf::unwind {
 
@@ -94,8 +93,9 @@ private:
   uint64_t overlaps_ = 0;
 };
 
-// Reads one JVM's records incrementally, as PerfMapReader reads a perf map: each refresh() takes
-// what was appended since the last, starting over if the file was replaced or shrank.
+// Reads one JVM's records incrementally, through AppendedLines (common/appended_lines.h) as
+// perf maps are read: each refresh() takes what was appended since the last, starting over if the
+// file was replaced or shrank.
 class JvmRecordsReader {
 public:
   // host_pid names the process on the host; ns_pid, its pid in its own namespace, names the
@@ -110,37 +110,26 @@ public:
   // trouble once.
   void refresh();
   // A new interval begins: the budget is whole again.
-  void begin_interval() { read_in_interval_ = 0; }
+  void begin_interval() { file_.begin_interval(); }
 
   const JvmRecords& records() const { return records_; }
   // Lines skipped as malformed or too long; records ignored for a budget; refused files.
-  uint64_t bad_lines() const { return bad_lines_; }
+  uint64_t bad_lines() const { return bad_lines_ + file_.overlong_lines(); }
   uint64_t ignored_records() const { return ignored_records_; }
-  uint64_t refused_files() const { return refused_files_; }
+  uint64_t refused_files() const { return file_.refused_files(); }
   // Whether the file was found and is read.
-  bool found() const { return fd_.valid(); }
+  bool found() const { return file_.found(); }
 
   static constexpr size_t kMaxLine = 8 * 1024;
   static constexpr size_t kMaxReadPerInterval = 32 << 20;
 
 private:
-  void take_lines(std::string_view text);
-  void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
+  void take_line(std::string_view line);
 
-  uint32_t host_pid_;
-  uint32_t ns_pid_;
-  std::string proc_root_;
-  UniqueFd fd_;
-  uint64_t device_ = 0;
-  uint64_t inode_ = 0;
-  uint64_t offset_ = 0;
-  LineAssembler lines_{kMaxLine};
-  size_t read_in_interval_ = 0;
+  AppendedLines file_;
   JvmRecords records_;
-  uint64_t bad_lines_ = 0;
+  uint64_t bad_lines_ = 0; // malformed; overlong ones are the file's
   uint64_t ignored_records_ = 0;
-  uint64_t refused_files_ = 0;
-  uint64_t refused_inode_ = 0;
   bool bad_lines_reported_ = false;
   bool ignored_reported_ = false;
 };
