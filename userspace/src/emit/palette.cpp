@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "common/hashing.h"
+
 namespace flamebpf::emit {
 namespace {
 
@@ -16,11 +18,7 @@ constexpr double kDiffSteps = 20;
 // Two numbers in (0, 1) that depend on the name only (FNV-1a), so hues are stable across files.
 std::pair<double, double> name_variation(std::string_view name)
 {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : name) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
+  uint64_t hash = Fnv1a().add(name).value();
   auto level = [](uint64_t bits) {
     return (static_cast<double>(bits % kLevels) + 0.5) / static_cast<double>(kLevels);
   };

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <wchar.h>
 
+#include "common/hashing.h"
 #include "common/utf8.h"
 #include "profile/drop_report.h"
 
@@ -46,16 +47,13 @@ template <typename HashOf> std::vector<uint32_t> slots_for(size_t count, HashOf 
   return slots;
 }
 
-uint64_t mix(uint64_t hash, uint64_t value)
-{
-  return (hash ^ value) * 0x100000001b3ull;
-}
-
 uint64_t stack_hash(uint32_t target, uint32_t comm, std::span<const uint32_t> frames)
 {
-  uint64_t hash = mix(mix(0xcbf29ce484222325ull, target), comm);
+  Fnv1a words;
+  words.add_word(target).add_word(comm);
   for (uint32_t frame : frames)
-    hash = mix(hash, frame);
+    words.add_word(frame);
+  uint64_t hash = words.value();
   // The multiplications carry low bits up only; the slot is taken from the low bits.
   hash ^= hash >> 33;
   hash *= 0xff51afd7ed558ccdull;
@@ -110,7 +108,8 @@ uint32_t FunctionNames::intern(std::string_view text, profile::FrameKind kind)
 {
   if (2 * (names_.size() + 1) > slots_.size())
     grow();
-  uint64_t hash = mix(std::hash<std::string_view>()(text), static_cast<uint64_t>(kind));
+  uint64_t hash =
+      Fnv1a(std::hash<std::string_view>()(text)).add_word(static_cast<uint64_t>(kind)).value();
   size_t at = probe(slots_, hash, [&](uint32_t id) {
     return hashes_[id] == hash && names_[id].kind == kind && names_[id].text == text;
   });

@@ -13,6 +13,7 @@
 
 #include "common/capabilities.h"
 #include "common/contained_file.h"
+#include "common/hashing.h"
 #include "common/procfs.h"
 #include "common/scoped_fs_ids.h"
 #include "common/text.h"
@@ -294,11 +295,7 @@ std::vector<std::string> agent_mount_candidates(std::string_view mountinfo)
 
 std::string agent_file_name(std::span<const unsigned char> library)
 {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char byte : library) {
-    hash ^= byte;
-    hash *= 0x100000001b3ULL;
-  }
+  uint64_t hash = Fnv1a().add(library).value();
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
   return std::string("libflamebpf-agent-") + hex + ".so";

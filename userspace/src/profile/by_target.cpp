@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/hashing.h"
+
 namespace flamebpf::profile {
 namespace {
 
@@ -69,12 +71,7 @@ bool kept_as_is(std::string_view target)
 // collisions is target_file_names' job.
 uint64_t name_hash(std::string_view target, uint64_t salt)
 {
-  uint64_t hash = 0xcbf29ce484222325ull ^ salt;
-  for (char c : target) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
+  return Fnv1a(salt).add(target).value();
 }
 
 std::string marked(std::string_view target, uint64_t salt)

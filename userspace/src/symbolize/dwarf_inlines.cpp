@@ -10,6 +10,7 @@
 #include <utility>
 #include <zlib.h>
 
+#include "common/byte_cursor.h"
 #include "symbolize/demangle.h"
 #include "symbolize/name_cut.h"
 
@@ -420,87 +421,6 @@ private:
   uint64_t high_ = 0; // the furthest offset asked for
 };
 
-// Little-endian reads from bytes held in memory: a failed read sets bad and returns 0, and every
-// later read fails too, so callers check once.
-struct Cursor {
-  std::string_view data;
-  size_t at = 0;
-  bool bad = false;
-
-  bool has(uint64_t count)
-  {
-    if (bad || count > data.size() - at) {
-      bad = true;
-      return false;
-    }
-    return true;
-  }
-  uint64_t fixed(size_t size)
-  {
-    if (!has(size))
-      return 0;
-    uint64_t value = 0;
-    for (size_t i = 0; i < size; ++i)
-      value |= uint64_t{static_cast<unsigned char>(data[at + i])} << (8 * i);
-    at += size;
-    return value;
-  }
-  uint64_t uleb()
-  {
-    uint64_t value = 0;
-    for (unsigned shift = 0;; shift += 7) {
-      if (!has(1))
-        return 0;
-      auto byte = static_cast<unsigned char>(data[at++]);
-      if (shift < 64)
-        value |= uint64_t{byte & 0x7fu} << shift;
-      if (!(byte & 0x80))
-        return value;
-      if (shift > 70) { // longer than any 64-bit value needs
-        bad = true;
-        return 0;
-      }
-    }
-  }
-  int64_t sleb()
-  {
-    uint64_t value = 0;
-    unsigned shift = 0;
-    unsigned char byte = 0;
-    do {
-      if (!has(1) || shift > 70) {
-        bad = true;
-        return 0;
-      }
-      byte = static_cast<unsigned char>(data[at++]);
-      if (shift < 64)
-        value |= uint64_t{byte & 0x7fu} << shift;
-      shift += 7;
-    } while (byte & 0x80);
-    if (shift < 64 && (byte & 0x40))
-      value |= ~uint64_t{0} << shift;
-    return static_cast<int64_t>(value);
-  }
-  void skip(uint64_t count)
-  {
-    if (has(count))
-      at += count;
-  }
-  std::string_view text()
-  {
-    if (bad)
-      return {};
-    size_t end = data.find('\0', at);
-    if (end == std::string_view::npos) {
-      bad = true;
-      return {};
-    }
-    std::string_view found = data.substr(at, end - at);
-    at = end + 1;
-    return found;
-  }
-};
-
 struct AttributeSpec {
   uint32_t name = 0;
   uint32_t form = 0;
@@ -523,10 +443,10 @@ public:
     specs_.clear();
     if (offset >= section.size())
       return false;
-    Cursor cursor{section, static_cast<size_t>(offset)};
+    ByteCursor cursor(section, static_cast<size_t>(offset));
     for (size_t entries = 0;; ++entries) {
       uint64_t code = cursor.uleb();
-      if (cursor.bad)
+      if (!cursor.ok())
         return false;
       if (code == 0)
         return true;
@@ -540,7 +460,7 @@ public:
         AttributeSpec spec;
         uint64_t name = cursor.uleb();
         uint64_t form = cursor.uleb();
-        if (cursor.bad || name > UINT32_MAX || form > UINT32_MAX)
+        if (!cursor.ok() || name > UINT32_MAX || form > UINT32_MAX)
           return false;
         if (name == 0 && form == 0)
           break;
@@ -753,19 +673,19 @@ public:
       }
       if (*got == 0)
         break;
-      Cursor head{unit_};
+      ByteCursor head(unit_);
       uint64_t length = head.fixed(4);
       uint8_t offset_size = 4;
       if (length == 0xffffffff) {
         auto more = info.pull(unit_, 8);
-        head.data = unit_;
+        head = ByteCursor(unit_, head.position());
         length = head.fixed(8);
         offset_size = 8;
-        if (!more || head.bad) {
+        if (!more || !head.ok()) {
           counts_.info_ends_early = true;
           break;
         }
-      } else if (length >= 0xfffffff0 || head.bad) {
+      } else if (length >= 0xfffffff0 || !head.ok()) {
         // Reserved lengths: nothing after can be found.
         ++counts_.units_malformed;
         break;
@@ -910,7 +830,7 @@ private:
   }
 
   // Reads or passes over one attribute's value; false if malformed.
-  bool read_value(Cursor& cursor,
+  bool read_value(ByteCursor& cursor,
                   uint32_t form,
                   int64_t implicit,
                   const Unit& unit,
@@ -970,7 +890,7 @@ private:
       break;
     case kFormString:
       value.kind = Kind::kString;
-      value.text = cursor.text();
+      value.text = cursor.string();
       break;
     case kFormStrp:
       value = of(Kind::kStringOffset, cursor.fixed(unit.offset_size));
@@ -1067,7 +987,7 @@ private:
     default:
       return false; // unknown: its size is unknown, so nothing after it can be read
     }
-    return !cursor.bad;
+    return cursor.ok();
   }
 
   // An offset_size-wide entry of a table of offsets (str_offsets, addr) at base.
@@ -1076,9 +996,9 @@ private:
   {
     if (base > section.size() || index > (section.size() - base) / size)
       return std::nullopt;
-    Cursor cursor{section, static_cast<size_t>(base + index * size)};
+    ByteCursor cursor(section, static_cast<size_t>(base + index * size));
     uint64_t entry = cursor.fixed(size);
-    if (cursor.bad)
+    if (!cursor.ok())
       return std::nullopt;
     return entry;
   }
@@ -1217,7 +1137,7 @@ private:
   void read_ranges(uint64_t offset, const Unit& unit, uint32_t call)
   {
     read_list(ranges_, offset, call, [&](std::string_view bytes) {
-      Cursor cursor{bytes};
+      ByteCursor cursor(bytes);
       uint64_t base = unit.base_address;
       uint64_t all_ones =
           unit.address_size == 8 ? UINT64_MAX : (uint64_t{1} << (8 * unit.address_size)) - 1;
@@ -1226,7 +1146,7 @@ private:
           return ListEnd::kCut;
         uint64_t begin = cursor.fixed(unit.address_size);
         uint64_t end = cursor.fixed(unit.address_size);
-        if (cursor.bad)
+        if (!cursor.ok())
           return ListEnd::kRanOut;
         if (begin == 0 && end == 0)
           return ListEnd::kEnded;
@@ -1243,7 +1163,7 @@ private:
   void read_range_list(uint64_t offset, const Unit& unit, uint32_t call)
   {
     read_list(range_lists_, offset, call, [&](std::string_view bytes) {
-      Cursor cursor{bytes};
+      ByteCursor cursor(bytes);
       uint64_t base = unit.base_address;
       auto indexed = [&](uint64_t index) {
         return entry_at(addresses_, unit.addr_base, index, unit.address_size);
@@ -1256,7 +1176,7 @@ private:
         std::optional<uint64_t> end;
         switch (kind) {
         case kRleEndOfList:
-          return cursor.bad ? ListEnd::kRanOut : ListEnd::kEnded;
+          return cursor.ok() ? ListEnd::kEnded : ListEnd::kRanOut;
         case kRleBaseAddressx:
           if (auto address = indexed(cursor.uleb()))
             base = *address;
@@ -1290,7 +1210,7 @@ private:
         default:
           return ListEnd::kMalformed;
         }
-        if (cursor.bad)
+        if (!cursor.ok())
           return ListEnd::kRanOut;
         if (begin && end)
           list_.emplace_back(*begin, *end);
@@ -1301,7 +1221,7 @@ private:
   }
 
   // The attributes of the DIE whose abbreviation is abbrev, read from cursor; false if malformed.
-  bool collect(Cursor& cursor, const Abbrev& abbrev, const Unit& unit, DieValues& die)
+  bool collect(ByteCursor& cursor, const Abbrev& abbrev, const Unit& unit, DieValues& die)
   {
     for (uint32_t i = 0; i < abbrev.count; ++i) {
       const AttributeSpec& spec = abbrev_table_.spec(abbrev.first + i);
@@ -1365,10 +1285,10 @@ private:
       uint64_t at = next - 1;
       if (at < unit.offset || at - unit.offset >= bytes.size())
         break;
-      Cursor cursor{bytes, static_cast<size_t>(at - unit.offset)};
+      ByteCursor cursor(bytes, static_cast<size_t>(at - unit.offset));
       const Abbrev* abbrev = abbrev_table_.find(cursor.uleb());
       linked = DieValues{};
-      if (cursor.bad || !abbrev || !collect(cursor, *abbrev, unit, linked))
+      if (!cursor.ok() || !abbrev || !collect(cursor, *abbrev, unit, linked))
         break;
       linkage = linked.linkage_name;
       if (!name && linked.name.kind != Kind::kNone) {
@@ -1518,14 +1438,14 @@ private:
     auto view = range_lists_.view(at, unit.offset_size);
     if (!view || view->size() < unit.offset_size)
       return std::nullopt;
-    Cursor cursor{*view};
+    ByteCursor cursor(*view);
     return cursor.fixed(unit.offset_size);
   }
 
   // One unit: its header, then its DIEs in order, with an explicit stack of what encloses them.
   void read_unit(std::string_view bytes, uint64_t offset, size_t header_size, uint8_t offset_size)
   {
-    Cursor cursor{bytes, header_size};
+    ByteCursor cursor(bytes, header_size);
     Unit unit;
     unit.offset = offset;
     unit.offset_size = offset_size;
@@ -1552,7 +1472,7 @@ private:
       ++counts_.units_unsupported;
       return;
     }
-    if (cursor.bad ||
+    if (!cursor.ok() ||
         (unit.address_size != 2 && unit.address_size != 4 && unit.address_size != 8)) {
       ++counts_.units_malformed;
       return;
@@ -1577,9 +1497,9 @@ private:
     std::vector<Scope> scopes{Scope{}};
     size_t untracked = 0; // levels past kMaxDieNesting, read but not looked at
     bool first = true;
-    while (cursor.at < bytes.size()) {
+    while (cursor.position() < bytes.size()) {
       uint64_t code = cursor.uleb();
-      if (cursor.bad) {
+      if (!cursor.ok()) {
         ++counts_.units_malformed;
         return;
       }

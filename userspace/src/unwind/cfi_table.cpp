@@ -10,6 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/byte_cursor.h"
+#include "common/hashing.h"
+
 // The parser is our own. libdw's dwarf_getcfi_elf needs a libelf Elf*, which flamebpf never builds
 // over a target's file (libelf has no byte budget: a 128-byte sparse ELF made it take 2 GB), and
 // libunwind's DWARF code unwinds one live context rather than exporting tables.
@@ -34,105 +37,6 @@ constexpr std::array<uint8_t, 11> kPltCfaExpression = {
     0x33, 0x24, 0x22, // DW_OP_lit3, DW_OP_shl, DW_OP_plus
 };
 
-// Bounds-checked reads over a byte range: a read past the end yields 0 and clears ok for good,
-// so that callers check once after a group of reads.
-class Cursor {
-public:
-  Cursor(std::string_view bytes, size_t position, size_t end)
-      : bytes_(bytes), position_(position), end_(std::min(end, bytes.size()))
-  {
-    if (position_ > end_)
-      ok_ = false;
-  }
-
-  bool ok() const { return ok_; }
-  size_t position() const { return position_; }
-  size_t end() const { return end_; }
-  bool at_end() const { return position_ >= end_; }
-
-  template <class T> T fixed()
-  {
-    T value{};
-    if (!take(sizeof value))
-      return value;
-    std::memcpy(&value, bytes_.data() + position_ - sizeof value, sizeof value);
-    return value;
-  }
-  uint8_t byte() { return fixed<uint8_t>(); }
-
-  uint64_t uleb()
-  {
-    uint64_t value = 0;
-    for (unsigned shift = 0;; shift += 7) {
-      uint8_t part = byte();
-      if (!ok_)
-        return 0;
-      if (shift < 64)
-        value |= static_cast<uint64_t>(part & 0x7f) << shift;
-      else if ((part & 0x7f) != 0)
-        ok_ = false; // does not fit 64 bits
-      if (!(part & 0x80))
-        return value;
-    }
-  }
-
-  int64_t sleb()
-  {
-    uint64_t value = 0;
-    unsigned shift = 0;
-    uint8_t part = 0;
-    do {
-      part = byte();
-      if (!ok_)
-        return 0;
-      if (shift < 64)
-        value |= static_cast<uint64_t>(part & 0x7f) << shift;
-      shift += 7;
-    } while (part & 0x80);
-    if (shift < 64 && (part & 0x40))
-      value |= ~uint64_t{0} << shift;
-    return static_cast<int64_t>(value);
-  }
-
-  // A NUL-terminated string; without its NUL, "" and not ok.
-  std::string_view string()
-  {
-    size_t nul = bytes_.find('\0', position_);
-    if (nul == std::string_view::npos || nul >= end_) {
-      ok_ = false;
-      return {};
-    }
-    std::string_view text = bytes_.substr(position_, nul - position_);
-    position_ = nul + 1;
-    return text;
-  }
-
-  // length bytes, skipped; their view.
-  std::string_view block(uint64_t length)
-  {
-    if (!take(length))
-      return {};
-    return bytes_.substr(position_ - length, length);
-  }
-
-private:
-  bool take(uint64_t length)
-  {
-    if (!ok_ || length > end_ - position_) {
-      ok_ = false;
-      position_ = end_;
-      return false;
-    }
-    position_ += length;
-    return true;
-  }
-
-  std::string_view bytes_;
-  size_t position_;
-  size_t end_;
-  bool ok_ = true;
-};
-
 // DW_EH_PE_* pointer encodings.
 constexpr uint8_t kPointerOmit = 0xff;
 constexpr uint8_t kPointerIndirect = 0x80;
@@ -141,7 +45,7 @@ constexpr uint8_t kPointerIndirect = 0x80;
 // follow (indirect, or relative to text, a function or alignment). datarel is taken from 0, as
 // binutils does: nothing on x86-64 defines another base for it.
 std::optional<uint64_t>
-read_pointer(Cursor& cursor, uint8_t encoding, uint64_t section_address, uint8_t address_size)
+read_pointer(ByteCursor& cursor, uint8_t encoding, uint64_t section_address, uint8_t address_size)
 {
   if (encoding == kPointerOmit || (encoding & kPointerIndirect))
     return std::nullopt;
@@ -331,7 +235,7 @@ struct EntryHeader {
 
 std::optional<EntryHeader> read_entry_header(std::string_view bytes, size_t offset)
 {
-  Cursor cursor(bytes, offset, bytes.size());
+  ByteCursor cursor(bytes, offset, bytes.size());
   EntryHeader header;
   uint64_t length = cursor.fixed<uint32_t>();
   if (length == 0xffffffff) {
@@ -349,7 +253,7 @@ std::optional<EntryHeader> read_entry_header(std::string_view bytes, size_t offs
     return std::nullopt;
   header.end = cursor.position() + length;
   header.id_offset = cursor.position();
-  Cursor id(bytes, header.id_offset, header.end);
+  ByteCursor id(bytes, header.id_offset, header.end);
   header.id = header.wide ? id.fixed<uint64_t>() : id.fixed<uint32_t>();
   header.id_ok = id.ok();
   return header;
@@ -406,7 +310,7 @@ std::optional<Cie> Builder::parse_cie(uint64_t offset)
   uint64_t cie_id = cfi_.eh_frame ? 0 : (header->wide ? ~uint64_t{0} : 0xffffffff);
   if (header->id != cie_id)
     return std::nullopt;
-  Cursor cursor(cfi_.bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
+  ByteCursor cursor(cfi_.bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
   Cie cie;
   uint8_t version = cursor.byte();
   if (version != 1 && version != 3 && version != 4)
@@ -432,7 +336,7 @@ std::optional<Cie> Builder::parse_cie(uint64_t offset)
     uint64_t length = cursor.uleb();
     if (!cursor.ok() || length > cursor.end() - cursor.position())
       return std::nullopt;
-    Cursor data(cfi_.bytes, cursor.position(), cursor.position() + length);
+    ByteCursor data(cfi_.bytes, cursor.position(), cursor.position() + length);
     for (char letter : augmentation.substr(1)) {
       switch (letter) {
       case 'R':
@@ -530,7 +434,7 @@ void Builder::read_entries()
       ++counts_.fdes_malformed;
       return;
     }
-    Cursor cursor(bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
+    ByteCursor cursor(bytes, header->id_offset + (header->wide ? 8 : 4), header->end);
     auto start = read_pointer(cursor, cie->pointer_encoding, cfi_.address, cie->address_size);
     // The range is a plain number: only the format part of the encoding applies.
     auto range = read_pointer(cursor, cie->pointer_encoding & 0x0f, 0, cie->address_size);
@@ -570,7 +474,7 @@ bool Builder::run(size_t begin,
                   uint64_t limit,
                   RowSink* sink)
 {
-  Cursor cursor(cfi_.bytes, begin, end);
+  ByteCursor cursor(cfi_.bytes, begin, end);
   std::vector<RuleState> remembered;
   uint64_t address = start;
   // Emits the rules that held up to next, then moves there. False when next is before the
@@ -838,76 +742,6 @@ Result<UnwindTable> Builder::build()
   append_row(rows, frame_pointer_row(static_cast<uint32_t>(covered - code_start)));
   return table;
 }
-
-// SipHash-2-4 (Aumasson and Bernstein): a keyed hash whose outputs an attacker who does not know
-// the key cannot make collide, unlike FNV or xxHash.
-class SipHash {
-public:
-  explicit SipHash(const std::array<uint64_t, 2>& key)
-  {
-    v_[0] = key[0] ^ 0x736f6d6570736575ULL;
-    v_[1] = key[1] ^ 0x646f72616e646f6dULL;
-    v_[2] = key[0] ^ 0x6c7967656e657261ULL;
-    v_[3] = key[1] ^ 0x7465646279746573ULL;
-  }
-
-  void update(std::string_view bytes)
-  {
-    for (char byte : bytes) {
-      tail_ |= static_cast<uint64_t>(static_cast<uint8_t>(byte)) << (8 * (length_ % 8));
-      ++length_;
-      if (length_ % 8 == 0) {
-        compress(tail_);
-        tail_ = 0;
-      }
-    }
-  }
-  void update(uint64_t value)
-  {
-    char bytes[sizeof value];
-    std::memcpy(bytes, &value, sizeof value);
-    update(std::string_view(bytes, sizeof bytes));
-  }
-
-  uint64_t finish()
-  {
-    compress(tail_ | (length_ << 56));
-    v_[2] ^= 0xff;
-    for (int round = 0; round < 4; ++round)
-      sip_round();
-    return v_[0] ^ v_[1] ^ v_[2] ^ v_[3];
-  }
-
-private:
-  static uint64_t rotate(uint64_t value, int bits)
-  {
-    return (value << bits) | (value >> (64 - bits));
-  }
-  void sip_round()
-  {
-    v_[0] += v_[1];
-    v_[1] = rotate(v_[1], 13) ^ v_[0];
-    v_[0] = rotate(v_[0], 32);
-    v_[2] += v_[3];
-    v_[3] = rotate(v_[3], 16) ^ v_[2];
-    v_[0] += v_[3];
-    v_[3] = rotate(v_[3], 21) ^ v_[0];
-    v_[2] += v_[1];
-    v_[1] = rotate(v_[1], 17) ^ v_[2];
-    v_[2] = rotate(v_[2], 32);
-  }
-  void compress(uint64_t word)
-  {
-    v_[3] ^= word;
-    sip_round();
-    sip_round();
-    v_[0] ^= word;
-  }
-
-  uint64_t v_[4];
-  uint64_t tail_ = 0;
-  uint64_t length_ = 0;
-};
 
 const std::array<uint64_t, 2>& content_hash_key()
 {
