@@ -8,6 +8,12 @@
 
 #include "bpf_abi.h"
 
+#if defined(__TARGET_ARCH_x86)
+#include "arch_x86_64.bpf.h"
+#else
+#error "flamebpf's unwinder knows x86-64 only: another architecture needs bpf/arch_<name>.bpf.h"
+#endif
+
 // Rows of every table, one after another, in chunks of FB_ROW_CHUNK_ROWS: userspace places each
 // table's rows, creates the chunks they need and writes them through a memory mapping of each.
 struct fb_row_chunk {
@@ -83,14 +89,6 @@ struct fb_row_cache_entry {
   __u64 generation; // tables_generation + 1 when filled: a zeroed entry matches nothing
   struct fb_unwind_row row;
 };
-
-// The x86-64 signal frame at the sp of a signal trampoline (the handler's return has popped
-// rt_sigframe.pretcode, so sp is at its ucontext): the interrupted registers are in
-// uc_mcontext, 40 bytes in, as struct sigcontext.
-#define FB_SIGFRAME_MCONTEXT 40
-#define FB_SIGCONTEXT_RBP 80
-#define FB_SIGCONTEXT_RSP 120
-#define FB_SIGCONTEXT_RIP 128
 
 // The unwinder's per-CPU working state: too large for the 512-byte BPF stack.
 struct fb_unwind_state {
@@ -332,7 +330,7 @@ static __always_inline int push_frame(struct fb_unwind_state* state, __u64 frame
   return 1;
 }
 
-// The classic frame-pointer step: [fp] is the caller's fp, [fp + 8] the return address.
+// The classic frame-pointer step: [fp] is the caller's fp, the word above it the return address.
 static __always_inline void frame_pointer_step(struct fb_unwind_state* state)
 {
   __u64 fp = state->fp;
@@ -351,7 +349,7 @@ static __always_inline void frame_pointer_step(struct fb_unwind_state* state)
     return;
   }
   state->pc = return_address;
-  state->sp = fp + 16;
+  state->sp = fp + FB_CALLER_SP_FROM_FP;
   state->fp = caller_fp;
 }
 
@@ -381,7 +379,7 @@ static long unwind_step(__u32 index, void* context)
 
   if (row.kind == FB_UNWIND_JVM_INTERPRETER) {
     __u64 method = 0;
-    if (read_stack(state, state->fp - 24, &method, 1)) {
+    if (read_stack(state, state->fp + FB_JVM_INTERPRETER_METHOD_AT_FP, &method, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     }
@@ -410,24 +408,24 @@ static long unwind_step(__u32 index, void* context)
       cfa = sp + row.cfa_offset;
     else if (row.kind == FB_UNWIND_CFA_FP)
       cfa = state->fp + row.cfa_offset;
-    else // a PLT entry pushes once, 11 bytes in; so does each entry of the classic PLT
-      cfa = sp + 8 + ((lookup_pc & 15) >= 11 ? 8 : 0);
+    else
+      cfa = plt_cfa(sp, lookup_pc);
     __u64 return_address = 0;
-    if (row.fp_offset_words == -2) {
+    if (row.fp_offset_words == FB_SAVED_FP_BELOW_RETURN_WORDS) {
       // The usual frame: the saved frame pointer right below the return address; one read.
       __u64 saved[2];
-      if (read_stack(state, cfa - 16, saved, 2)) {
+      if (read_stack(state, cfa + FB_RETURN_ADDRESS_AT_CFA - FB_WORD_BYTES, saved, 2)) {
         unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
         return 1;
       }
       state->fp = saved[0];
       return_address = saved[1];
-    } else if (read_stack(state, cfa - 8, &return_address, 1)) {
+    } else if (read_stack(state, cfa + FB_RETURN_ADDRESS_AT_CFA, &return_address, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     } else if (row.fp_offset_words != 0) {
       __u64 caller_fp = 0;
-      if (read_stack(state, cfa + 8 * (__s64)row.fp_offset_words, &caller_fp, 1)) {
+      if (read_stack(state, cfa + FB_WORD_BYTES * (__s64)row.fp_offset_words, &caller_fp, 1)) {
         unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
         return 1;
       }
@@ -445,9 +443,9 @@ static long unwind_step(__u32 index, void* context)
     __u64 context_at = sp + FB_SIGFRAME_MCONTEXT;
     __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
     // Lowest address first, so that one window holds all three.
-    if (read_stack(state, context_at + FB_SIGCONTEXT_RBP, &caller_fp, 1) ||
-        read_stack(state, context_at + FB_SIGCONTEXT_RSP, &caller_sp, 1) ||
-        read_stack(state, context_at + FB_SIGCONTEXT_RIP, &caller_pc, 1)) {
+    if (read_stack(state, context_at + FB_SIGCONTEXT_FP, &caller_fp, 1) ||
+        read_stack(state, context_at + FB_SIGCONTEXT_SP, &caller_sp, 1) ||
+        read_stack(state, context_at + FB_SIGCONTEXT_PC, &caller_pc, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     }
@@ -467,8 +465,9 @@ static long unwind_step(__u32 index, void* context)
   case FB_UNWIND_JVM_INTERPRETER: {
     __u64 fp = state->fp;
     __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
-    if (read_stack(state, fp - 8, &caller_sp, 1) || read_stack(state, fp, &caller_fp, 1) ||
-        read_stack(state, fp + 8, &caller_pc, 1)) {
+    if (read_stack(state, fp + FB_JVM_INTERPRETER_SENDER_SP_AT_FP, &caller_sp, 1) ||
+        read_stack(state, fp, &caller_fp, 1) ||
+        read_stack(state, fp + FB_WORD_BYTES, &caller_pc, 1)) {
       unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
       return 1;
     }
@@ -498,41 +497,6 @@ static long unwind_step(__u32 index, void* context)
     return 1;
   }
   return 0;
-}
-
-// x86-64's saved user registers (struct pt_regs, the layout of the perf_event context's regs and
-// of what bpf_task_pt_regs points at), laid out here rather than taken from vmlinux.h: that type
-// would make each field a CO-RE relocation, and libbpf would parse the kernel's whole BTF at
-// every start to resolve offsets that the ABI fixes (measured: 10 ms of a 40 ms start).
-struct fb_user_regs {
-  __u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax;
-  __u64 ip, cs, flags, sp, ss;
-};
-
-// The user registers of the current task: those the sample interrupted if it was in user mode,
-// else those saved on kernel entry. 0 if there are none (a kernel thread).
-static __always_inline int
-user_registers(struct bpf_perf_event_data* ctx, __u64* pc, __u64* sp, __u64* fp)
-{
-  struct fb_user_regs* interrupted = (struct fb_user_regs*)ctx;
-  // Volatile: the context allows only whole-word loads, which clang would narrow to the low bits.
-  __u64 cs = *(volatile __u64*)&interrupted->cs;
-  if ((cs & 3) == 3) {
-    *pc = interrupted->ip;
-    *sp = interrupted->sp;
-    *fp = interrupted->bp;
-    return 1;
-  }
-  void* saved = (void*)bpf_task_pt_regs(bpf_get_current_task_btf());
-  struct fb_user_regs regs;
-  if (!saved || bpf_probe_read_kernel(&regs, sizeof(regs), saved))
-    return 0;
-  if ((regs.cs & 3) != 3)
-    return 0;
-  *pc = regs.ip;
-  *sp = regs.sp;
-  *fp = regs.bp;
-  return 1;
 }
 
 // Whether the image has tables; the answer "none" is remembered per CPU until the mappings

@@ -12,6 +12,7 @@
 
 #include "common/byte_cursor.h"
 #include "common/hashing.h"
+#include "unwind/arch.h"
 
 // The parser is our own. libdw's dwarf_getcfi_elf needs a libelf Elf*, which flamebpf never builds
 // over a target's file (libelf has no byte budget: a 128-byte sparse ELF made it take 2 GB), and
@@ -20,22 +21,8 @@
 namespace flamebpf::unwind {
 namespace {
 
-// x86-64 DWARF register numbers.
-constexpr uint64_t kRegisterSp = 7;
-constexpr uint64_t kRegisterFp = 6;
-
 // Distinct CIEs one file may have; real files have a few hundred at most.
 constexpr size_t kMaxCies = 1 << 16;
-
-// GCC's and binutils' CFA of a PLT entry: rsp + 8, plus 8 once the entry's push has run
-// (rip & 15 >= 11).
-constexpr std::array<uint8_t, 11> kPltCfaExpression = {
-    0x77, 0x08,       // DW_OP_breg7 (rsp) 8
-    0x80, 0x00,       // DW_OP_breg16 (rip) 0
-    0x3f, 0x1a,       // DW_OP_lit15, DW_OP_and
-    0x3b, 0x2a,       // DW_OP_lit11, DW_OP_ge
-    0x33, 0x24, 0x22, // DW_OP_lit3, DW_OP_shl, DW_OP_plus
-};
 
 // DW_EH_PE_* pointer encodings.
 constexpr uint8_t kPointerOmit = 0xff;
@@ -117,7 +104,7 @@ struct CfaRule {
     expression,      // any other DWARF expression
   };
   Kind kind = register_offset;
-  uint64_t reg = kRegisterSp;
+  uint64_t reg = arch::kDwarfSp;
   int64_t offset = 0;
 };
 
@@ -131,7 +118,7 @@ struct RuleState {
 struct Cie {
   uint64_t code_alignment = 1;
   int64_t data_alignment = 1;
-  uint64_t return_address_register = 16;
+  uint64_t return_address_register = arch::kDwarfReturnAddress;
   uint8_t pointer_encoding = 0; // of the FDEs' addresses
   uint8_t address_size = 8;
   bool has_augmentation_data = false; // 'z': FDEs carry a length-prefixed augmentation
@@ -177,16 +164,16 @@ std::optional<fb_unwind_row> row_for(const RuleState& state, bool signal_frame)
   }
   if (state.cfa.kind != CfaRule::register_offset || !fits_s16(state.cfa.offset))
     return std::nullopt;
-  if (state.cfa.reg == kRegisterSp)
+  if (state.cfa.reg == arch::kDwarfSp)
     row.kind = FB_UNWIND_CFA_SP;
-  else if (state.cfa.reg == kRegisterFp)
+  else if (state.cfa.reg == arch::kDwarfFp)
     row.kind = FB_UNWIND_CFA_FP;
   else
     return std::nullopt;
   row.cfa_offset = static_cast<int16_t>(state.cfa.offset);
-  // The return address is at CFA - 8 on x86-64, whatever the CFI says; any other rule is one the
+  // The return address is where a call leaves it, whatever the CFI says; any other rule is one the
   // sampler cannot follow.
-  if (state.ra.kind == RegisterRule::at_cfa ? state.ra.offset != -8
+  if (state.ra.kind == RegisterRule::at_cfa ? state.ra.offset != arch::kReturnAddressAtCfa
                                             : state.ra.kind != RegisterRule::unset)
     return std::nullopt;
   switch (state.fp.kind) {
@@ -195,10 +182,12 @@ std::optional<fb_unwind_row> row_for(const RuleState& state, bool signal_frame)
   case RegisterRule::undefined:
     break;
   case RegisterRule::at_cfa:
-    if (state.fp.offset % 8 != 0 || state.fp.offset / 8 < std::numeric_limits<int8_t>::min() ||
-        state.fp.offset / 8 > std::numeric_limits<int8_t>::max() || state.fp.offset == 0)
+    if (state.fp.offset % arch::kWordBytes != 0 ||
+        state.fp.offset / arch::kWordBytes < std::numeric_limits<int8_t>::min() ||
+        state.fp.offset / arch::kWordBytes > std::numeric_limits<int8_t>::max() ||
+        state.fp.offset == 0)
       return std::nullopt;
-    row.fp_offset_words = static_cast<int8_t>(state.fp.offset / 8);
+    row.fp_offset_words = static_cast<int8_t>(state.fp.offset / arch::kWordBytes);
     break;
   case RegisterRule::other:
     return std::nullopt;
@@ -361,8 +350,8 @@ std::optional<Cie> Builder::parse_cie(uint64_t offset)
     }
     cursor.block(length);
   }
-  // The initial rules. A CIE that does not name the return address's rule leaves it at CFA - 8,
-  // which is what x86-64 code does.
+  // The initial rules. A CIE that does not name the return address's rule leaves it where a call
+  // leaves it (arch::kReturnAddressAtCfa).
   if (!run(cursor.position(), header->end, cie, cie.initial, 0, 0, nullptr))
     return std::nullopt;
   return cie;
@@ -511,7 +500,7 @@ bool Builder::run(size_t begin,
     return advance_to(next);
   };
   auto rule_of = [&](uint64_t reg) -> RegisterRule* {
-    if (reg == kRegisterFp)
+    if (reg == arch::kDwarfFp)
       return &state.fp;
     if (reg == cie.return_address_register)
       return &state.ra;
@@ -526,7 +515,7 @@ bool Builder::run(size_t begin,
       *rule = {kind, 0};
   };
   auto restore = [&](uint64_t reg) {
-    if (reg == kRegisterFp)
+    if (reg == arch::kDwarfFp)
       state.fp = cie.initial.fp;
     else if (reg == cie.return_address_register)
       state.ra = cie.initial.ra;
@@ -657,8 +646,9 @@ bool Builder::run(size_t begin,
         break;     // def_cfa_offset_sf
       case 0x0f: { // def_cfa_expression
         std::string_view expression = cursor.block(cursor.uleb());
-        bool plt = expression.size() == kPltCfaExpression.size() &&
-                   std::memcmp(expression.data(), kPltCfaExpression.data(), expression.size()) == 0;
+        bool plt =
+            expression.size() == arch::kPltCfaExpression.size() &&
+            std::memcmp(expression.data(), arch::kPltCfaExpression.data(), expression.size()) == 0;
         state.cfa.kind = plt ? CfaRule::plt : CfaRule::expression;
         break;
       }
@@ -785,8 +775,8 @@ Result<CfiTable> build_cfi_table(const CfiSection& cfi)
 
 Result<CfiTable> build_cfi_table(const ElfReader& elf)
 {
-  if (elf.machine() != EM_X86_64 || !elf.is_64())
-    return fail(error("cannot unwind " + elf.shown() + ": not an x86-64 file"));
+  if (elf.machine() != arch::kElfMachine || !elf.is_64())
+    return fail(error("cannot unwind " + elf.shown() + ": not an " + arch::kName + " file"));
   CfiSection cfi;
   std::vector<ElfSegment> load_segments;
   for (const ElfSegment& segment : elf.segments())

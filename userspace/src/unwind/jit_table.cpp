@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "unwind/arch.h"
+
 namespace flamebpf::unwind {
 namespace {
 
@@ -70,16 +72,17 @@ void add_code(RowWriter& rows, const JvmCode& code)
 {
   uint64_t start = code.start;
   uint64_t end = code.start + code.size;
-  auto frame = static_cast<int16_t>(code.frame_words * 8);
-  constexpr int8_t kSavedRbp = -2; // the caller's rbp sits below the return address
+  auto frame = static_cast<int16_t>(code.frame_words * arch::kWordBytes);
+  constexpr int8_t kSavedRbp = arch::kSavedFramePointerWords;
   switch (code.prologue) {
   case PrologueForm::kPush:
-    rows.add(start, start + code.first_end, FB_UNWIND_CFA_SP, 8, 0);
-    rows.add(start + code.first_end, start + code.second_end, FB_UNWIND_CFA_SP, 16, kSavedRbp);
+    rows.add(start, start + code.first_end, FB_UNWIND_CFA_SP, arch::kCfaAtEntry, 0);
+    rows.add(start + code.first_end, start + code.second_end, FB_UNWIND_CFA_SP,
+             arch::kCfaAfterFramePointerPush, kSavedRbp);
     rows.add(start + code.second_end, end, FB_UNWIND_CFA_SP, frame, kSavedRbp);
     return;
   case PrologueForm::kSave:
-    rows.add(start, start + code.first_end, FB_UNWIND_CFA_SP, 8, 0);
+    rows.add(start, start + code.first_end, FB_UNWIND_CFA_SP, arch::kCfaAtEntry, 0);
     rows.add(start + code.first_end, start + code.second_end, FB_UNWIND_CFA_SP, frame, 0);
     rows.add(start + code.second_end, end, FB_UNWIND_CFA_SP, frame, kSavedRbp);
     return;
