@@ -46,6 +46,8 @@ int main(int argc, char** argv)
     }
     return 0;
   }
+  // Before any thread exists: a thread starts with its creator's capabilities.
+  flamebpf::caps::limit_process(flamebpf::pipeline::capability_needs(config));
   // Every ELF file, perf map and container flamebpf reads costs a descriptor for a while: the
   // soft limit (often 1024) goes up to the hard one, which the service raises.
   if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {

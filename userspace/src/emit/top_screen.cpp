@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "common/capabilities.h"
 #include "emit/palette.h"
 
 namespace flamebpf::emit {
@@ -146,7 +147,7 @@ void TopScreen::start()
   sigemptyset(&winch);
   sigaddset(&winch, SIGWINCH);
   pthread_sigmask(SIG_BLOCK, &winch, nullptr);
-  thread_ = std::thread([this] { run(); });
+  thread_ = caps::start_thread(caps::Role::kScreen, "flamebpf-screen", [this] { run(); });
 }
 
 void TopScreen::add(const profile::SymbolizedProfile& interval, double own_cpu_percent)

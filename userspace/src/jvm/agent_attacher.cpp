@@ -7,6 +7,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "common/capabilities.h"
 #include "common/contained_file.h"
 #include "common/log.h"
 #include "common/proc_maps.h"
@@ -134,7 +135,8 @@ Result<> write_perf_map(const AttachTarget& target, std::chrono::milliseconds ti
 } // namespace
 
 AgentAttacher::AgentAttacher(std::span<const unsigned char> agent_library, AttacherOptions options)
-    : library_(agent_library), options_(std::move(options)), worker_([this] { run(); })
+    : library_(agent_library), options_(std::move(options)),
+      worker_(caps::start_thread(caps::Role::kJvmAttacher, "flamebpf-attach", [this] { run(); }))
 {
 }
 

@@ -12,9 +12,11 @@
 #include "common/procfs.h"
 #include "jvm/agent_library.h"
 #include "pipeline/dump_sink.h"
+#include "pipeline/outputs.h"
 #include "pipeline/profile_file_sink.h"
 #include "pipeline/top_sink.h"
 #include "profile/drop_report.h"
+#include "serve/http_server.h"
 #include "symbolize/debuginfod.h"
 
 namespace flamebpf::pipeline {
@@ -433,6 +435,12 @@ Result<RecordSummary> Recorder::run()
   interval_start_ = Wall::now();
   Schedule schedule(timing, started, interval_start_);
   sink_->started();
+  // Started: what only the start needed goes (joining the host's namespaces, /proc/kallsyms;
+  // CAP_SYS_ADMIN unless it stands in for CAP_BPF, CAP_PERFMON or CAP_CHECKPOINT_RESTORE), and so
+  // do the JVM attacher's capabilities. Threads started from now on inherit what stays; those
+  // started before (the attacher's, the server's, top's screen) narrowed themselves as they
+  // started.
+  caps::narrow_this_thread(caps::Role::kPipeline);
   bool refresh_pending = false;
   service_.ready();
   while (!g_stop_requested.load()) {
@@ -497,6 +505,22 @@ Result<RecordSummary> Recorder::run()
     return fail(finished.error());
   summary.seconds = sampled.count();
   return summary;
+}
+
+caps::RunNeeds capability_needs(const cli::Config& config)
+{
+  caps::RunNeeds needs;
+  needs.attach_jvms = config.attach;
+  // Profile files (a recording's, or the views top saves) go to the user who ran sudo.
+  bool to_sudo_user = profile_file_access().owner_uid.has_value();
+  bool top = config.mode == cli::Mode::kTop;
+  needs.chown_profiles = to_sudo_user && !top && config.output_dir.empty();
+  needs.chown_saved_views = to_sudo_user && top;
+  if (!config.listen.empty()) {
+    auto address = serve::parse_listen_address(config.listen);
+    needs.bind_privileged_port = address && address->port != 0 && address->port < 1024;
+  }
+  return needs;
 }
 
 Result<RecordSummary> record(const cli::Config& config)

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cli/options.h"
+#include "common/capabilities.h"
 #include "common/result.h"
 #include "common/service_notify.h"
 #include "drain/drain.h"
@@ -111,6 +112,9 @@ private:
   bool taking_notices_ = false; // within the sampler's poll
   ServiceNotifier service_;
 };
+
+// What the run config describes needs of capabilities beyond sampling (caps::role_set()).
+caps::RunNeeds capability_needs(const cli::Config& config);
 
 // Resolves config's targets (a usage error if one is unknown), opens the sink config asks for
 // (agent mode's dumps with --output-dir, else profile files) and records.

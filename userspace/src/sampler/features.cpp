@@ -30,9 +30,11 @@ Result<> check_privileges()
   if (!effective(kSysPtrace))
     spdlog::warn("missing CAP_SYS_PTRACE: the code of other users' processes and of containers "
                  "stays unnamed (their /proc/<pid>/maps and roots are closed to flamebpf)");
-  if (!admin)
-    spdlog::warn("missing CAP_SYS_ADMIN: deleted binaries and binaries found only in a "
-                 "container's mount namespace stay unnamed (/proc/<pid>/map_files)");
+  // Linux 5.9 and later open /proc/<pid>/map_files with CAP_CHECKPOINT_RESTORE too.
+  if (!admin && !effective(kCheckpointRestore))
+    spdlog::warn("missing CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE): deleted binaries and "
+                 "binaries found only in a container's mount namespace stay unnamed "
+                 "(/proc/<pid>/map_files)");
   return {};
 }
 

@@ -2,8 +2,13 @@
 
 #include <memory>
 
+#include "common/capabilities.h"
+
 namespace flamebpf::serve {
-HeavyAnswers::HeavyAnswers() : thread_([this] { run(); }) {}
+HeavyAnswers::HeavyAnswers()
+    : thread_(caps::start_thread(caps::Role::kNone, kServingThreadName, [this] { run(); }))
+{
+}
 
 HeavyAnswers::~HeavyAnswers()
 {

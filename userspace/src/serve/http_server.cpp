@@ -21,6 +21,7 @@
 #include "common/capabilities.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "common/unique_fd.h"
 #include "serve/content_policies.h"
 #include "serve/local_peer.h"
 
@@ -37,6 +38,41 @@ constexpr auto kAnswerAtStop = std::chrono::seconds(1);
 constexpr int kHandlerNice = 10;
 // How often the headers' deadline and the waiting clients' hang-ups are looked at.
 constexpr auto kWatchPeriod = std::chrono::milliseconds(100);
+
+// A listening TCP socket bound to address, as libmicrohttpd would make it: the address reusable
+// at once after a restart, an IPv6 one for IPv6 alone.
+Result<UniqueFd> listen_on(const ListenAddress& address)
+{
+  auto failure = [&](int errno_value) {
+    return system_error(
+        errno_value, fmt::format("--listen: cannot listen on {}:{}", address.host, address.port));
+  };
+  int family = address.ipv6 ? AF_INET6 : AF_INET;
+  UniqueFd socket(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!socket.valid())
+    return fail(failure(errno));
+  int on = 1;
+  ::setsockopt(socket.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in v4{};
+  sockaddr_in6 v6{};
+  const sockaddr* bind_to = reinterpret_cast<const sockaddr*>(&v4);
+  socklen_t size = sizeof v4;
+  if (address.ipv6) {
+    ::setsockopt(socket.get(), IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(address.port);
+    ::inet_pton(AF_INET6, address.host.c_str(), &v6.sin6_addr);
+    bind_to = reinterpret_cast<const sockaddr*>(&v6);
+    size = sizeof v6;
+  } else {
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(address.port);
+    ::inet_pton(AF_INET, address.host.c_str(), &v4.sin_addr);
+  }
+  if (::bind(socket.get(), bind_to, size) != 0 || ::listen(socket.get(), SOMAXCONN) != 0)
+    return fail(failure(errno));
+  return socket;
+}
 
 } // namespace
 
@@ -474,38 +510,37 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   }
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(options), std::move(handler)));
   const HttpServerOptions& settings = server->options_;
-  sockaddr_in v4{};
-  sockaddr_in6 v6{};
-  const sockaddr* bind_to = nullptr;
-  if (settings.address.ipv6) {
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(settings.address.port);
-    ::inet_pton(AF_INET6, settings.address.host.c_str(), &v6.sin6_addr);
-    bind_to = reinterpret_cast<const sockaddr*>(&v6);
-  } else {
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(settings.address.port);
-    ::inet_pton(AF_INET, settings.address.host.c_str(), &v4.sin_addr);
-    bind_to = reinterpret_cast<const sockaddr*>(&v4);
-  }
+  auto listening = listen_on(settings.address);
+  if (!listening)
+    return fail(listening.error());
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (settings.address.ipv6)
     flags |= MHD_USE_IPv6;
-  server->daemon_ = MHD_start_daemon(
-      flags, settings.address.port, nullptr, nullptr, on_request, server.get(),
-      MHD_OPTION_SOCK_ADDR, bind_to, MHD_OPTION_THREAD_POOL_SIZE,
-      std::max(1u, settings.max_handlers), MHD_OPTION_CONNECTION_LIMIT, settings.max_connections,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings.max_connections_per_address,
-      MHD_OPTION_CONNECTION_TIMEOUT, settings.idle_timeout_seconds,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings.connection_memory, MHD_OPTION_EXTERNAL_LOGGER,
-      log_from_the_library, nullptr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server.get(),
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, server.get(), MHD_OPTION_END);
+  // The socket was bound with this thread's capabilities (a port below 1024 takes one); the
+  // server's threads are started from a thread that holds none, so that they hold none from their
+  // first instruction on, not from their first request. libmicrohttpd owns the socket from here.
+  caps::start_thread(
+      caps::Role::kNone, kServingThreadName,
+      [&server, &settings, &listening, flags] {
+        server->daemon_ = MHD_start_daemon(
+            flags, 0, nullptr, nullptr, on_request, server.get(), MHD_OPTION_LISTEN_SOCKET,
+            listening->release(), MHD_OPTION_THREAD_POOL_SIZE, std::max(1u, settings.max_handlers),
+            MHD_OPTION_CONNECTION_LIMIT, settings.max_connections,
+            MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings.max_connections_per_address,
+            MHD_OPTION_CONNECTION_TIMEOUT, settings.idle_timeout_seconds,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, settings.connection_memory,
+            MHD_OPTION_EXTERNAL_LOGGER, log_from_the_library, nullptr, MHD_OPTION_NOTIFY_COMPLETED,
+            on_completed, server.get(), MHD_OPTION_NOTIFY_CONNECTION, on_connection, server.get(),
+            MHD_OPTION_END);
+        if (server->daemon_)
+          server->watcher_ = std::thread([raw = server.get()] { raw->watch_connections(); });
+      })
+      .join();
   if (!server->daemon_)
-    return fail(error(fmt::format("--listen: cannot listen on {}:{} (in use, or no such address)",
-                                  settings.address.host, settings.address.port)));
+    return fail(error(fmt::format("--listen: cannot serve on {}:{}", settings.address.host,
+                                  settings.address.port)));
   const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
   server->port_ = info ? info->port : settings.address.port;
-  server->watcher_ = std::thread([raw = server.get()] { raw->watch_connections(); });
   return server;
 }
 

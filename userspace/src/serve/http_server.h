@@ -102,7 +102,8 @@ struct HttpServerOptions {
 
 class HttpServer {
 public:
-  // Starts listening; handler answers every GET that passed the token check.
+  // Starts listening; handler answers every GET that passed the token check. The socket is bound
+  // with the calling thread's capabilities; the server's threads hold none from their start.
   [[nodiscard]] static Result<std::unique_ptr<HttpServer>> start(HttpServerOptions options,
                                                                  HttpHandler handler);
   ~HttpServer();
@@ -153,7 +154,8 @@ bool same_secret(const std::string& a, const std::string& b);
 
 // What every thread that answers clients is, from its first request on: named
 // kServingThreadName, at a lower priority than the pipeline's threads (serving never slows
-// sampling or the dumps), and without any capability. True if all of that took.
+// sampling or the dumps), and without any capability (which the server's threads hold none of
+// from their start). True if all of that took.
 inline constexpr const char* kServingThreadName = "flamebpf-http";
 bool become_a_serving_thread();
 

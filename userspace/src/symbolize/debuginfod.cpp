@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/capabilities.h"
 #include "common/contained_file.h"
 #include "common/elf_reader.h"
 #include "common/log.h"
@@ -162,7 +163,8 @@ Result<std::unique_ptr<DebugFetcher>> DebugFetcher::start(DebuginfodOptions opti
   ::unsetenv("DEBUGINFOD_PROGRESS");
   std::unique_ptr<DebugFetcher> fetcher(new DebugFetcher(std::move(options)));
   for (size_t i = 0; i < kWorkers; ++i)
-    fetcher->workers_.emplace_back([raw = fetcher.get()] { raw->work(); });
+    fetcher->workers_.push_back(caps::start_thread(caps::Role::kNone, "flamebpf-fetch",
+                                                   [raw = fetcher.get()] { raw->work(); }));
   return fetcher;
 }
 
