@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "emit/formats.h"
-#include "emit/top_table.h"
 #include "profile/by_target.h"
+#include "top/top_table.h"
 
 namespace {
 
@@ -90,7 +90,7 @@ int main(int argc, char** argv)
   size_t targets = std::strtoul(argv[1], nullptr, 10);
   size_t stacks = std::strtoul(argv[2], nullptr, 10);
   size_t intervals = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 10;
-  flamebpf::emit::TopModel model;
+  flamebpf::top::TopModel model;
   std::vector<double> compact_ms, model_ms, view_ms, report_ms;
   for (size_t n = 0; n < intervals; ++n) {
     auto profile = make_interval(targets, stacks, static_cast<unsigned>(n));
@@ -98,18 +98,18 @@ int main(int argc, char** argv)
     if (n < 3)
       report_ms.push_back(report_cycle_ms(profile));
     auto started = Clock::now();
-    auto compact = flamebpf::emit::compact_interval(profile, model.names());
+    auto compact = flamebpf::top::compact_interval(profile, model.names());
     compact_ms.push_back(ms_since(started));
     started = Clock::now();
     model.add(std::move(compact));
     model_ms.push_back(ms_since(started));
     started = Clock::now();
-    auto all = model.rows(flamebpf::emit::TopWindow::kInterval, flamebpf::emit::TopOrder::kSelf, "",
+    auto all = model.rows(flamebpf::top::TopWindow::kInterval, flamebpf::top::TopOrder::kSelf, "",
                           std::nullopt);
-    auto one = model.rows(flamebpf::emit::TopWindow::kDecaying, flamebpf::emit::TopOrder::kTotal,
+    auto one = model.rows(flamebpf::top::TopWindow::kDecaying, flamebpf::top::TopOrder::kTotal,
                           "prod/shop-0/web", std::nullopt);
-    auto text = flamebpf::emit::batch_snapshot(model, flamebpf::emit::TopWindow::kInterval,
-                                               flamebpf::emit::TopOrder::kSelf, 30);
+    auto text = flamebpf::top::batch_snapshot(model, flamebpf::top::TopWindow::kInterval,
+                                              flamebpf::top::TopOrder::kSelf, 30);
     view_ms.push_back(ms_since(started));
     if (all.empty() || one.empty() || text.empty())
       return 1;

@@ -53,10 +53,10 @@ TopSink::TopSink(const cli::Config& config) : config_(config)
   last_cpu_seconds_ = cpu_seconds();
   if (!uses_the_screen(config))
     return;
-  emit::TopScreen::Callbacks callbacks;
+  top::TopScreen::Callbacks callbacks;
   callbacks.save = [this](const profile::SymbolizedProfile& profile) { return save(profile); };
   callbacks.quit = [] { ::kill(::getpid(), SIGINT); };
-  screen_ = std::make_unique<emit::TopScreen>(std::move(callbacks));
+  screen_ = std::make_unique<top::TopScreen>(std::move(callbacks));
 }
 
 TopSink::~TopSink()
@@ -148,11 +148,11 @@ Result<> TopSink::consume(const profile::SymbolizedProfile& interval, const Inte
     screen_->add(interval, cpu);
     return {};
   }
-  auto compact = emit::compact_interval(interval, model_.names());
+  auto compact = top::compact_interval(interval, model_.names());
   compact.own_cpu_percent = cpu;
   model_.add(std::move(compact));
   std::string text =
-      emit::batch_snapshot(model_, emit::TopWindow::kInterval, emit::TopOrder::kSelf, kBatchRows);
+      top::batch_snapshot(model_, top::TopWindow::kInterval, top::TopOrder::kSelf, kBatchRows);
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
     return fail(error("cannot write to standard output"));
   return {};

@@ -1,4 +1,4 @@
-// `flamebpf top`'s sink: each interval goes to the full-screen view (emit/top_screen.h), or, with
+// `flamebpf top`'s sink: each interval goes to the full-screen view (top/top_screen.h), or, with
 // --batch, when standard output is no terminal or the terminal is "dumb", to one plain-text
 // snapshot on standard output per interval, as `top -b` prints.
 #pragma once
@@ -8,9 +8,9 @@
 #include <sys/resource.h>
 
 #include "cli/options.h"
-#include "emit/top_screen.h"
-#include "emit/top_table.h"
 #include "pipeline/interval_sink.h"
+#include "top/top_screen.h"
+#include "top/top_table.h"
 
 namespace flamebpf::pipeline {
 
@@ -40,9 +40,9 @@ private:
   void release_the_log();
 
   const cli::Config& config_;
-  std::unique_ptr<emit::TopScreen> screen_; // null with --batch
-  emit::TopModel model_;                    // --batch's
-  int saved_stderr_ = -1;                   // while the screen is up, the log goes to log_fd_
+  std::unique_ptr<top::TopScreen> screen_; // null with --batch
+  top::TopModel model_;                    // --batch's
+  int saved_stderr_ = -1;                  // while the screen is up, the log goes to log_fd_
   int log_fd_ = -1;
   std::chrono::steady_clock::time_point last_cpu_wall_;
   double last_cpu_seconds_ = 0;

@@ -1,4 +1,4 @@
-#include "emit/top_screen.h"
+#include "top/top_screen.h"
 
 #include <algorithm>
 #include <clocale>
@@ -19,7 +19,7 @@
 #include "common/capabilities.h"
 #include "emit/palette.h"
 
-namespace flamebpf::emit {
+namespace flamebpf::top {
 namespace {
 
 constexpr int kKeyEscape = 27;
@@ -34,7 +34,7 @@ std::string_view window_name(TopWindow window)
 }
 
 // The colour pair of a frame colour: the nearest of xterm's 256 colours, or of the 8 basic ones.
-int pair_of(Rgb colour)
+int pair_of(emit::Rgb colour)
 {
   static std::map<int, int> pairs;
   if (!has_colors())
@@ -399,7 +399,7 @@ void TopScreen::draw_list()
     attr_t highlight = index == selected_ ? A_REVERSE : A_NORMAL;
     put(row, 0, terminal_safe(numbers, width, ascii_only_), highlight);
     if (numbers.size() < width) {
-      int pair = pair_of(frame_colour(name.text, name.kind));
+      int pair = pair_of(emit::frame_colour(name.text, name.kind));
       put(row, static_cast<int>(numbers.size()),
           terminal_safe(name.text, width - numbers.size(), ascii_only_),
           highlight | COLOR_PAIR(pair));
@@ -425,7 +425,7 @@ void TopScreen::draw_tree()
       std::string text =
           fmt::format("{:>6.1f}% {}{}", 100 * entry.share,
                       std::string(static_cast<size_t>(2 * entry.depth), ' '), function.text);
-      lines.emplace_back(text, pair_of(frame_colour(function.text, function.kind)));
+      lines.emplace_back(text, pair_of(emit::frame_colour(function.text, function.kind)));
     }
     lines.emplace_back("", 0);
   };
@@ -452,4 +452,4 @@ void TopScreen::draw_tree()
       A_BOLD);
 }
 
-} // namespace flamebpf::emit
+} // namespace flamebpf::top

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "emit/top_table.h"
+#include "top/top_table.h"
 
-namespace flamebpf::emit {
+namespace flamebpf::top {
 namespace {
 
 using profile::Frame;
@@ -208,4 +208,4 @@ TEST(TopTable, BatchSnapshotIsAHeaderTargetsAndRows)
 }
 
 } // namespace
-} // namespace flamebpf::emit
+} // namespace flamebpf::top

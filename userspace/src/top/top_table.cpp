@@ -1,4 +1,4 @@
-#include "emit/top_table.h"
+#include "top/top_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "common/utf8.h"
 #include "profile/drop_report.h"
 
-namespace flamebpf::emit {
+namespace flamebpf::top {
 namespace {
 
 const std::string kHost = "host";
@@ -574,4 +574,4 @@ std::string batch_snapshot(const TopModel& model, TopWindow window, TopOrder ord
   return out;
 }
 
-} // namespace flamebpf::emit
+} // namespace flamebpf::top

@@ -1,7 +1,7 @@
 // What `flamebpf top` shows, apart from the terminal: each interval's stacks in compact form
 // (functions as numbers), the hottest functions by self and total samples over the last interval,
 // a decaying average or the whole run, and the callers and callees of one function. The terminal
-// view (emit/top_screen.h) and the plain-text snapshots of --batch both draw from it.
+// view (top/top_screen.h) and the plain-text snapshots of --batch both draw from it.
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 
 #include "profile/symbolized_profile.h"
 
-namespace flamebpf::emit {
+namespace flamebpf::top {
 
 // Function names, each a number: the same name and kind has the same number for the whole run.
 class FunctionNames {
@@ -226,4 +226,4 @@ std::string_view kind_label(profile::FrameKind kind);
 // top rows of the hottest functions (columns separated by spaces, the function last).
 std::string batch_snapshot(const TopModel& model, TopWindow window, TopOrder order, size_t rows);
 
-} // namespace flamebpf::emit
+} // namespace flamebpf::top

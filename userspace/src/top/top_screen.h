@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "emit/top_table.h"
+#include "top/top_table.h"
 
-namespace flamebpf::emit {
+namespace flamebpf::top {
 
 class TopScreen {
 public:
@@ -80,4 +80,4 @@ private:
   bool started_ = false;
 };
 
-} // namespace flamebpf::emit
+} // namespace flamebpf::top
