@@ -1,7 +1,8 @@
-// flamebpf's capability sets once it has started, as the README's Capabilities section gives them:
-// every thread holds its role's set and nothing more, the bounding set holds what the run may ever
-// need, and no thread keeps an inheritable or ambient capability. The sets expected are computed
-// here, from the set flamebpf was started with and the README's table, not from flamebpf's code.
+// flamebpf's capability sets once it has started, as docs/security.md's Capabilities section gives
+// them: every thread holds its role's set and nothing more, the bounding set holds what the run may
+// ever need, and no thread keeps an inheritable or ambient capability. The sets expected are
+// computed here, from the set flamebpf was started with and docs/security.md's table, not from
+// flamebpf's code.
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -51,7 +52,7 @@ constexpr Mask cap(int number)
   return Mask{1} << number;
 }
 
-// The README's table. Reading any process's files (the pipeline's threads and the attacher):
+// docs/security.md's table. Reading any process's files (the pipeline's threads and the attacher):
 constexpr Mask kReadProcesses = cap(kSysPtrace) | cap(kDacReadSearch) | cap(kDacOverride);
 // Sampling after start (the pipeline's): CAP_SYS_ADMIN stands in for any of these not given.
 constexpr Mask kSampling = cap(kBpf) | cap(kPerfmon) | cap(kCheckpointRestore);

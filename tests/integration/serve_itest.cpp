@@ -216,7 +216,7 @@ TEST_F(ServeTest, SecondsIsTheNextSecondsWithTheWorkloadsSplitForGoToolPprofAndS
   auto bare_rows = PprofTool::top_rows(bare);
   EXPECT_GT(bare_rows["burner_left"].cum + bare_rows["burner_right"].cum, 100u) << bare;
 
-  // Two scrapers at once, as the README configures them: Alloy's pyroscope.scrape asks for every
+  // Two scrapers at once, as docs/agent.md configures them: Alloy's pyroscope.scrape asks for every
   // target (seconds = interval - 1), Parca for this one (seconds = interval), while the dumps go
   // on being written each second.
   size_t dumps_before = dumps::list_dumps(out_ + "/" + target).size();
@@ -416,7 +416,7 @@ TEST_F(ServeTest, RangeTooLargeIsRefusedAtOnceAndMetricsAreAnsweredMeanwhile)
   EXPECT_LT(slowest, 1.0);
 }
 
-// The threads that answer clients hold no capability (the README's Security section); the
+// The threads that answer clients hold no capability (docs/security.md); the
 // pipeline's keep what sampling needs.
 TEST_F(ServeTest, ServingThreadsHoldNoCapability)
 {

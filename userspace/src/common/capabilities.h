@@ -1,5 +1,5 @@
 // flamebpf's capabilities: naming the one missing when the kernel says EPERM, and holding, from
-// the end of the start on, only what each thread's work needs (the README's Capabilities section).
+// the end of the start on, only what each thread's work needs (docs/security.md, Capabilities).
 //
 // Capabilities are per thread: capset(2) changes the calling thread's sets, and a new thread
 // starts with its creator's. So main() limits the process once, before any thread exists, to
@@ -121,7 +121,7 @@ struct RunNeeds {
 };
 
 // The capabilities role holds after start, given those the process was permitted at its start
-// and the run's needs: the README's table, intersected with permitted.
+// and the run's needs: docs/security.md's table, intersected with permitted.
 CapabilitySet role_set(Role role, CapabilitySet permitted, const RunNeeds& needs);
 
 // Limits the whole process to role_set(kStarting): the bounding set (when CAP_SETPCAP allows),

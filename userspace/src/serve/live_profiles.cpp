@@ -56,8 +56,8 @@ void LiveProfiles::drained(const profile::SymbolizedProfile& delta, Clock::time_
     drop_abandoned();
     if (requests_.empty())
       return;
-    // Split by target only for a request of one target: the scrape of every target (the README's)
-    // takes the drain as it is.
+    // Split by target only for a request of one target: the scrape of every target
+    // (docs/agent.md's) takes the drain as it is.
     bool one_target_asked =
         std::any_of(requests_.begin(), requests_.end(), [](const auto& request) {
           return request->started.has_value() && !request->directory.empty();
