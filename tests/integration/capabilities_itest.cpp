@@ -22,6 +22,7 @@
 #include "dumps/dump_files.h"
 #include "harness.h"
 #include "http_client.h"
+#include "notify_socket.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -142,43 +143,6 @@ std::vector<ThreadSets> thread_sets(pid_t pid)
   }
   return threads;
 }
-
-// A datagram socket standing in for systemd's notify socket: flamebpf says READY=1 once its
-// start is over.
-class NotifySocket {
-public:
-  explicit NotifySocket(std::string path) : path_(std::move(path))
-  {
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    path_.copy(address.sun_path, sizeof address.sun_path - 1);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
-      throw std::runtime_error("cannot bind " + path_);
-  }
-  ~NotifySocket() { ::close(fd_); }
-  NotifySocket(const NotifySocket&) = delete;
-  NotifySocket& operator=(const NotifySocket&) = delete;
-
-  const std::string& path() const { return path_; }
-  // Whether message has come, waiting up to timeout.
-  bool wait_for(const std::string& message, std::chrono::seconds timeout)
-  {
-    return poll_until(
-        [&] {
-          char buffer[4096];
-          for (ssize_t n; (n = ::recv(fd_, buffer, sizeof buffer, 0)) > 0;)
-            if (std::string(buffer, static_cast<size_t>(n)) == message)
-              return true;
-          return false;
-        },
-        timeout);
-  }
-
-private:
-  std::string path_;
-  int fd_ = -1;
-};
 
 class CapsAfterStart : public ::testing::Test {
 protected:

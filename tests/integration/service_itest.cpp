@@ -13,43 +13,12 @@
 #include <vector>
 
 #include "harness.h"
+#include "notify_socket.h"
 
 namespace flamebpf::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A datagram socket standing in for systemd's notify socket.
-class NotifySocket {
-public:
-  explicit NotifySocket(std::string path) : path_(std::move(path))
-  {
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    path_.copy(address.sun_path, sizeof address.sun_path - 1);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
-      throw std::runtime_error("cannot bind " + path_);
-  }
-  ~NotifySocket()
-  {
-    ::close(fd_);
-    ::unlink(path_.c_str());
-  }
-  // Every message received so far.
-  std::vector<std::string> take()
-  {
-    std::vector<std::string> messages;
-    char buffer[4096];
-    for (ssize_t n; (n = ::recv(fd_, buffer, sizeof buffer, 0)) > 0;)
-      messages.emplace_back(buffer, static_cast<size_t>(n));
-    return messages;
-  }
-
-private:
-  std::string path_;
-  int fd_ = -1;
-};
 
 size_t count(const std::vector<std::string>& messages, const std::string& message)
 {
