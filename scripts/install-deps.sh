@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's repository, whatever flamebpf's build and tests need and this machine lacks.
-# Usage: scripts/install-deps.sh [--test|--image]   (--test adds the packages only the test suite
-# uses, --image those scripts/build-image uses)
+# Usage: scripts/install-deps.sh [--test|--image|--seccomp]   (--test adds the packages only the
+# test suite uses, --image those scripts/build-image uses, --seccomp those of the test suite and of
+# scripts/seccomp-profile)
 set -euo pipefail
 
 build_packages=(
@@ -33,15 +34,19 @@ build_packages=(
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io containerd podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
   libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux
-  python3-prometheus-client)
+  python3-prometheus-client libseccomp-dev)
 
 # scripts/build-image: the Docker daemon and client, and mmdebstrap for the Dockerfile's base.
 image_packages=(docker.io mmdebstrap)
+# scripts/seccomp-profile: bpftrace records flamebpf's system calls, seccomp's scmp_sys_resolver
+# names them.
+seccomp_packages=(bpftrace seccomp)
 
 wanted=("${build_packages[@]}")
 case "${1:-}" in
   --test) wanted+=("${test_packages[@]}" "${image_packages[@]}") ;;
   --image) wanted+=("${image_packages[@]}") ;;
+  --seccomp) wanted+=("${test_packages[@]}" "${image_packages[@]}" "${seccomp_packages[@]}") ;;
 esac
 
 missing=()

@@ -6,10 +6,13 @@ OpenAPI definition: every field must be one the object's schema has, of the type
 and every field the schema requires must be present. On top, what the API server would refuse in
 a DaemonSet: a selector that does not match its pod template, a mount of no volume, and a
 capability set other than the systemd unit's (scripts/flamebpf.service), which the two share but
-for BPF and PERFMON, which SYS_ADMIN implies.
+for BPF and PERFMON, which SYS_ADMIN implies; and a container without the seccomp profile
+(deploy/seccomp/flamebpf.json) as its Localhost profile, named as the node has it.
 
-Usage: check_manifest.py MANIFEST.yaml [flamebpf.service]
+Usage: check_manifest.py MANIFEST.yaml [flamebpf.service [flamebpf.json]]
 """
+import json
+import os
 import re
 import sys
 
@@ -95,7 +98,7 @@ def kind_class(document):
     return f"{version.capitalize()}{document.get('kind', '')}"
 
 
-def check_daemon_set(document, unit_capabilities, errors):
+def check_daemon_set(document, unit_capabilities, seccomp_profile, errors):
     spec = document["spec"]
     labels = spec["template"]["metadata"].get("labels", {})
     for key, value in spec["selector"].get("matchLabels", {}).items():
@@ -113,13 +116,26 @@ def check_daemon_set(document, unit_capabilities, errors):
                 errors.append(
                     f"container {container['name']}: capabilities {sorted(added)} are not the "
                     f"systemd unit's {sorted(unit_capabilities)}")
+        if seccomp_profile is not None:
+            wanted = {"type": "Localhost", "localhostProfile": os.path.basename(seccomp_profile)}
+            given = container["securityContext"].get("seccompProfile")
+            if given != wanted:
+                errors.append(f"container {container['name']}: seccompProfile is {given}, not "
+                              f"{wanted} (the node's copy of {seccomp_profile})")
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) not in (2, 3, 4):
         raise SystemExit(__doc__)
     unit_capabilities = None
-    if len(sys.argv) == 3:
+    seccomp_profile = None
+    if len(sys.argv) == 4:
+        seccomp_profile = sys.argv[3]
+        with open(seccomp_profile) as profile:
+            rules = json.load(profile)["syscalls"]
+        if not any(rule.get("action") == "SCMP_ACT_ALLOW" and rule.get("names") for rule in rules):
+            raise SystemExit(f"{seccomp_profile} allows no system call")
+    if len(sys.argv) >= 3:
         with open(sys.argv[2]) as unit:
             line = next(l for l in unit if l.startswith("CapabilityBoundingSet="))
         unit_capabilities = {c.removeprefix("CAP_") for c in line.split("=", 1)[1].split()}
@@ -134,7 +150,7 @@ def main():
         kinds.append(name)
         check(document, name, document.get("kind", "?"), errors)
         if name == "V1DaemonSet":
-            check_daemon_set(document, unit_capabilities, errors)
+            check_daemon_set(document, unit_capabilities, seccomp_profile, errors)
     if "V1DaemonSet" not in kinds:
         errors.append("no DaemonSet in the manifest")
     for error in errors:

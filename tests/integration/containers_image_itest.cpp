@@ -1,8 +1,11 @@
 // flamebpf's container image, built by scripts/build-image as a user builds it (no registry: its
 // Debian base made with mmdebstrap), and run by a real dockerd the way deploy/kubernetes runs it:
-// the host's PID namespace, the DaemonSet's arguments and capabilities and no others, a read-only
-// root, the host's cgroups mounted read-only, and cgroup and UTS namespaces of its own, as a pod
-// has them on a cgroup v2 node. It must profile another container on the host by its name.
+// the host's PID namespace, the DaemonSet's arguments, capabilities and seccomp profile and no
+// others, a read-only root, the host's cgroups mounted read-only, and cgroup and UTS namespaces of
+// its own, as a pod has them on a cgroup v2 node. It must profile another container on the host by
+// its name.
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -55,6 +58,22 @@ std::vector<std::string> manifest_list(const std::string& after, const std::stri
   return items;
 }
 
+// The value of the first line `key: value` after the line containing `after`.
+std::string manifest_value(const std::string& after, const std::string& key)
+{
+  std::ifstream manifest(kManifest);
+  const std::regex line_of_key("^\\s*" + key + ":\\s*(\\S+)\\s*$");
+  bool seen_after = false;
+  std::smatch match;
+  for (std::string line; std::getline(manifest, line);) {
+    if (!seen_after)
+      seen_after = line.find(after) != std::string::npos;
+    else if (std::regex_match(line, match, line_of_key))
+      return match[1];
+  }
+  return "";
+}
+
 class FlamebpfImageTest : public ::testing::Test {
 protected:
   void SetUp() override { ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root"; }
@@ -79,8 +98,8 @@ protected:
   }
 
   // `docker run` options for what the DaemonSet's pod is: the host's PID namespace, cgroup and
-  // UTS namespaces of its own, its capabilities and no others, a read-only root and the host's
-  // cgroups.
+  // UTS namespaces of its own, its capabilities and no others, its seccomp profile (the node's
+  // copy of deploy/seccomp/<its localhostProfile>), a read-only root and the host's cgroups.
   std::vector<std::string> daemon_set_shape()
   {
     auto capabilities = manifest_list("securityContext:", "add");
@@ -94,6 +113,20 @@ protected:
                                    "/sys/fs/cgroup:/sys/fs/cgroup:ro"};
     for (const auto& capability : capabilities)
       shape.push_back("--cap-add=" + capability);
+    std::string profile = manifest_value("seccompProfile:", "localhostProfile");
+    EXPECT_EQ(manifest_value("seccompProfile:", "type"), "Localhost")
+        << "the DaemonSet's seccomp profile is not a Localhost one";
+    EXPECT_FALSE(profile.empty()) << "no localhostProfile in " << kManifest;
+    // scripts/seccomp-profile records flamebpf's calls with none of its own profile
+    // (FLAMEBPF_SECCOMP=off): Docker's default one then, under which runc's steps before
+    // flamebpf's exec are recorded as well.
+    const char* mode = std::getenv("FLAMEBPF_SECCOMP");
+    if (mode == nullptr || std::string(mode).empty() || std::string(mode) == "enforce")
+      shape.push_back(std::string("--security-opt=seccomp=") + FLAMEBPF_SOURCE_DIR +
+                      "/deploy/seccomp/" + profile);
+    else
+      std::printf("[ SECCOMP  ] FLAMEBPF_SECCOMP=%s: Docker's default profile, not %s\n", mode,
+                  profile.c_str());
     return shape;
   }
 
@@ -127,6 +160,11 @@ TEST_F(FlamebpfImageTest, DaemonSetsShapeProfilesAnotherContainerByName)
   run.insert(run.end(), args.begin(), args.end());
   auto started = docker(run);
   ASSERT_EQ(started.status, 0) << started.err;
+  // Under one filter, the profile's.
+  auto agent = docker({"inspect", "-f", "{{.State.Pid}}", "flamebpf-agent"});
+  std::string status = read_text("/proc/" + agent.out.substr(0, agent.out.find('\n')) + "/status");
+  EXPECT_NE(status.find("Seccomp:\t2\n"), std::string::npos) << status;
+  EXPECT_NE(status.find("Seccomp_filters:\t1\n"), std::string::npos) << status;
   std::string burner_dir = dumps_.path().string() + "/flamebpf-image-burner";
   bool dumped = wait_for_text(dumps_.path().string() + "/flamebpf-stats.jsonl",
                               "flamebpf-image-burner", 30) &&

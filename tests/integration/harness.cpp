@@ -81,6 +81,31 @@ public:
 [[maybe_unused]] const auto* const g_cgroups_of_ended_runs_removed =
     ::testing::AddGlobalTestEnvironment(new CgroupsOfEndedRunsRemoved);
 
+#ifdef FLAMEBPF_SECCOMP_REPORT
+// flamebpf runs under its seccomp profile (tests/CMakeLists.txt), which kills it at a call the
+// profile lacks and appends the call to FLAMEBPF_SECCOMP_REPORT. A test that stops flamebpf with
+// SIGKILL itself, or never looks at its log, would not fail for that: the test program does, as
+// its tests end, naming each call.
+class CallsOutsideTheSeccompProfileFail : public ::testing::Environment {
+public:
+  void SetUp() override { reported_before_ = read_text(FLAMEBPF_SECCOMP_REPORT).size(); }
+  void TearDown() override
+  {
+    std::string reported = read_text(FLAMEBPF_SECCOMP_REPORT);
+    if (reported.size() > reported_before_)
+      ADD_FAILURE() << "flamebpf made system calls that " FLAMEBPF_SECCOMP_PROFILE
+                       " does not allow (scripts/seccomp-profile adds them):\n"
+                    << reported.substr(reported_before_);
+  }
+
+private:
+  size_t reported_before_ = 0;
+};
+
+[[maybe_unused]] const auto* const g_calls_outside_the_seccomp_profile_fail =
+    ::testing::AddGlobalTestEnvironment(new CallsOutsideTheSeccompProfileFail);
+#endif
+
 } // namespace
 
 std::string cgroup2_mount()

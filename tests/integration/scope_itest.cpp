@@ -116,13 +116,17 @@ private:
 
   void read_until_stopped(pid_t pid)
   {
-    while (!stopping_) {
+    // One reading more after stop(): the last drain, which the profiler's exit follows by less
+    // than the 10 ms between readings, falls before it.
+    for (bool last = false; !last;) {
+      last = stopping_;
       double cpu = cpu_seconds_of_threads(pid);
       double now =
           std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
               .count();
       readings_.push_back({now, cpu});
-      std::this_thread::sleep_for(10ms);
+      if (!last)
+        std::this_thread::sleep_for(10ms);
     }
   }
 
