@@ -30,7 +30,8 @@ build_packages=(
 # server the debug-file tests fetch from; python3-kubernetes holds the Kubernetes API's object
 # schemas, which deploy/kubernetes is checked against (tests/install/check_manifest.py); tmux is
 # the real terminal `flamebpf top` is tested in; python3-prometheus-client's parser reads
-# --listen's /metrics.
+# --listen's /metrics; libseccomp-dev builds tests/progs/seccomp_launcher, which runs a program
+# (flamebpf, in the integration tests) under a seccomp profile.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io containerd podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
   libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux
