@@ -127,7 +127,11 @@ TEST_F(HostileContainerTest, ProcessesOfOneContainerHoldNoMoreThanItsShare)
                           dir_.path());
   print_figures("eight heavy maps in one container", run);
   expect_prompt(run, 4);
+#ifndef FLAMEBPF_SANITIZED
+  // Under ASan its quarantine of freed memory (256 MiB) and shadow dwarf the share: the plain pass
+  // holds the bound, the sanitized one the rest.
   EXPECT_LT(run.max_rss_kb, kShareRssBoundKb) << describe(run);
+#endif
   // Said once, for the container, with the option that helps.
   auto said = lines_with(run.log, "its share of flamebpf's memory");
   ASSERT_EQ(said.size(), 1u) << run.log;
