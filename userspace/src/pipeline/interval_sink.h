@@ -1,6 +1,7 @@
 // What consumes the profile of each interval of a recording: the profile files written at its end
-// (ProfileFileSink), agent mode's periodic dumps (DumpSink), and what else shows a profile as it
-// grows. The recorder's loop is the same whichever it feeds.
+// (ProfileFileSink); agent mode's periodic dumps (DumpSink), its statistics (StatsSink) and its
+// HTTP server (ServeSink); top's screen (TopSink). The recorder feeds a list of them, built from
+// the options (pipeline/sinks.h), and its loop is the same whichever they are.
 #pragma once
 
 #include <chrono>
@@ -11,9 +12,9 @@
 
 #include "common/result.h"
 #include "dumps/dump_files.h"
+#include "dumps/dump_writer.h"
+#include "dumps/stats.h"
 #include "profile/symbolized_profile.h"
-#include "sampler/sampler.h"
-#include "symbolize/symbolizer.h"
 #include "target/target_set.h"
 
 namespace flamebpf::pipeline {
@@ -38,12 +39,24 @@ struct RecordSummary {
   double seconds = 0;              // time sampled
 };
 
-// An interval as a sink sees it: when it was, and the stages that recorded it, for what they can
-// tell about themselves.
-struct IntervalContext {
+// A JIT's perf map as last read.
+struct PerfMapFact {
+  uint32_t pid = 0;
+  std::chrono::system_clock::time_point modified; // when the JIT last wrote it
+};
+
+// What is known of an interval besides its profile: plain data, taken from the stages by the
+// recorder when the interval ends. Sinks see it in their list's order, and a sink may add what it
+// did for those after it (the dumps it wrote, the statistics it computed).
+struct IntervalFacts {
   dumps::Window window; // by the wall clock
-  const symbolize::Symbolizer& symbolizer;
-  const sampler::Sampler& sampler;
+  // The kernel maps' and the symbolizer's occupancy at the interval's end.
+  dumps::Occupancy occupancy;
+  std::vector<PerfMapFact> perf_maps;
+  // Added by DumpSink: the dumps written (and pending) for this interval.
+  std::optional<dumps::DumpReport> dumps;
+  // Added by StatsSink: the interval's statistics, whose profile pointer is the interval's.
+  std::optional<dumps::IntervalStats> stats;
 };
 
 class IntervalSink {
@@ -72,9 +85,9 @@ public:
     return std::nullopt;
   }
 
-  // The profile of one interval, which ended at context.window.end. A failure ends the recording.
+  // The profile of one interval, which ended at facts.window.end. A failure ends the recording.
   [[nodiscard]] virtual Result<> consume(const profile::SymbolizedProfile& interval,
-                                         const IntervalContext& context) = 0;
+                                         IntervalFacts& facts) = 0;
 
   // After the last interval: writes what is left, and fills in summary's part of the sink.
   [[nodiscard]] virtual Result<> finish(RecordSummary& summary) = 0;

@@ -54,7 +54,7 @@ void ProfileFileSink::targets_added(const std::vector<target::Target>& added)
 }
 
 Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
-                                  const IntervalContext& /*context*/)
+                                  IntervalFacts& /*facts*/)
 {
   auto parts = profile::split_by_target(interval);
   for (const auto& name : target_names_)

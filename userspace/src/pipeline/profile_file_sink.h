@@ -25,8 +25,7 @@ public:
   // file, since "no CPU used" is an answer.
   void targets_added(const std::vector<target::Target>& added) override;
   // Writes the files of the recording's profile.
-  Result<> consume(const profile::SymbolizedProfile& interval,
-                   const IntervalContext& context) override;
+  Result<> consume(const profile::SymbolizedProfile& interval, IntervalFacts& facts) override;
   Result<> finish(RecordSummary& summary) override;
 
 private:

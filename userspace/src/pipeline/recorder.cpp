@@ -11,10 +11,7 @@
 #include "common/memory_account.h"
 #include "common/procfs.h"
 #include "jvm/agent_library.h"
-#include "pipeline/dump_sink.h"
 #include "pipeline/outputs.h"
-#include "pipeline/profile_file_sink.h"
-#include "pipeline/top_sink.h"
 #include "profile/drop_report.h"
 #include "serve/http_server.h"
 #include "symbolize/debuginfod.h"
@@ -106,24 +103,6 @@ void install_signal_handlers(bool stops_on_hangup)
   sigaction(SIGHUP, &hangup, nullptr);
 }
 
-// Agent mode's dumps with --output-dir, else the recording's profile files.
-Result<std::unique_ptr<IntervalSink>> open_sink(const cli::Config& config,
-                                                const target::TargetSet& targets)
-{
-  if (config.mode == cli::Mode::kTop)
-    return std::unique_ptr<IntervalSink>(std::make_unique<TopSink>(config));
-  if (!config.output_dir.empty()) {
-    auto dumps = DumpSink::open(config);
-    if (!dumps)
-      return fail(dumps.error());
-    return std::unique_ptr<IntervalSink>(std::move(*dumps));
-  }
-  auto files = ProfileFileSink::open(config, targets.per_target_output());
-  if (!files)
-    return fail(files.error());
-  return std::unique_ptr<IntervalSink>(std::move(*files));
-}
-
 jvm::AttacherOptions attacher_options(const cli::Config& config)
 {
   jvm::AttacherOptions options;
@@ -138,10 +117,8 @@ Steady::duration seconds(double value)
 
 } // namespace
 
-Recorder::Recorder(const cli::Config& config,
-                   target::TargetSet targets,
-                   std::unique_ptr<IntervalSink> sink)
-    : config_(config), targets_(std::move(targets)), sink_(std::move(sink)),
+Recorder::Recorder(const cli::Config& config, target::TargetSet targets, SinkList sinks)
+    : config_(config), targets_(std::move(targets)), sinks_(std::move(sinks)),
       attacher_options_(attacher_options(config)),
       attacher_owner_(
           std::make_unique<jvm::AgentAttacher>(jvm::agent_library(), attacher_options_)),
@@ -158,7 +135,7 @@ Result<> Recorder::start()
 {
   if (struct utsname host{}; ::uname(&host) == 0)
     node_ = host.nodename;
-  sink_->targets_added(targets_.live());
+  sinks_.targets_added(targets_.live());
   install_signal_handlers(config_.mode == cli::Mode::kTop);
   auto sampler =
       sampler::Sampler::start(sampler_options(config_, targets_),
@@ -204,7 +181,24 @@ Result<> Recorder::start()
   last_refresh_ = Steady::now();
   watch_targets();
   drainer_.emplace(sampler_->map_reader());
+  hold_images();
   return {};
+}
+
+void Recorder::hold_images()
+{
+  image_holders_.push_back([this](const symbolize::ImageKey& image) {
+    sampler_->forget_image(image.pid, image.image_id);
+  });
+  image_holders_.push_back([this](const symbolize::ImageKey& image) {
+    jit_table_starts_.erase({image.pid, image.image_id});
+  });
+  if (unwind_tables_)
+    image_holders_.push_back([this](const symbolize::ImageKey& image) {
+      unwind_tables_->forget_image(image.pid, image.image_id);
+    });
+  image_holders_.push_back(
+      [this](const symbolize::ImageKey& image) { attacher_.forget_if_gone(image.pid); });
 }
 
 void Recorder::on_notice(const fb_process_notice& notice)
@@ -308,9 +302,9 @@ void Recorder::refresh_targets(bool reresolve)
   }
   if (!changes.added.empty() || !changes.removed.empty())
     symbolizer_->set_targets(targets_.names());
-  sink_->targets_added(changes.added);
+  sinks_.targets_added(changes.added);
   if (!changes.removed.empty())
-    sink_->targets_removed(changes.removed);
+    sinks_.targets_removed(changes.removed);
   watch_targets();
 }
 
@@ -320,7 +314,7 @@ void Recorder::watch_targets()
                                             : std::vector<std::string>{});
 }
 
-Result<> Recorder::drain()
+Result<> Recorder::collect()
 {
   // Pending notices first, so processes are captured before their samples are symbolized.
   if (auto taken = take_notices(std::chrono::milliseconds(0)); !taken)
@@ -329,26 +323,47 @@ Result<> Recorder::drain()
   auto raw = drainer_->drain();
   if (!raw)
     return fail(raw.error());
-  auto drained_at = Steady::now();
-  for (const auto& line : profile::describe_drops(raw->counters))
-    spdlog::warn("{}", line);
-  for (const auto& line : profile::describe_cut_stacks(raw->counters))
-    spdlog::debug("{}", line);
+  report_drops(*raw);
   // A container whose cgroup appeared before the buffers were switched is found before its
   // samples are named: otherwise those the kernel took before it joined the filter would count
   // for the host.
   refresh_targets(false);
   reread_rewritten_perf_maps();
-  // Taken with the names: the targets dropped before this drain are forgotten below.
+  auto symbolized = symbolize(*raw);
+  if (!symbolized)
+    return fail(symbolized.error());
+  // Targets dropped before this drain have no samples left in the kernel.
+  targets_.forget_dropped(dropped_before);
+  sinks_.drained(*symbolized);
+  accumulator_.add(std::move(*symbolized));
+  follow_unwind_tables();
+  for (const auto& image : symbolizer_->forget_exited_processes())
+    forget_image(image);
+  // After the generation's end, which reads launchers' maps again.
+  hand_new_jvms_to_attacher();
+  log_unwind_tables();
+  return {};
+}
+
+void Recorder::report_drops(const profile::RawProfile& raw) const
+{
+  for (const auto& line : profile::describe_drops(raw.counters))
+    spdlog::warn("{}", line);
+  for (const auto& line : profile::describe_cut_stacks(raw.counters))
+    spdlog::debug("{}", line);
+}
+
+Result<profile::SymbolizedProfile> Recorder::symbolize(const profile::RawProfile& raw)
+{
+  auto drained_at = Steady::now();
+  // Taken with the names: the targets dropped before this drain are forgotten after it.
   auto labels = targets_.labels();
   auto pod_container_labels = targets_.pod_container_labels();
-  auto symbolized = symbolizer_->symbolize(*raw, targets_.names());
+  auto symbolized = symbolizer_->symbolize(raw, targets_.names());
   if (!symbolized)
     return fail(symbolized.error());
   for (uint32_t pid : symbolizer_->take_unnamed_jit_processes())
     attacher_.perf_map_lacks_code(pid);
-  // Targets dropped before this drain have no samples left in the kernel.
-  targets_.forget_dropped(dropped_before);
   symbolized->frequency_hz = config_.frequency_hz;
   symbolized->target_labels = std::move(labels);
   symbolized->pod_container_labels = std::move(pod_container_labels);
@@ -358,38 +373,41 @@ Result<> Recorder::drain()
   spdlog::debug("interval: {} samples in {} stacks, {} turned away by the in-kernel filter; "
                 "drained at {:.6f} s monotonic",
                 symbolized->total_samples(), symbolized->stacks.size(),
-                raw->counters.counts[FB_COUNTER_FILTERED],
+                raw.counters.counts[FB_COUNTER_FILTERED],
                 std::chrono::duration<double>(drained_at.time_since_epoch()).count());
-  sink_->drained(*symbolized);
-  accumulator_.add(std::move(*symbolized));
-  if (unwind_tables_) {
-    // Libraries loaded since the image's maps were read: once per interval at most.
-    for (const auto& image : sampler_->missed_images())
-      unwind_tables_->on_mapping_missed(image.tgid, image.image_id);
-    install_jit_tables();
-  }
-  for (const auto& image : symbolizer_->forget_exited_processes()) {
-    if (unwind_tables_)
-      unwind_tables_->forget_image(image.pid, image.image_id);
-    jit_table_starts_.erase({image.pid, image.image_id});
-    sampler_->forget_image(image.pid, image.image_id);
-    attacher_.forget_if_gone(image.pid);
-  }
-  // After the generation's end, which reads launchers' maps again.
-  hand_new_jvms_to_attacher();
-  if (unwind_tables_ && log::verbose()) {
-    const auto& counts = unwind_tables_->counts();
-    // The row array grows with the tables: the maps' memory now, not only at start.
-    spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
-                  "{} failed, {} partly malformed, {} stalled, {} left out for room; BPF maps "
-                  "take {:.1f} MiB",
-                  unwind_tables_->live_tables(), unwind_tables_->rows_used(),
-                  unwind_tables_->images(), counts.files_built, counts.files_shared,
-                  counts.files_failed, counts.files_malformed, counts.files_stalled,
-                  counts.files_no_room,
-                  static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
-  }
-  return {};
+  return symbolized;
+}
+
+void Recorder::follow_unwind_tables()
+{
+  if (!unwind_tables_)
+    return;
+  // Libraries loaded since the image's maps were read: once per interval at most.
+  for (const auto& image : sampler_->missed_images())
+    unwind_tables_->on_mapping_missed(image.tgid, image.image_id);
+  install_jit_tables();
+}
+
+void Recorder::forget_image(const symbolize::ImageKey& image)
+{
+  for (const auto& holder : image_holders_)
+    holder(image);
+}
+
+void Recorder::log_unwind_tables() const
+{
+  if (!unwind_tables_ || !log::verbose())
+    return;
+  const auto& counts = unwind_tables_->counts();
+  // The row array grows with the tables: the maps' memory now, not only at start.
+  spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
+                "{} failed, {} partly malformed, {} stalled, {} left out for room; BPF maps "
+                "take {:.1f} MiB",
+                unwind_tables_->live_tables(), unwind_tables_->rows_used(),
+                unwind_tables_->images(), counts.files_built, counts.files_shared,
+                counts.files_failed, counts.files_malformed, counts.files_stalled,
+                counts.files_no_room,
+                static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
 }
 
 void Recorder::load_unwind_tables()
@@ -408,9 +426,16 @@ void Recorder::load_unwind_tables()
 
 Result<> Recorder::end_interval(Wall::time_point end)
 {
-  IntervalContext context{{interval_start_, end}, *symbolizer_, *sampler_};
+  IntervalFacts facts;
+  facts.window = {interval_start_, end};
   interval_start_ = end;
-  return sink_->consume(accumulator_.take(), context);
+  auto kernel_maps = sampler_->occupancy();
+  facts.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets,
+                     kernel_maps.pid_targets,  symbolizer_->processes(),
+                     symbolizer_->elf_files(), symbolizer_->symbol_bytes()};
+  for (const auto& map : symbolizer_->perf_maps())
+    facts.perf_maps.push_back({map.pid, map.modified});
+  return sinks_.consume(accumulator_.take(), std::move(facts));
 }
 
 void Recorder::stop_attacher()
@@ -428,13 +453,13 @@ Result<RecordSummary> Recorder::run()
     return fail(started.error());
   Schedule::Options timing;
   timing.drain_period = seconds(config_.interval_seconds);
-  timing.interval = sink_->interval();
+  timing.interval = sinks_.interval();
   if (config_.duration_seconds > 0)
     timing.duration = seconds(config_.duration_seconds);
   auto started = Steady::now();
   interval_start_ = Wall::now();
   Schedule schedule(timing, started, interval_start_);
-  sink_->started();
+  sinks_.started();
   // Started: what only the start needed goes (joining the host's namespaces, /proc/kallsyms;
   // CAP_SYS_ADMIN unless it stands in for CAP_BPF, CAP_PERFMON or CAP_CHECKPOINT_RESTORE), and so
   // do the JVM attacher's capabilities. Threads started from now on inherit what stays; those
@@ -455,11 +480,11 @@ Result<RecordSummary> Recorder::run()
         install_jit_tables();
       schedule.perf_maps_read(now);
     }
-    if (auto wanted = sink_->drain_wanted_by())
+    if (auto wanted = sinks_.drain_wanted_by())
       schedule.drain_by(*wanted);
     if (schedule.drain_due(now)) {
       bool ends_interval = schedule.ends_interval(Wall::now());
-      if (auto drained = drain(); !drained)
+      if (auto drained = collect(); !drained)
         return fail(drained.error());
       if (ends_interval) {
         if (auto consumed = end_interval(schedule.interval_end()); !consumed)
@@ -495,13 +520,13 @@ Result<RecordSummary> Recorder::run()
   }
   service_.stopping();
   stop_attacher();
-  if (auto drained = drain(); !drained)
+  if (auto drained = collect(); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Steady::now() - started;
   if (auto consumed = end_interval(Wall::now()); !consumed)
     return fail(consumed.error());
   RecordSummary summary;
-  if (auto finished = sink_->finish(summary); !finished)
+  if (auto finished = sinks_.finish(summary); !finished)
     return fail(finished.error());
   summary.seconds = sampled.count();
   return summary;
@@ -528,10 +553,10 @@ Result<RecordSummary> record(const cli::Config& config)
   auto targets = resolve_targets(config);
   if (!targets)
     return fail(targets.error());
-  auto sink = open_sink(config, *targets);
-  if (!sink)
-    return fail(sink.error());
-  Recorder recorder(config, std::move(*targets), std::move(*sink));
+  auto sinks = open_sinks(config, *targets);
+  if (!sinks)
+    return fail(sinks.error());
+  Recorder recorder(config, std::move(*targets), std::move(*sinks));
   return recorder.run();
 }
 

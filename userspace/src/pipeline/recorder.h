@@ -1,12 +1,14 @@
 // Recording: sample until the duration ends or a signal arrives, draining and symbolizing the
 // kernel's counts as the schedule says and following the targets as they come and go, and hand
-// each interval's profile to a sink (pipeline/interval_sink.h): the profile files of a recording,
-// or agent mode's periodic dumps. Wires the stages; holds no stage logic itself.
+// each interval's profile to the sinks the options ask for (pipeline/sinks.h): the profile files
+// of a recording, agent mode's dumps, statistics and server, or top. Wires the stages; holds no
+// stage logic itself.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +21,7 @@
 #include "jvm/agent_attacher.h"
 #include "pipeline/interval_sink.h"
 #include "pipeline/schedule.h"
+#include "pipeline/sinks.h"
 #include "profile/accumulator.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolizer.h"
@@ -35,16 +38,14 @@ extern std::atomic<bool> g_reresolve_requested;
 
 class Recorder {
 public:
-  // Records targets as config says into sink; config must outlive the recorder.
-  Recorder(const cli::Config& config,
-           target::TargetSet targets,
-           std::unique_ptr<IntervalSink> sink);
+  // Records targets as config says into sinks; config must outlive the recorder.
+  Recorder(const cli::Config& config, target::TargetSet targets, SinkList sinks);
   ~Recorder();
   // The stages' callbacks point at the recorder: it stays where it was made.
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // Starts the stages, records to the end, hands the last interval to the sink and finishes it.
+  // Starts the stages, records to the end, hands the last interval to the sinks and finishes them.
   [[nodiscard]] Result<RecordSummary> run();
 
 private:
@@ -75,9 +76,20 @@ private:
   // Follows the targets that came and went (all of them resolved again with reresolve).
   void refresh_targets(bool reresolve);
   void watch_targets();
-  // Drains the kernel's counts into the interval's profile.
-  [[nodiscard]] Result<> drain();
-  // Hands the interval's profile, which ends at end, to the sink.
+  // Whoever holds something of a process image forgets it, through image_holders_.
+  void hold_images();
+  void forget_image(const symbolize::ImageKey& image);
+  // Collects the kernel's counts into the interval's profile: drained, named, and what the
+  // drain taught the other stages handed on to them.
+  [[nodiscard]] Result<> collect();
+  // Says what the kernel lost and cut in the drain.
+  void report_drops(const profile::RawProfile& raw) const;
+  // Names the drain's frames, with the targets' labels as they were at the drain.
+  [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw);
+  // Unwind tables for the libraries the kernel found unmapped, and for JVMs' new code.
+  void follow_unwind_tables();
+  void log_unwind_tables() const;
+  // Hands the interval's profile, which ends at end, to the sinks.
   [[nodiscard]] Result<> end_interval(Schedule::Wall::time_point end);
   // JVMs being attached get the chance to name the last interval's frames; one stuck on its file
   // system is left to the process's exit.
@@ -85,7 +97,7 @@ private:
 
   const cli::Config& config_;
   target::TargetSet targets_;
-  std::unique_ptr<IntervalSink> sink_;
+  SinkList sinks_;
   jvm::AttacherOptions attacher_options_;
   // On the heap, and released if it is stuck: see stop_attacher().
   std::unique_ptr<jvm::AgentAttacher> attacher_owner_;
@@ -99,6 +111,8 @@ private:
   Schedule::Steady::time_point next_table_slice_;
   // Where each JVM image's installed code table starts, by (pid, image id).
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> jit_table_starts_;
+  // What forgets an image in each stage that holds one (hold_images()).
+  std::vector<std::function<void(const symbolize::ImageKey&)>> image_holders_;
   target::CgroupWatcher watcher_;
   profile::Accumulator accumulator_; // the current interval
   Schedule::Wall::time_point interval_start_;
@@ -116,8 +130,8 @@ private:
 // What the run config describes needs of capabilities beyond sampling (caps::role_set()).
 caps::RunNeeds capability_needs(const cli::Config& config);
 
-// Resolves config's targets (a usage error if one is unknown), opens the sink config asks for
-// (agent mode's dumps with --output-dir, else profile files) and records.
+// Resolves config's targets (a usage error if one is unknown), opens the sinks config asks for
+// (pipeline/sinks.h) and records.
 [[nodiscard]] Result<RecordSummary> record(const cli::Config& config);
 
 } // namespace flamebpf::pipeline

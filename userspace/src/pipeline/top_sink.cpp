@@ -139,7 +139,7 @@ double TopSink::own_cpu_percent()
   return percent;
 }
 
-Result<> TopSink::consume(const profile::SymbolizedProfile& interval, const IntervalContext&)
+Result<> TopSink::consume(const profile::SymbolizedProfile& interval, IntervalFacts&)
 {
   summary_.samples += interval.total_samples();
   summary_.drops += profile::total_drops(interval.counters);

@@ -28,7 +28,7 @@ public:
   void targets_removed(const std::vector<target::Target>& removed) override;
   void started() override;
   [[nodiscard]] Result<> consume(const profile::SymbolizedProfile& interval,
-                                 const IntervalContext& context) override;
+                                 IntervalFacts& facts) override;
   [[nodiscard]] Result<> finish(RecordSummary& summary) override;
 
 private:
