@@ -17,6 +17,7 @@
 
 #include "common/elf_reader.h"
 #include "common/result.h"
+#include "dwarf/section_stream.h"
 
 namespace flamebpf::symbolize {
 
@@ -39,7 +40,7 @@ inline constexpr uint64_t kMaxDwarfSectionBytes = 64 << 20;
 // (the table of one large clang program is a few MiB); larger ones are not read.
 inline constexpr size_t kMaxHeldSectionBytes = 4 << 20;
 // A window over a side section holds at most this much besides the bytes asked for at once.
-inline constexpr size_t kMaxWindowBytes = 1 << 20;
+using dwarf::kMaxWindowBytes;
 // The index built, at most (it is what stays after the build; a part of kMaxInlineBuildBytes).
 inline constexpr size_t kMaxInlineIndexBytes = 16 << 20;
 // Inlined calls nested deeper than this inside one function are left out and counted (glibc

@@ -12,6 +12,7 @@
 
 #include "common/byte_cursor.h"
 #include "common/hashing.h"
+#include "dwarf/cfa_instructions.h"
 #include "unwind/arch.h"
 
 // The parser is our own. libdw's dwarf_getcfi_elf needs a libelf Elf*, which flamebpf never builds
@@ -21,67 +22,11 @@
 namespace flamebpf::unwind {
 namespace {
 
+using dwarf::kPointerOmit;
+using dwarf::read_pointer;
+
 // Distinct CIEs one file may have; real files have a few hundred at most.
 constexpr size_t kMaxCies = 1 << 16;
-
-// DW_EH_PE_* pointer encodings.
-constexpr uint8_t kPointerOmit = 0xff;
-constexpr uint8_t kPointerIndirect = 0x80;
-
-// A pointer in encoding at the cursor; nullopt when it cannot be read or is one flamebpf does not
-// follow (indirect, or relative to text, a function or alignment). datarel is taken from 0, as
-// binutils does: nothing on x86-64 defines another base for it.
-std::optional<uint64_t>
-read_pointer(ByteCursor& cursor, uint8_t encoding, uint64_t section_address, uint8_t address_size)
-{
-  if (encoding == kPointerOmit || (encoding & kPointerIndirect))
-    return std::nullopt;
-  uint64_t field = section_address + cursor.position();
-  uint64_t value = 0;
-  switch (encoding & 0x0f) {
-  case 0x00: // absptr
-    value = address_size == 4 ? cursor.fixed<uint32_t>() : cursor.fixed<uint64_t>();
-    break;
-  case 0x01:
-    value = cursor.uleb();
-    break;
-  case 0x02:
-    value = cursor.fixed<uint16_t>();
-    break;
-  case 0x03:
-    value = cursor.fixed<uint32_t>();
-    break;
-  case 0x04:
-    value = cursor.fixed<uint64_t>();
-    break;
-  case 0x09:
-    value = static_cast<uint64_t>(cursor.sleb());
-    break;
-  case 0x0a:
-    value = static_cast<uint64_t>(int64_t{cursor.fixed<int16_t>()});
-    break;
-  case 0x0b:
-    value = static_cast<uint64_t>(int64_t{cursor.fixed<int32_t>()});
-    break;
-  case 0x0c:
-    value = cursor.fixed<uint64_t>();
-    break;
-  default:
-    return std::nullopt;
-  }
-  if (!cursor.ok())
-    return std::nullopt;
-  switch (encoding & 0x70) {
-  case 0x00:
-    return value; // absolute
-  case 0x10:
-    return value + field; // pcrel
-  case 0x30:
-    return value; // datarel
-  default:
-    return std::nullopt;
-  }
-}
 
 // The rule of one register, as far as the table needs it.
 struct RegisterRule {
@@ -524,144 +469,79 @@ bool Builder::run(size_t begin,
     return !__builtin_mul_overflow(factor_offset, cie.data_alignment, &out);
   };
 
+  dwarf::CfaEncoding encoding{cie.pointer_encoding, cfi_.address, cie.address_size};
+  dwarf::CfaInstruction instruction;
+  using Op = dwarf::CfaInstruction::Op;
   while (!cursor.at_end() && !stop) {
-    uint8_t opcode = cursor.byte();
-    uint8_t operand = opcode & 0x3f;
+    if (!dwarf::decode_cfa_instruction(cursor, encoding, instruction))
+      return false;
     bool ok = true;
     int64_t offset = 0;
-    switch (opcode >> 6) {
-    case 1:
-      ok = advance_by(operand);
-      break; // DW_CFA_advance_loc
-    case 2:  // DW_CFA_offset
-      ok = scaled_offset(static_cast<int64_t>(cursor.uleb()), offset);
-      set_at_cfa(operand, offset);
+    uint64_t reg = instruction.reg;
+    switch (instruction.op) {
+    case Op::kNop:
       break;
-    case 3:
-      restore(operand);
-      break; // DW_CFA_restore
-    default:
-      switch (opcode) {
-      case 0x00:
-        break;     // DW_CFA_nop
-      case 0x01: { // DW_CFA_set_loc
-        auto next = read_pointer(cursor, cie.pointer_encoding, cfi_.address, cie.address_size);
-        ok = next && advance_to(*next);
-        break;
-      }
-      case 0x02:
-        ok = advance_by(cursor.byte());
-        break;
-      case 0x03:
-        ok = advance_by(cursor.fixed<uint16_t>());
-        break;
-      case 0x04:
-        ok = advance_by(cursor.fixed<uint32_t>());
-        break;
-      case 0x1d:
-        ok = advance_by(cursor.fixed<uint64_t>());
-        break;     // DW_CFA_MIPS_advance_loc8
-      case 0x05: { // DW_CFA_offset_extended
-        uint64_t reg = cursor.uleb();
-        ok = scaled_offset(static_cast<int64_t>(cursor.uleb()), offset);
-        set_at_cfa(reg, offset);
-        break;
-      }
-      case 0x11: { // DW_CFA_offset_extended_sf
-        uint64_t reg = cursor.uleb();
-        ok = scaled_offset(cursor.sleb(), offset);
-        set_at_cfa(reg, offset);
-        break;
-      }
-      case 0x2f: { // DW_CFA_GNU_negative_offset_extended
-        uint64_t reg = cursor.uleb();
-        ok = scaled_offset(-static_cast<int64_t>(cursor.uleb() & 0x7fffffffffffffff), offset);
-        set_at_cfa(reg, offset);
-        break;
-      }
-      case 0x06:
-        restore(cursor.uleb());
-        break; // DW_CFA_restore_extended
-      case 0x07:
-        set_kind(cursor.uleb(), RegisterRule::undefined);
-        break; // DW_CFA_undefined
-      case 0x08:
-        set_kind(cursor.uleb(), RegisterRule::same);
-        break;     // DW_CFA_same_value
-      case 0x09: { // DW_CFA_register
-        uint64_t reg = cursor.uleb();
-        cursor.uleb();
-        set_kind(reg, RegisterRule::other);
-        break;
-      }
-      case 0x14: // DW_CFA_val_offset
-      case 0x15: // DW_CFA_val_offset_sf
-      {
-        uint64_t reg = cursor.uleb();
-        if (opcode == 0x14)
-          cursor.uleb();
-        else
-          cursor.sleb();
-        set_kind(reg, RegisterRule::other);
-        break;
-      }
-      case 0x10: // DW_CFA_expression
-      case 0x16: // DW_CFA_val_expression
-      {
-        uint64_t reg = cursor.uleb();
-        cursor.block(cursor.uleb());
-        set_kind(reg, RegisterRule::other);
-        break;
-      }
-      case 0x0a: // DW_CFA_remember_state
-        if (remembered.size() >= kMaxCfaStateDepth)
-          return false;
-        remembered.push_back(state);
-        break;
-      case 0x0b: // DW_CFA_restore_state
-        if (remembered.empty())
-          return false;
-        state = remembered.back();
-        remembered.pop_back();
-        break;
-      case 0x0c: // DW_CFA_def_cfa
-        state.cfa.reg = cursor.uleb();
-        state.cfa.offset = static_cast<int64_t>(cursor.uleb());
-        state.cfa.kind = CfaRule::register_offset;
-        break;
-      case 0x12: // DW_CFA_def_cfa_sf
-        state.cfa.reg = cursor.uleb();
-        ok = scaled_offset(cursor.sleb(), state.cfa.offset);
-        state.cfa.kind = CfaRule::register_offset;
-        break;
-      case 0x0d: // DW_CFA_def_cfa_register
-        state.cfa.reg = cursor.uleb();
-        state.cfa.kind = CfaRule::register_offset;
-        break;
-      case 0x0e:
-        state.cfa.offset = static_cast<int64_t>(cursor.uleb());
-        break; // def_cfa_offset
-      case 0x13:
-        ok = scaled_offset(cursor.sleb(), state.cfa.offset);
-        break;     // def_cfa_offset_sf
-      case 0x0f: { // def_cfa_expression
-        std::string_view expression = cursor.block(cursor.uleb());
-        bool plt =
-            expression.size() == arch::kPltCfaExpression.size() &&
-            std::memcmp(expression.data(), arch::kPltCfaExpression.data(), expression.size()) == 0;
-        state.cfa.kind = plt ? CfaRule::plt : CfaRule::expression;
-        break;
-      }
-      case 0x2e:
-        cursor.uleb();
-        break; // DW_CFA_GNU_args_size: the sampler needs no argument size
-      case 0x2d:
-        break; // DW_CFA_GNU_window_save: SPARC's, no operands
-      default:
-        return false; // its operands' size is unknown
-      }
+    case Op::kSetLoc:
+      ok = advance_to(instruction.address);
+      break;
+    case Op::kAdvance:
+      ok = advance_by(instruction.address);
+      break;
+    case Op::kOffset:
+      ok = scaled_offset(instruction.offset, offset);
+      set_at_cfa(reg, offset);
+      break;
+    case Op::kRestore:
+      restore(reg);
+      break;
+    case Op::kUndefined:
+      set_kind(reg, RegisterRule::undefined);
+      break;
+    case Op::kSameValue:
+      set_kind(reg, RegisterRule::same);
+      break;
+    case Op::kOtherRule:
+      set_kind(reg, RegisterRule::other);
+      break;
+    case Op::kRememberState:
+      if (remembered.size() >= kMaxCfaStateDepth)
+        return false;
+      remembered.push_back(state);
+      break;
+    case Op::kRestoreState:
+      if (remembered.empty())
+        return false;
+      state = remembered.back();
+      remembered.pop_back();
+      break;
+    case Op::kDefCfa:
+      state.cfa = {CfaRule::register_offset, reg, instruction.offset};
+      break;
+    case Op::kDefCfaFactored:
+      state.cfa.reg = reg;
+      ok = scaled_offset(instruction.offset, state.cfa.offset);
+      state.cfa.kind = CfaRule::register_offset;
+      break;
+    case Op::kDefCfaRegister:
+      state.cfa.reg = reg;
+      state.cfa.kind = CfaRule::register_offset;
+      break;
+    case Op::kDefCfaOffset:
+      state.cfa.offset = instruction.offset;
+      break;
+    case Op::kDefCfaOffsetFactored:
+      ok = scaled_offset(instruction.offset, state.cfa.offset);
+      break;
+    case Op::kDefCfaExpression: {
+      std::string_view expression = instruction.expression;
+      bool plt =
+          expression.size() == arch::kPltCfaExpression.size() &&
+          std::memcmp(expression.data(), arch::kPltCfaExpression.data(), expression.size()) == 0;
+      state.cfa.kind = plt ? CfaRule::plt : CfaRule::expression;
+      break;
     }
-    if (!ok || !cursor.ok())
+    }
+    if (!ok)
       return false;
   }
   if (sink && !stop)
