@@ -451,7 +451,7 @@ log "report cycles (CPU s per ${AGENT_INTERVAL} s interval): $(paste -sd' ' "$W/
 # serving adds (the drains at each profile's start and end, and rendering its pprof) to the cycle.
 scrape_forever() { # PORT SECONDS
   while exec 3<>"/dev/tcp/127.0.0.1/$1"; do
-    printf 'GET /pprof?seconds=%s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n' "$2" >&3
+    printf 'GET /pprof?seconds=%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$2" "$1" >&3
     cat <&3 >"$W/scrape.answer"
     exec 3<&-
     head -n 1 "$W/scrape.answer" >>"$W/scraped" # the status line
