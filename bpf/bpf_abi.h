@@ -147,12 +147,14 @@ struct fb_image_mappings {
 struct fb_user_stack {
   __u32 length; /* frames in use */
   __u32 pad;
-  __u64 frames[FB_MAX_STACK_DEPTH]; /* innermost first; FB_FRAME_JVM_METHOD marks a Method* */
+  __u64 frames[FB_MAX_STACK_DEPTH]; /* innermost first; see FB_FRAME_RUNTIME_MARKER */
 };
 
-/* A user frame with this bit set is no code address but a HotSpot Method* (its interpreter
- * frame's method), to be named by the JVM's records; user addresses never have it. */
-#define FB_FRAME_JVM_METHOD (1ULL << 63)
+/* A user frame with this bit set is no code address but a marker a runtime's unwinding left, for
+ * the runtime to name (userspace's runtimes/); user addresses never have it. The frame kinds:
+ *   JVM_METHOD  a HotSpot Method* (its interpreter frame's method), named by the JVM's records */
+#define FB_FRAME_RUNTIME_MARKER (1ULL << 63)
+#define FB_FRAME_JVM_METHOD FB_FRAME_RUNTIME_MARKER
 
 /* Kernel addresses named by the kernel_names program, a batch at a time: the kernel names its own
  * code through bpf_snprintf's %ps, for the few addresses a profile has, and where /proc/kallsyms

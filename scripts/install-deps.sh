@@ -31,11 +31,12 @@ build_packages=(
 # schemas, which deploy/kubernetes is checked against (tests/install/check_manifest.py); tmux is
 # the real terminal `flamebpf top` is tested in; python3-prometheus-client's parser reads
 # --listen's /metrics; libseccomp-dev builds tests/progs/seccomp_launcher, which runs a program
-# (flamebpf, in the integration tests) under a seccomp profile.
+# (flamebpf, in the integration tests) under a seccomp profile; nodejs is the Node.js runtime
+# whose JavaScript frames are named from the perf map V8 writes.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io containerd podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
   libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux
-  python3-prometheus-client libseccomp-dev)
+  python3-prometheus-client libseccomp-dev nodejs)
 
 # scripts/build-image: the Docker daemon and client, and mmdebstrap for the Dockerfile's base.
 image_packages=(docker.io mmdebstrap)

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "jvm/attach_protocol.h"
+#include "runtimes/hotspot/attach_protocol.h"
 
 namespace {
 
@@ -23,14 +23,14 @@ void check_message(const std::string& message)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
   std::string_view raw(reinterpret_cast<const char*>(data), size);
-  auto reply = flamebpf::jvm::parse_reply(raw);
+  auto reply = flamebpf::hotspot::parse_reply(raw);
   if (!reply) {
     check_message(reply.error().message);
     return 0;
   }
-  if (auto body = flamebpf::jvm::check_reply(*reply, "jcmd"); !body)
+  if (auto body = flamebpf::hotspot::check_reply(*reply, "jcmd"); !body)
     check_message(body.error().message);
-  if (auto loaded = flamebpf::jvm::check_load_reply(*reply); !loaded)
+  if (auto loaded = flamebpf::hotspot::check_load_reply(*reply); !loaded)
     check_message(loaded.error().message);
   return 0;
 }

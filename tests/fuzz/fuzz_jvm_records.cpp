@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "unwind/jit_table.h"
-#include "unwind/jvm_records.h"
+#include "runtimes/hotspot/jit_table.h"
+#include "runtimes/hotspot/jvm_records.h"
 
-using namespace flamebpf::unwind;
+using namespace flamebpf::hotspot;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {

@@ -9,8 +9,8 @@
 #include <sys/sysmacros.h>
 
 #include "hostile_harness.h"
-#include "jvm/agent_installer.h"
-#include "jvm/agent_library.h"
+#include "runtimes/hotspot/agent_installer.h"
+#include "runtimes/hotspot/agent_library.h"
 
 namespace flamebpf::testing {
 namespace {
@@ -23,7 +23,7 @@ constexpr int kCoTenantUid = 2000;
 // The name flamebpf gives its agent in a container (it embeds the library this test links).
 std::string agent_name()
 {
-  return jvm::agent_file_name(jvm::agent_library());
+  return hotspot::agent_file_name(hotspot::agent_library());
 }
 
 struct FileState {

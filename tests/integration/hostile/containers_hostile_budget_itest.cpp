@@ -2,14 +2,14 @@
 // a 64 MiB sparse map of entries that a naive reader holds ten times over, one line whose inline
 // chain of 9,300 methods would expand every stack to a million frames, a map replaced by another
 // file every few milliseconds, and a map given to another user. Budgets per name, per map, per
-// process and per interval (symbolize/perf_map.h, java_frames.h, symbolizer.h) keep flamebpf's
+// process and per interval (symbolize/perf_map.h, perf_map_names.h, symbolizer.h) keep flamebpf's
 // memory, time and output bounded, mark each cut with "[truncated]" and say it once; a map that
 // neither the process's user nor root owns is not read.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "hostile_harness.h"
-#include "symbolize/java_frames.h"
+#include "symbolize/perf_map_names.h"
 #include "symbolize/symbolizer.h"
 
 namespace flamebpf::testing {

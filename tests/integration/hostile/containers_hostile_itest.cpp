@@ -162,7 +162,7 @@ TEST_F(HostileContainerTest, AgentFollowsATmpLinkOnlyInsideTheContainer)
   host.expect_untouched();
   // The agent went where the link leads inside the container.
   std::string inside = "/proc/" + std::to_string(jvm.pid) + "/root" + host.dir() + "/" +
-                       jvm::agent_file_name(jvm::agent_library());
+                       hotspot::agent_file_name(hotspot::agent_library());
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(inside))) << inside << "\n" << run.log;
   auto about_jvm = lines_with(run.log, "JVM " + std::to_string(jvm.pid) + " ");
   EXPECT_EQ(about_jvm.size(), 1u) << run.log;
@@ -172,7 +172,7 @@ TEST_F(HostileContainerTest, PlantedAgentAndSocketLinksAreRefused)
 {
   HostSecrets host;
   HostSocket host_socket(host.dir() + "/host.sock");
-  std::string agent = jvm::agent_file_name(jvm::agent_library());
+  std::string agent = hotspot::agent_file_name(hotspot::agent_library());
   // Every place the agent could go is a link to the host: the agent's own name in /tmp, the whole
   // of /var/tmp; /dev/shm is mounted noexec.
   auto planted = spin("hd-agent",

@@ -30,10 +30,10 @@
 
 #include "container_harness.h"
 #include "harness.h"
-#include "jvm/agent_installer.h"
-#include "jvm/agent_library.h"
 #include "pprof_tool.h"
 #include "process.h"
+#include "runtimes/hotspot/agent_installer.h"
+#include "runtimes/hotspot/agent_library.h"
 
 #ifndef JIT_SPINNER_BINARY
 #error "define JIT_SPINNER_BINARY as the path of the jit_spinner program (tests/CMakeLists.txt)"
@@ -62,7 +62,7 @@ inline constexpr long kRssBoundKb = 100 * 1024;
 // A -d N run must end within N seconds plus this (start-up, the last drain, writing).
 inline constexpr double kRunSlackSeconds = 3.0;
 #endif
-// flamebpf's attach timeout per exchange with a JVM (jvm::AttacherOptions).
+// flamebpf's attach timeout per exchange with a JVM (hotspot::AttacherOptions).
 inline constexpr double kAttachTimeoutSeconds = 5.0;
 
 // --- running flamebpf ---

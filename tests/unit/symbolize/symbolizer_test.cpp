@@ -15,9 +15,8 @@
 #include <unistd.h>
 #include <unordered_map>
 
-#include "bpf_abi.h"
 #include "common/procfs.h"
-#include "symbolize/java_frames.h"
+#include "symbolize/perf_map_names.h"
 #include "symbolize/symbolizer.h"
 #include "test_support.h"
 #include "wait.h"
@@ -403,88 +402,6 @@ TEST_F(SymbolizerSelf, ProcessesSharingFilesOpenThemOnce)
   }
 }
 
-// A file of the given name mapped as code into the test process, as a launcher maps libjli.so
-// and then libjvm.so. Made beside the test binary: /tmp may be mounted noexec.
-class FakeLibraryMapping {
-public:
-  explicit FakeLibraryMapping(const std::string& name)
-  {
-    std::string dir_template =
-        std::filesystem::read_symlink("/proc/self/exe").parent_path().string() + "/lib-XXXXXX";
-    EXPECT_NE(::mkdtemp(dir_template.data()), nullptr);
-    dir_ = dir_template;
-    file_ = dir_ + "/" + name;
-    std::ofstream(file_) << std::string(4096, '\0');
-    int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
-    EXPECT_GE(fd, 0);
-    mapped_ = ::mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    EXPECT_NE(mapped_, MAP_FAILED);
-  }
-  ~FakeLibraryMapping()
-  {
-    ::munmap(mapped_, 4096);
-    ::unlink(file_.c_str());
-    ::rmdir(dir_.c_str());
-  }
-  // An address in no code mapping: symbolizing it makes the symbolizer re-read the maps.
-  uint64_t address() const { return reinterpret_cast<uint64_t>(mapped_); }
-
-private:
-  std::string dir_;
-  std::string file_;
-  void* mapped_ = nullptr;
-};
-
-// A launcher sampled before it loads the VM becomes a JVM at a later capture, and is announced
-// then, once.
-TEST_F(SymbolizerSelf, ProcessFoundToBeAJvmOnALaterCaptureIsAnnouncedOnce)
-{
-  ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
-  symbolizer_->on_process_seen(self, "");
-  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-  FakeLibraryMapping vm("libjvm.so");
-  // The next interval finds an address outside every known code mapping: a capture again.
-  symbolizer_->forget_exited_processes();
-  frames_of(one_sample({vm.address()}, {}));
-  auto found = symbolizer_->take_new_jvms();
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].key, self);
-  EXPECT_FALSE(found[0].keeps_perf_map);
-  EXPECT_EQ(found[0].cgroup, procfs::read_cgroup2_path(self.pid).value_or(""));
-
-  symbolizer_->forget_exited_processes();
-  frames_of(one_sample({vm.address()}, {}));
-  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-}
-
-// A java launcher that loads the VM and is then not sampled again (a JVM paused at its start
-// uses no CPU) is found a JVM at the end of an interval all the same; a process that is no
-// launcher is not read again.
-TEST_F(SymbolizerSelf, LauncherIsFoundAJvmWithNoFurtherSample)
-{
-  ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
-  FakeLibraryMapping launcher("libjli.so");
-  symbolizer_->on_process_seen(self, "");
-  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-  FakeLibraryMapping vm("libjvm.so");
-  symbolizer_->forget_exited_processes();
-  auto found = symbolizer_->take_new_jvms();
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].key, self);
-  symbolizer_->forget_exited_processes();
-  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-}
-
-TEST_F(SymbolizerSelf, ProcessThatIsNoLauncherIsNotReadAgainUnsampled)
-{
-  ImageKey self{static_cast<uint32_t>(::getpid()), kImageId};
-  symbolizer_->on_process_seen(self, "");
-  FakeLibraryMapping vm("libjvm.so");
-  symbolizer_->forget_exited_processes();
-  EXPECT_TRUE(symbolizer_->take_new_jvms().empty());
-}
-
 // A JIT process as /proc shows it, in a directory of the test's: this process's pid (so that it
 // lives), anonymous code at kCode, and a perf map whose lines name that code.
 class FakeJit : public ::testing::Test {
@@ -595,33 +512,6 @@ TEST_F(FakeJit, AProcessCapturedInsideExecveIsCapturedAgainAtItsFirstAddress)
   ASSERT_EQ(profile->stacks.size(), 1u);
   EXPECT_EQ(profile->stacks[0].comm, "fakejit");
   EXPECT_EQ(profile->stacks[0].frames, (std::vector<Frame>{{"Leaf.spin", "", FrameKind::kJit}}));
-}
-
-TEST_F(FakeJit, InterpretedFramesAreNamedByTheJvmRecords)
-{
-  map({{0x100, 0x100, "Leaf.spin()"}});
-  testing::write_file(proc() + "/" + std::to_string(pid_) + "/root/tmp/flamebpf-1.unwind",
-                      "flamebpf-unwind 1\nmethod 7f3b0b400338 org.example.Foo.bar(long)\n");
-  auto kernel = KernelSymbols::parse(kKernelSymbols);
-  ASSERT_TRUE(kernel.has_value());
-  Symbolizer symbolizer(std::make_unique<KallsymsNames>(std::move(*kernel)), {}, proc());
-  profile::RawProfile raw;
-  profile::RawSample sample;
-  sample.tgid = pid_;
-  sample.image_id = kImageId;
-  // Innermost first: compiled code, then two interpreter frames by their Method*, one the
-  // records name and one they do not. A Method* is no return address: never moved back a byte.
-  sample.user_frames = {kCode + 0x110, FB_FRAME_JVM_METHOD | 0x7f3b0b400338,
-                        FB_FRAME_JVM_METHOD | 0x7f3b0b400339};
-  sample.count = 1;
-  raw.samples.push_back(sample);
-  auto profile = symbolizer.symbolize(raw, {});
-  ASSERT_TRUE(profile.has_value());
-  ASSERT_EQ(profile->stacks.size(), 1u);
-  EXPECT_EQ(profile->stacks[0].frames,
-            (std::vector<Frame>{{"Interpreter", "", FrameKind::kInterpreted},
-                                {"org.example.Foo.bar", "", FrameKind::kInterpreted},
-                                {"Leaf.spin", "", FrameKind::kJit}}));
 }
 
 TEST_F(FakeJit, InlineChainBeyondItsBudgetIsCutVisibly)

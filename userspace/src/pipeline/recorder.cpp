@@ -10,9 +10,9 @@
 #include "common/meanwhile.h"
 #include "common/memory_account.h"
 #include "common/procfs.h"
-#include "jvm/agent_library.h"
 #include "pipeline/outputs.h"
 #include "profile/drop_report.h"
+#include "runtimes/runtimes.h"
 #include "serve/http_server.h"
 #include "symbolize/debuginfod.h"
 
@@ -72,17 +72,6 @@ sampler::SamplerOptions sampler_options(const cli::Config& config, const target:
   return options;
 }
 
-// Where a JVM is, for messages: its target, else its cgroup (a container not yet a target).
-std::string describe_jvm(const profile::TargetNames& names, const symbolize::JvmFound& jvm)
-{
-  const std::string& name = profile::target_of(names, 0, jvm.key.pid, {jvm.cgroup, jvm.cgroup_id});
-  if (name != names.unmatched)
-    return "target " + name;
-  if (!jvm.cgroup.empty() && jvm.cgroup != "/")
-    return "cgroup " + jvm.cgroup;
-  return "the host";
-}
-
 // SIGHUP asks a recording to resolve its targets again, as a service reloads; for top, whose
 // terminal it is, it means the terminal went away, and ends it (stops_on_hangup).
 void install_signal_handlers(bool stops_on_hangup)
@@ -103,13 +92,6 @@ void install_signal_handlers(bool stops_on_hangup)
   sigaction(SIGHUP, &hangup, nullptr);
 }
 
-jvm::AttacherOptions attacher_options(const cli::Config& config)
-{
-  jvm::AttacherOptions options;
-  options.attach = config.attach;
-  return options;
-}
-
 Steady::duration seconds(double value)
 {
   return std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(value));
@@ -118,11 +100,7 @@ Steady::duration seconds(double value)
 } // namespace
 
 Recorder::Recorder(const cli::Config& config, target::TargetSet targets, SinkList sinks)
-    : config_(config), targets_(std::move(targets)), sinks_(std::move(sinks)),
-      attacher_options_(attacher_options(config)),
-      attacher_owner_(
-          std::make_unique<jvm::AgentAttacher>(jvm::agent_library(), attacher_options_)),
-      attacher_(*attacher_owner_)
+    : config_(config), targets_(std::move(targets)), sinks_(std::move(sinks))
 {
 }
 
@@ -143,10 +121,8 @@ Result<> Recorder::start()
   if (!sampler)
     return fail(sampler.error());
   sampler_.emplace(std::move(*sampler));
-  if (auto* table_maps = sampler_->table_maps()) {
+  if (auto* table_maps = sampler_->table_maps())
     unwind_tables_.emplace(*table_maps);
-    attacher_.unwind_by_agent_records();
-  }
   spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler_->scope(),
                 config_.frequency_hz,
                 static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
@@ -176,6 +152,12 @@ Result<> Recorder::start()
   }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
   symbolizer_->set_targets(targets_.names());
+  runtimes::RuntimeOptions runtime_options;
+  runtime_options.java_signatures = config_.java_signatures;
+  runtime_options.attach = config_.attach;
+  runtime_options.unwinder = unwind_tables_.has_value();
+  for (auto& runtime : runtimes::make_runtimes(runtime_options))
+    symbolizer_->add_runtime(std::move(runtime));
   // Long work takes the notices meanwhile (not within the poll that delivers them).
   meanwhile::set_task([this] { (void)poll_notices(std::chrono::milliseconds(0)); });
   last_refresh_ = Steady::now();
@@ -191,14 +173,12 @@ void Recorder::hold_images()
     sampler_->forget_image(image.pid, image.image_id);
   });
   image_holders_.push_back([this](const symbolize::ImageKey& image) {
-    jit_table_starts_.erase({image.pid, image.image_id});
+    code_table_starts_.erase({image.pid, image.image_id});
   });
   if (unwind_tables_)
     image_holders_.push_back([this](const symbolize::ImageKey& image) {
       unwind_tables_->forget_image(image.pid, image.image_id);
     });
-  image_holders_.push_back(
-      [this](const symbolize::ImageKey& image) { attacher_.forget_if_gone(image.pid); });
 }
 
 void Recorder::on_notice(const fb_process_notice& notice)
@@ -227,7 +207,6 @@ void Recorder::handle_notices()
       unwind_tables_->queue_process(notice.tgid, notice.image_id);
       tables_queued_ = true;
     }
-    hand_new_jvms_to_attacher();
   }
 }
 
@@ -249,39 +228,23 @@ Result<> Recorder::take_notices(std::chrono::milliseconds timeout)
   return {};
 }
 
-void Recorder::hand_new_jvms_to_attacher()
+void Recorder::install_code_tables()
 {
-  auto found = symbolizer_->take_new_jvms();
-  if (found.empty())
-    return;
-  auto names = targets_.names();
-  for (const auto& jvm : found)
-    attacher_.on_jvm(jvm.key.pid, jvm.keeps_perf_map, describe_jvm(names, jvm));
-}
-
-void Recorder::reread_rewritten_perf_maps()
-{
-  for (uint32_t pid : attacher_.take_rewritten_perf_maps())
-    symbolizer_->perf_map_rewritten(pid);
-}
-
-void Recorder::install_jit_tables()
-{
-  for (const auto& update : symbolizer_->take_jit_tables()) {
+  for (const auto& update : symbolizer_->take_code_tables()) {
     const auto& table = update.table;
     uint64_t start = table.base_address;
     uint64_t end = start + table.rows.back().pc_offset;
     std::pair key{update.pid, update.image_id};
     // A table whose code starts elsewhere now replaces the old one, which no longer covers it.
-    if (auto old = jit_table_starts_.find(key);
-        old != jit_table_starts_.end() && old->second != start)
+    if (auto old = code_table_starts_.find(key);
+        old != code_table_starts_.end() && old->second != start)
       unwind_tables_->remove_code_table(update.pid, update.image_id, old->second);
-    jit_table_starts_[key] = start;
+    code_table_starts_[key] = start;
     if (auto installed =
             unwind_tables_->install_code_table(update.pid, update.image_id, start, end, table);
         !installed)
-      spdlog::debug("JVM {}: its unwind table is not installed: {}", update.pid,
-                    installed.error().message);
+      spdlog::debug("pid {}: the unwind table of its generated code is not installed: {}",
+                    update.pid, installed.error().message);
   }
 }
 
@@ -328,7 +291,6 @@ Result<> Recorder::collect()
   // samples are named: otherwise those the kernel took before it joined the filter would count
   // for the host.
   refresh_targets(false);
-  reread_rewritten_perf_maps();
   auto symbolized = symbolize(*raw);
   if (!symbolized)
     return fail(symbolized.error());
@@ -339,8 +301,6 @@ Result<> Recorder::collect()
   follow_unwind_tables();
   for (const auto& image : symbolizer_->forget_exited_processes())
     forget_image(image);
-  // After the generation's end, which reads launchers' maps again.
-  hand_new_jvms_to_attacher();
   log_unwind_tables();
   return {};
 }
@@ -362,8 +322,6 @@ Result<profile::SymbolizedProfile> Recorder::symbolize(const profile::RawProfile
   auto symbolized = symbolizer_->symbolize(raw, targets_.names());
   if (!symbolized)
     return fail(symbolized.error());
-  for (uint32_t pid : symbolizer_->take_unnamed_jit_processes())
-    attacher_.perf_map_lacks_code(pid);
   symbolized->frequency_hz = config_.frequency_hz;
   symbolized->target_labels = std::move(labels);
   symbolized->pod_container_labels = std::move(pod_container_labels);
@@ -385,7 +343,7 @@ void Recorder::follow_unwind_tables()
   // Libraries loaded since the image's maps were read: once per interval at most.
   for (const auto& image : sampler_->missed_images())
     unwind_tables_->on_mapping_missed(image.tgid, image.image_id);
-  install_jit_tables();
+  install_code_tables();
 }
 
 void Recorder::forget_image(const symbolize::ImageKey& image)
@@ -438,15 +396,6 @@ Result<> Recorder::end_interval(Wall::time_point end)
   return sinks_.consume(accumulator_.take(), std::move(facts));
 }
 
-void Recorder::stop_attacher()
-{
-  attacher_.wait_idle(Steady::now() + attacher_options_.timeout);
-  if (!attacher_.stop(Steady::now() + std::chrono::seconds(1))) {
-    spdlog::warn("attaching to a JVM is stuck on its file system; flamebpf exits without it");
-    (void)attacher_owner_.release();
-  }
-}
-
 Result<RecordSummary> Recorder::run()
 {
   if (auto started = start(); !started)
@@ -462,9 +411,9 @@ Result<RecordSummary> Recorder::run()
   sinks_.started();
   // Started: what only the start needed goes (joining the host's namespaces, /proc/kallsyms;
   // CAP_SYS_ADMIN unless it stands in for CAP_BPF, CAP_PERFMON or CAP_CHECKPOINT_RESTORE), and so
-  // do the JVM attacher's capabilities. Threads started from now on inherit what stays; those
-  // started before (the attacher's, the server's, top's screen) narrowed themselves as they
-  // started.
+  // do those of the runtimes' helpers (attaching). Threads started from now on inherit what stays;
+  // those started before (the runtimes' helpers, the server's, top's screen) narrowed themselves
+  // as they started.
   caps::narrow_this_thread(caps::Role::kPipeline);
   bool refresh_pending = false;
   service_.ready();
@@ -474,10 +423,10 @@ Result<RecordSummary> Recorder::run()
     if (schedule.finished(now))
       break;
     if (schedule.perf_maps_due(now)) {
-      symbolizer_->poll_perf_maps();
+      symbolizer_->poll_runtimes();
       // As often as perf maps: new JIT code unwinds by frame pointers until its rows are in.
       if (unwind_tables_)
-        install_jit_tables();
+        install_code_tables();
       schedule.perf_maps_read(now);
     }
     if (auto wanted = sinks_.drain_wanted_by())
@@ -519,7 +468,8 @@ Result<RecordSummary> Recorder::run()
     load_unwind_tables();
   }
   service_.stopping();
-  stop_attacher();
+  // Runtimes' helpers (one attaching an agent) get the chance to name the last interval's frames.
+  symbolizer_->stop_runtimes();
   if (auto drained = collect(); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Steady::now() - started;

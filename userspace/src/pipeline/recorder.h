@@ -18,7 +18,6 @@
 #include "common/result.h"
 #include "common/service_notify.h"
 #include "drain/drain.h"
-#include "jvm/agent_attacher.h"
 #include "pipeline/interval_sink.h"
 #include "pipeline/schedule.h"
 #include "pipeline/sinks.h"
@@ -65,14 +64,9 @@ private:
   [[nodiscard]] Result<> take_notices(std::chrono::milliseconds timeout);
   // Loads the queued processes' unwind tables for a slice of time.
   void load_unwind_tables();
-  // JVMs are found at a process's first sample, or at a later one for a launcher that was sampled
-  // before it loaded the VM.
-  void hand_new_jvms_to_attacher();
-  // The perf maps HotSpot rewrote on request are read again from their start.
-  void reread_rewritten_perf_maps();
-  // Installs the unwind tables of JVMs whose agents' records changed (as often as perf maps are
-  // read).
-  void install_jit_tables();
+  // Installs the unwind tables of runtimes' generated code that changed (as often as perf maps
+  // are read).
+  void install_code_tables();
   // Follows the targets that came and went (all of them resolved again with reresolve).
   void refresh_targets(bool reresolve);
   void watch_targets();
@@ -86,22 +80,15 @@ private:
   void report_drops(const profile::RawProfile& raw) const;
   // Names the drain's frames, with the targets' labels as they were at the drain.
   [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw);
-  // Unwind tables for the libraries the kernel found unmapped, and for JVMs' new code.
+  // Unwind tables for the libraries the kernel found unmapped, and for runtimes' new code.
   void follow_unwind_tables();
   void log_unwind_tables() const;
   // Hands the interval's profile, which ends at end, to the sinks.
   [[nodiscard]] Result<> end_interval(Schedule::Wall::time_point end);
-  // JVMs being attached get the chance to name the last interval's frames; one stuck on its file
-  // system is left to the process's exit.
-  void stop_attacher();
 
   const cli::Config& config_;
   target::TargetSet targets_;
   SinkList sinks_;
-  jvm::AttacherOptions attacher_options_;
-  // On the heap, and released if it is stuck: see stop_attacher().
-  std::unique_ptr<jvm::AgentAttacher> attacher_owner_;
-  jvm::AgentAttacher& attacher_;
   std::optional<symbolize::Symbolizer> symbolizer_;
   std::optional<sampler::Sampler> sampler_;
   std::optional<drain::Drainer> drainer_; // reads sampler_'s maps
@@ -109,8 +96,8 @@ private:
   std::optional<unwind::TableLoader> unwind_tables_;
   bool tables_queued_ = false; // processes wait for their unwind tables
   Schedule::Steady::time_point next_table_slice_;
-  // Where each JVM image's installed code table starts, by (pid, image id).
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> jit_table_starts_;
+  // Where each image's installed table of generated code starts, by (pid, image id).
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> code_table_starts_;
   // What forgets an image in each stage that holds one (hold_images()).
   std::vector<std::function<void(const symbolize::ImageKey&)>> image_holders_;
   target::CgroupWatcher watcher_;

@@ -1,7 +1,7 @@
 // Names read from a target (perf-map lines, symbols) have byte budgets, and where a budget cuts,
 // the cut shows: a name cut short ends in "[truncated]", and frames left out of a stack are
 // replaced by one frame of that name. The budgets are stated where they apply: perf_map.h (per
-// name, per map and per process), java_frames.h (frames per name) and symbolizer.h (per frame
+// name, per map and per process), perf_map_names.h (frames per name) and symbolizer.h (per frame
 // name, per stack and per interval).
 #pragma once
 

@@ -14,9 +14,7 @@
 #include "common/log.h"
 #include "common/mapped_file.h"
 #include "common/procfs.h"
-#include "jvm/jvm_traits.h"
 #include "symbolize/debuginfod.h"
-#include "symbolize/hotspot_code.h"
 
 namespace flamebpf::symbolize {
 
@@ -348,14 +346,9 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
         account_->share(profile::target_of(targets_, 0, pid, {image.cgroup, image.cgroup_id}));
   image.maps_read = true;
   auto mappings = procfs::parse_proc_maps(*text);
-  auto traits = jvm::jvm_traits(mappings);
-  // Announced at the capture that first finds the VM, often not the first: a launcher may be
-  // sampled before it loads libjvm.so.
-  if (traits.hotspot && !image.jvm)
-    new_jvms_.push_back(key);
-  image.jvm |= traits.hotspot;
-  image.java_launcher = traits.launcher && !image.jvm;
-  image.keeps_perf_map |= traits.keeps_perf_map;
+  // Before the code mappings are moved into the image: the runtimes see every one.
+  for (const auto& runtime : runtimes_)
+    runtime->captured(*this, key, image, mappings);
   std::vector<MappedCode> code;
   for (auto& mapping : mappings) {
     if (!mapping.executable)
@@ -371,12 +364,6 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
   // A program always has code mapped (its own or the dynamic loader's) once execve has loaded it.
   image.captured_mid_exec = code.empty();
   image.code = std::move(code);
-  // A JVM's map is opened now, while the process lives: a JVM that exits before the interval
-  // ends is still read to its end through the open file.
-  if (image.jvm && !image.perf_map && image.ns_pid != 0) {
-    image.perf_map = std::make_shared<PerfMapReader>(pid, image.ns_pid, proc_root_, image.share);
-    refresh_perf_map(image);
-  }
 }
 
 const ElfSymbols* ProcessTable::symbols_of(const ImageKey& key, const MappedCode& code)
@@ -449,87 +436,6 @@ const ProcessImage& ProcessTable::refresh(const ImageKey& key)
   return processes_.at(key);
 }
 
-bool ProcessImage::jvm_records_usable()
-{
-  if (jvm_records_stalled &&
-      jvm_records_stalled->wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-    jvm_records_stalled.reset();
-  return jvm_records && !jvm_records_stalled;
-}
-
-const unwind::JvmRecords* ProcessTable::jvm_records(const ImageKey& key, bool read_now)
-{
-  get(key);
-  ProcessImage& image = processes_.at(key);
-  if (!image.jvm_records) {
-    if (image.ns_pid == 0)
-      return nullptr;
-    image.jvm_records =
-        std::make_shared<unwind::JvmRecordsReader>(key.pid, image.ns_pid, proc_root_, image.share);
-  }
-  bool new_generation = image.jvm_records_generation != generation_;
-  if ((new_generation || read_now) && image.jvm_records_usable()) {
-    image.jvm_records_generation = generation_;
-    if (new_generation)
-      image.jvm_records->begin_interval();
-    // As perf maps: the work holds the reader, and a stalled read leaves the frames unnamed.
-    auto outcome = stall_guard_.run<bool>([reader = image.jvm_records] {
-      reader->refresh();
-      return true;
-    });
-    if (outcome && outcome->stalled) {
-      image.jvm_records_stalled = outcome->result;
-      spdlog::warn("unwind records of pid {}: no answer within {} ms (its file system stalls); "
-                   "its interpreted frames stay unnamed until it answers",
-                   key.pid, kStallLimit.count());
-    }
-  }
-  return image.jvm_records_usable() ? &image.jvm_records->records() : nullptr;
-}
-
-std::vector<JitTableUpdate> ProcessTable::take_jit_tables()
-{
-  std::vector<JitTableUpdate> updates;
-  for (auto& [key, image] : processes_) {
-    if (!image.jvm)
-      continue;
-    const unwind::JvmRecords* records = jvm_records(key, true);
-    if (!records)
-      continue;
-    // The code cache is anonymous executable memory: a record of code anywhere else is garbage.
-    auto code_cache = [](const ProcessImage& of) {
-      std::vector<unwind::CodeRange> ranges;
-      for (const auto& mapped : of.code) {
-        if (mapped.mapping.path.empty())
-          ranges.push_back({mapped.mapping.start, mapped.mapping.end});
-      }
-      return ranges;
-    };
-    JitTableUpdate update{key.pid, key.image_id, {}, {}};
-    auto table = image.jit_table.rebuild(*records, code_cache(image), &update.drops);
-    if (!table)
-      continue;
-    if (update.drops.outside_code_cache > 0) {
-      // The code cache may have grown since its maps were read: read them again, once per
-      // generation, before calling the records garbage.
-      const ProcessImage& current = refresh(key);
-      if (auto again = unwind::build_jit_table(*records, code_cache(current), &update.drops))
-        table = std::move(again);
-    }
-    if (update.drops.total() > 0 && !image.jit_drops_reported) {
-      spdlog::warn("unwind records of pid {}: {} code records dropped ({} with frames too large, "
-                   "{} outside its code cache, {} over the table's budget); that code unwinds by "
-                   "frame pointers",
-                   key.pid, update.drops.total(), update.drops.frame_too_large,
-                   update.drops.outside_code_cache, update.drops.over_budget);
-      image.jit_drops_reported = true;
-    }
-    update.table = std::move(*table);
-    updates.push_back(std::move(update));
-  }
-  return updates;
-}
-
 const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
 {
   get(key);
@@ -547,84 +453,6 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
   return image.perf_map_usable() ? &image.perf_map->table() : nullptr;
 }
 
-std::optional<PerfMapTable::Entry> ProcessTable::code_read_from_outside(const ImageKey& key,
-                                                                        uint64_t address)
-{
-  auto it = processes_.find(key);
-  if (it == processes_.end() || !it->second.jvm)
-    return std::nullopt;
-  ProcessImage& image = it->second;
-  if (image.hotspot_generation != generation_) {
-    image.hotspot_generation = generation_;
-    image.hotspot_found.clear();
-    if (image.hotspot_code)
-      image.hotspot_code->begin_interval();
-  }
-  if (auto found = image.hotspot_found.find(address))
-    return found;
-  std::string about = fmt::format("JVM {} ({})", key.pid, image.comm);
-  if (!image.hotspot_code) {
-    if (image.hotspot_code_tried)
-      return std::nullopt;
-    image.hotspot_code_tried = true;
-    auto libjvm = std::find_if(image.code.begin(), image.code.end(), [](const MappedCode& code) {
-      return code.mapping.file_backed() && code.mapping.path.ends_with("/libjvm.so");
-    });
-    if (libjvm == image.code.end())
-      return std::nullopt;
-    std::string shown_libjvm =
-        proc_root_ + "/" + std::to_string(key.pid) + "/root" + libjvm->mapping.path;
-    using Opened = Result<std::shared_ptr<HotSpotCode>>;
-    auto outcome = stall_guard_.run<Opened>(
-        [pid = key.pid, proc_root = proc_root_, mapping = libjvm->mapping]() -> Opened {
-          auto code = HotSpotCode::open(pid, proc_root, mapping);
-          if (!code)
-            return fail(code.error());
-          return std::shared_ptr<HotSpotCode>(std::move(*code));
-        });
-    if (!outcome || outcome->stalled) {
-      spdlog::warn("{}: the JIT code of process {} cannot be read from outside: reading it "
-                   "stalls",
-                   shown_libjvm, key.pid);
-      return std::nullopt;
-    }
-    auto opened = outcome->result.get();
-    if (!opened) {
-      // A JVM that exited meanwhile is no trouble; one that runs is said once, whichever of its
-      // images asked.
-      bool gone = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
-      // Said of its libjvm.so: the JVM's own line is the attacher's.
-      if (!gone && hotspot_refused_.insert(key.pid).second)
-        spdlog::warn("{}: the JIT code of process {} cannot be read from outside, so what its "
-                     "perf map lacks stays unnamed: {}",
-                     shown_libjvm, key.pid, opened.error().message);
-      return std::nullopt;
-    }
-    image.hotspot_code = std::move(*opened);
-    spdlog::debug("{}: JIT frames its perf map lacks are named from outside, from HotSpot's code "
-                  "cache",
-                  about);
-  }
-  if (image.hotspot_code->budget_spent())
-    return std::nullopt;
-  auto outcome = stall_guard_.run<std::optional<PerfMapEntry>>(
-      [code = image.hotspot_code, address] { return code->find(address); });
-  if (!outcome || outcome->stalled) {
-    // A JVM whose memory cannot be read without stalling (userfaultfd) is not read again.
-    if (outcome)
-      spdlog::warn("process {} ({}): reading its memory stalls; its JIT frames are no longer read "
-                   "from outside",
-                   key.pid, image.comm);
-    image.hotspot_code.reset();
-    return std::nullopt;
-  }
-  auto entry = outcome->result.get();
-  if (!entry)
-    return std::nullopt;
-  image.hotspot_found.insert(std::move(*entry));
-  return image.hotspot_found.find(address);
-}
-
 std::vector<PerfMapStatus> ProcessTable::perf_maps() const
 {
   std::vector<PerfMapStatus> maps;
@@ -637,16 +465,16 @@ std::vector<PerfMapStatus> ProcessTable::perf_maps() const
   return maps;
 }
 
-void ProcessTable::poll_perf_maps()
+void ProcessTable::read_perf_map(const ImageKey& key)
 {
-  for (auto& [key, image] : processes_) {
-    if (!image.jvm || image.ns_pid == 0)
-      continue;
-    if (!image.perf_map)
-      image.perf_map =
-          std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
-    refresh_perf_map(image);
-  }
+  auto it = processes_.find(key);
+  if (it == processes_.end() || it->second.ns_pid == 0)
+    return;
+  ProcessImage& image = it->second;
+  if (!image.perf_map)
+    image.perf_map =
+        std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
+  refresh_perf_map(image);
 }
 
 void ProcessTable::reread_perf_map(uint32_t pid)
@@ -661,11 +489,6 @@ const ProcessImage* ProcessTable::find(const ImageKey& key) const
 {
   auto it = processes_.find(key);
   return it == processes_.end() ? nullptr : &it->second;
-}
-
-std::vector<ImageKey> ProcessTable::take_new_jvms()
-{
-  return std::exchange(new_jvms_, {});
 }
 
 void ElfCache::forget_build_id(const std::string& build_id)
@@ -707,7 +530,7 @@ std::vector<ImageKey> ProcessTable::end_generation()
     newest = std::max(newest, image.capture_generation);
   }
   std::vector<ImageKey> gone;
-  std::vector<ImageKey> launchers;
+  std::vector<ImageKey> recaptured;
   for (auto it = processes_.begin(); it != processes_.end();) {
     auto& [key, image] = *it;
     // A process that exited after the buffers were switched still has samples in the kernel:
@@ -720,20 +543,22 @@ std::vector<ImageKey> ProcessTable::end_generation()
     bool replaced =
         image.capture_generation < newest_capture[key.pid] && image.used_generation < generation_;
     if (exited || replaced) {
-      if (exited)
-        hotspot_refused_.erase(key.pid);
+      for (const auto& runtime : runtimes_)
+        runtime->forget(key, exited);
       gone.push_back(key);
       it = processes_.erase(it);
     } else {
       if (image.perf_map_usable())
         image.perf_map->begin_interval();
-      if (image.java_launcher && image.capture_generation == newest_capture[key.pid] &&
-          launchers.size() < kMaxLauncherRechecks)
-        launchers.push_back(key);
+      bool newest = image.capture_generation == newest_capture[key.pid];
+      if (newest && recaptured.size() < kMaxRecaptures &&
+          std::any_of(runtimes_.begin(), runtimes_.end(),
+                      [&](const auto& runtime) { return runtime->wants_recapture(key); }))
+        recaptured.push_back(key);
       ++it;
     }
   }
-  for (const auto& key : launchers)
+  for (const auto& key : recaptured)
     capture(key, "");
   elf_cache_.install_inlines();
   elf_cache_.trim();

@@ -19,15 +19,13 @@
 #include "common/proc_maps.h"
 #include "common/stall_guard.h"
 #include "profile/target_names.h"
+#include "runtimes/runtime.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/perf_map.h"
-#include "unwind/jit_table.h"
-#include "unwind/jvm_records.h"
 
 namespace flamebpf::symbolize {
 
 class DebugFetcher;
-class HotSpotCode;
 
 // An executable mapping and the file behind it.
 struct MappedCode {
@@ -47,9 +45,6 @@ struct ProcessImage {
   std::string comm;
   std::vector<MappedCode> code; // sorted by start address
   bool maps_read = false;       // false when /proc/<pid>/maps could not be read (process gone)
-  bool jvm = false;             // a HotSpot JVM: libjvm.so is mapped (and OpenJ9's VM is not)
-  bool keeps_perf_map = false;  // an agent that keeps /tmp/perf-<pid>.map current is loaded
-  bool java_launcher = false;   // the java launcher, not yet found with libjvm.so mapped
   uint32_t ns_pid = 0;          // pid inside the process's own pid namespace; 0 if unknown
   std::string cgroup;           // cgroup2 path when first captured ("/docker/<id>"); may be ""
   uint64_t cgroup_id = 0;       // cgroup2 id its first sample was taken in; 0 if not known
@@ -62,46 +57,19 @@ struct ProcessImage {
   bool captured_mid_exec = false;
   bool found_exited = false;    // at the end of a generation
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
-  // The JIT's perf map; opened at capture for JVMs (so it outlives the process), else on the
-  // first address in anonymous code.
+  // The JIT's perf map; opened when a runtime asks (at capture, so that it outlives the process),
+  // else on the first address in anonymous code.
   std::shared_ptr<PerfMapReader> perf_map;
   uint64_t perf_map_generation = 0; // generation perf_map was last refreshed in
   // A refresh of perf_map that stalled (its file system does not answer) and is still running:
   // until it ends, the reader is its and the map names nothing.
   std::optional<std::shared_future<bool>> perf_map_stalled;
 
-  // The JVM agent's unwind records (unwind/jvm_records.h), which name interpreted frames; opened
-  // on the first interpreted frame, and read at most once per generation, as perf_map.
-  std::shared_ptr<unwind::JvmRecordsReader> jvm_records;
-  uint64_t jvm_records_generation = 0;
-  std::optional<std::shared_future<bool>> jvm_records_stalled;
-  // The JVM's unwind table, rebuilt from jvm_records when they change.
-  unwind::JitTableKeeper jit_table;
-  bool jit_drops_reported = false;
-
-  // The JVM's code as read from outside it (symbolize/hotspot_code.h), for JIT addresses its perf
-  // map does not name: opened on the first such address (once: a failure is not tried again);
-  // the pieces of code found are kept for the generation, since code is freed and reused.
-  std::shared_ptr<HotSpotCode> hotspot_code;
-  bool hotspot_code_tried = false;
-  PerfMapTable hotspot_found;
-  uint64_t hotspot_generation = 0;
-
   // Whether perf_map may be used now: there is one and no stalled refresh holds it.
   bool perf_map_usable();
-  // The same for jvm_records.
-  bool jvm_records_usable();
 
   // The mapping containing address, if any.
   const MappedCode* find(uint64_t address) const;
-};
-
-// A JVM's unwind table, rebuilt from its agent's records, for the sampler to install.
-struct JitTableUpdate {
-  uint32_t pid = 0;
-  uint32_t image_id = 0;
-  unwind::UnwindTable table;
-  unwind::JitTableDrops drops; // garbage records the build dropped
 };
 
 // The symbols of ELF files, shared by every process that maps them, keyed by file identity. No
@@ -260,9 +228,17 @@ public:
   const ProcessImage& get(const ImageKey& key);
   // The process image if known, without capturing it.
   const ProcessImage* find(const ImageKey& key) const;
-  // The images found to be JVMs since the last call, each once: at the capture that first found
-  // libjvm.so mapped.
-  std::vector<ImageKey> take_new_jvms();
+  // The runtimes (runtimes/runtime.h) told of each capture and forgotten image, in the order the
+  // symbolizer asks them.
+  void add_runtime(std::unique_ptr<runtimes::Runtime> runtime)
+  {
+    runtimes_.push_back(std::move(runtime));
+  }
+  const std::vector<std::unique_ptr<runtimes::Runtime>>& runtimes() const { return runtimes_; }
+  // The targets' names as set_targets last gave them.
+  const profile::TargetNames& targets() const { return targets_; }
+  // The generation (interval) now: what is read at most once per generation compares with it.
+  uint64_t generation() const { return generation_; }
   // Re-reads the maps of a live process whose address fell outside every known mapping; at
   // most once per generation (interval), so a process with unknown code costs one re-read.
   const ProcessImage& refresh(const ImageKey& key);
@@ -272,23 +248,12 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
-  // The piece of the JVM's generated code holding address, read from outside the JVM (see
-  // HotSpotCode); nullopt if key's image is no JVM, or the code cannot be read or found. The
-  // entry is valid until the next call.
-  std::optional<PerfMapTable::Entry> code_read_from_outside(const ImageKey& key, uint64_t address);
-  // The process's JVM unwind records, read up to now (at most one refresh per generation, unless
-  // read_now: then again, within the generation's budget of bytes); null if the process's pid
-  // namespace cannot be known or a read of them stalls.
-  const unwind::JvmRecords* jvm_records(const ImageKey& key, bool read_now = false);
-  // The unwind tables of the JVMs whose agents' records changed since the last call (their
-  // records are read now: a JVM's new code needs its rows before its samples unwind well),
-  // covering only code inside the JVM's anonymous executable mappings.
-  std::vector<JitTableUpdate> take_jit_tables();
   // The perf maps found so far, of processes still known.
   std::vector<PerfMapStatus> perf_maps() const;
-  // Reads what JVMs appended to their perf maps since the last call, so that the map of a JVM
-  // that exits soon after its agent loaded is open (and readable to its end) before it is gone.
-  void poll_perf_maps();
+  // Opens key's perf map now if it is not open (and its pid namespace is known), and reads what
+  // was appended to it: a map opened while its process lives is readable to its end after it
+  // exits.
+  void read_perf_map(const ImageKey& key);
   // The perf map of process pid was rewritten in place: its next refresh reads it from its start.
   void reread_perf_map(uint32_t pid);
   // Debug files no debug root holds are fetched by fetcher; once one arrives, the files it is
@@ -296,8 +261,8 @@ public:
   void fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher);
   // Starts a new generation, which is also a new interval for the perf maps' budgets, and removes
   // the images of processes that no longer exist, and images replaced by an exec that no sample
-  // used in the generation; returns their keys. A java launcher's maps are read again, so that it
-  // is found a JVM even when no sample meets it after it loads libjvm.so (one paused at its start).
+  // used in the generation; returns their keys, which every runtime forgets. The images a runtime
+  // wants read again (a launcher that loads the runtime later) are captured again.
   std::vector<ImageKey> end_generation();
 
   const std::string& proc_root() const { return proc_root_; }
@@ -307,9 +272,9 @@ public:
 
   // How long a perf map's refresh may go without progress before the table goes on without it.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
-  // Launchers whose maps are read again at the end of a generation, at most: a real one loads
-  // libjvm.so within a second, so only a process that holds libjli.so and waits stays one.
-  static constexpr size_t kMaxLauncherRechecks = 32;
+  // Images whose maps are read again at the end of a generation for a runtime, at most: a real
+  // launcher loads its runtime within a second, so only one that waits stays one.
+  static constexpr size_t kMaxRecaptures = 32;
 
 private:
   // Refreshes image's perf map through the stall guard; one line if it stalls.
@@ -323,11 +288,9 @@ private:
   size_t snapshot_bytes_ = 0;
   StallGuard stall_guard_{kStallLimit};
   ElfCache elf_cache_;
-  std::vector<ImageKey> new_jvms_;
+  std::vector<std::unique_ptr<runtimes::Runtime>> runtimes_;
   uint64_t generation_ = 1;
   std::shared_ptr<DebugFetcher> fetcher_;
-  // JVMs whose code could not be read from outside, said once each.
-  std::unordered_set<uint32_t> hotspot_refused_;
 };
 
 } // namespace flamebpf::symbolize

@@ -6,8 +6,8 @@
 #include "bpf_abi.h"
 #include "common/log.h"
 #include "common/meanwhile.h"
-#include "symbolize/java_frames.h"
 #include "symbolize/name_cut.h"
+#include "symbolize/perf_map_names.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -58,16 +58,6 @@ void Symbolizer::keep_snapshot(const ImageKey& key)
   processes_.keep_snapshot(key);
 }
 
-std::vector<JvmFound> Symbolizer::take_new_jvms()
-{
-  std::vector<JvmFound> found;
-  for (const auto& key : processes_.take_new_jvms()) {
-    if (const ProcessImage* image = processes_.find(key))
-      found.push_back({key, image->keeps_perf_map, image->cgroup, image->cgroup_id});
-  }
-  return found;
-}
-
 profile::Frame Symbolizer::kernel_frame(uint64_t address) const
 {
   auto symbol = kernel_->lookup(address);
@@ -110,20 +100,55 @@ bool Symbolizer::add_user_frames(const ImageKey& key,
   return dropped;
 }
 
-std::vector<uint32_t> Symbolizer::take_unnamed_jit_processes()
+profile::Frame Symbolizer::marker_frame(const ImageKey& key, uint64_t frame)
 {
-  std::vector<uint32_t> pids(unnamed_jit_processes_.begin(), unnamed_jit_processes_.end());
-  unnamed_jit_processes_.clear();
-  return pids;
+  for (const auto& runtime : processes_.runtimes()) {
+    if (auto named = runtime->name_marker(processes_, key, frame))
+      return std::move(*named);
+  }
+  return {"[unknown]", "", profile::FrameKind::kUnknown};
 }
 
-profile::Frame Symbolizer::method_frame(const ImageKey& key, uint64_t method)
+std::optional<runtimes::NamedCode>
+Symbolizer::name_generated_code(const ImageKey& key, uint64_t address, bool anonymous)
 {
-  if (const unwind::JvmRecords* records = processes_.jvm_records(key)) {
-    if (auto name = records->method_name(method))
-      return interpreted_frame(*name, options_.java_signatures);
+  for (const auto& runtime : processes_.runtimes()) {
+    if (auto named = runtime->name_code(processes_, key, address, anonymous))
+      return named;
   }
-  return {"Interpreter", "", profile::FrameKind::kInterpreted};
+  const PerfMapTable* map = processes_.perf_map(key);
+  if (!map)
+    return std::nullopt;
+  auto entry = map->find(address);
+  if (!entry)
+    return std::nullopt;
+  runtimes::NamedCode named;
+  named.frames = perf_map_frames(entry->name, options_.java_signatures, &named.dropped);
+  named.cut_when_read = entry->truncated;
+  return named;
+}
+
+void Symbolizer::poll_runtimes()
+{
+  for (const auto& runtime : processes_.runtimes())
+    runtime->poll(processes_);
+}
+
+std::vector<runtimes::CodeTable> Symbolizer::take_code_tables()
+{
+  std::vector<runtimes::CodeTable> tables;
+  for (const auto& runtime : processes_.runtimes()) {
+    auto changed = runtime->take_code_tables(processes_);
+    tables.insert(tables.end(), std::make_move_iterator(changed.begin()),
+                  std::make_move_iterator(changed.end()));
+  }
+  return tables;
+}
+
+void Symbolizer::stop_runtimes()
+{
+  for (const auto& runtime : processes_.runtimes())
+    runtime->stop();
 }
 
 bool Symbolizer::name_user_address(const ImageKey& key,
@@ -137,29 +162,19 @@ bool Symbolizer::name_user_address(const ImageKey& key,
   if (!code)
     code = processes_.refresh(key).find(address); // code mapped after the process was captured
   if (!code || !code->mapping.file_backed()) {
-    // Anonymous code is a JIT's: its perf map names it.
+    // Anonymous code is a JIT's: a runtime, or its perf map, names it.
     bool anonymous_code = code && code->mapping.path.empty();
     stats.jit_frames += anonymous_code;
-    std::optional<PerfMapTable::Entry> entry;
-    if (const PerfMapTable* map = processes_.perf_map(key))
-      entry = map->find(address);
-    // Where no map names it, HotSpot's code cache may, read from outside.
-    if (!entry && anonymous_code)
-      entry = processes_.code_read_from_outside(key, address);
-    if (entry) {
-      uint64_t dropped = 0;
-      auto frames = perf_map_frames(entry->name, options_.java_signatures, &dropped);
-      out.insert(out.end(), std::make_move_iterator(frames.begin()),
-                 std::make_move_iterator(frames.end()));
+    if (auto named = name_generated_code(key, address, anonymous_code)) {
+      out.insert(out.end(), std::make_move_iterator(named->frames.begin()),
+                 std::make_move_iterator(named->frames.end()));
       stats.jit_frames += !anonymous_code; // a map that names code outside any mapping
-      *cut_when_read = entry->truncated;
-      if (dropped > 0)
+      *cut_when_read = named->cut_when_read;
+      if (named->dropped > 0)
         report_cut(key, fmt::format("an inline chain of more than {} methods", kMaxInlineFrames));
-      return dropped > 0;
+      return named->dropped > 0;
     }
     stats.jit_unnamed += anonymous_code;
-    if (anonymous_code)
-      unnamed_jit_processes_.insert(key.pid);
   }
   if (!code) {
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
@@ -213,8 +228,8 @@ std::vector<profile::Frame> Symbolizer::user_frames(const profile::RawSample& sa
   for (size_t i = 0; i < sample.user_frames.size() && full.empty(); ++i) {
     group.clear();
     uint64_t address = sample.user_frames[i];
-    if (address & FB_FRAME_JVM_METHOD)
-      group.push_back(method_frame(key, address & ~FB_FRAME_JVM_METHOD)); // no code address
+    if (address & FB_FRAME_RUNTIME_MARKER)
+      group.push_back(marker_frame(key, address)); // no code address
     else
       *cut |= add_user_frames(key, call_site(address, i == 0), group, profile);
     for (auto frame = group.rbegin(); frame != group.rend(); ++frame) {
@@ -244,6 +259,8 @@ std::vector<profile::Frame> Symbolizer::user_frames(const profile::RawSample& sa
 Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfile& raw,
                                                          const profile::TargetNames& targets)
 {
+  for (const auto& runtime : processes_.runtimes())
+    runtime->before_naming(processes_);
   profile::SymbolizedProfile out;
   out.start = raw.start;
   out.end = raw.end;
@@ -299,6 +316,8 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     out.symbolize_stats.truncated_stacks += cut;
     out.stacks.push_back(std::move(stack));
   }
+  for (const auto& runtime : processes_.runtimes())
+    runtime->after_naming(processes_);
   return out;
 }
 

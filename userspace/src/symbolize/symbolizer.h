@@ -49,14 +49,6 @@ struct SymbolizerOptions {
   std::shared_ptr<MemoryAccount> memory;
 };
 
-// A process image found to be a JVM.
-struct JvmFound {
-  ImageKey key;
-  bool keeps_perf_map = false; // an agent that keeps its perf map current is loaded
-  std::string cgroup;          // its cgroup2 path, as ProcessImage::cgroup
-  uint64_t cgroup_id = 0;      // as ProcessImage::cgroup_id
-};
-
 class Symbolizer {
 public:
   explicit Symbolizer(std::unique_ptr<KernelNames> kernel,
@@ -71,29 +63,32 @@ public:
   // sample symbolized), which may come after it exited.
   void keep_snapshot(const ImageKey& key);
 
-  // The JVMs found since the last call, each image once: on its first sample, or later when the
-  // launcher was sampled before it loaded the VM.
-  std::vector<JvmFound> take_new_jvms();
+  // The runtimes (runtimes/runtime.h) asked first for code no ELF file holds, in this order.
+  void add_runtime(std::unique_ptr<runtimes::Runtime> runtime)
+  {
+    processes_.add_runtime(std::move(runtime));
+  }
+  const std::vector<std::unique_ptr<runtimes::Runtime>>& runtimes() const
+  {
+    return processes_.runtimes();
+  }
 
   // Names every frame of raw, and each stack's target from targets. Stacks come out root first:
-  // user frames then kernel frames, within the budgets above.
+  // user frames then kernel frames, within the budgets above. The runtimes are told before and
+  // after.
   [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw,
                                                              const profile::TargetNames& targets);
 
   // The JIT perf maps being read, for statistics.
   std::vector<PerfMapStatus> perf_maps() const { return processes_.perf_maps(); }
 
-  // The unwind tables of JVMs whose agents' records changed (see ProcessTable::take_jit_tables),
-  // for the sampler's unwinder; as often as perf maps are read.
-  std::vector<JitTableUpdate> take_jit_tables() { return processes_.take_jit_tables(); }
-
-  // Reads JVMs' perf maps as they grow, between intervals (see ProcessTable::poll_perf_maps).
-  void poll_perf_maps() { processes_.poll_perf_maps(); }
-  // The processes with samples in JIT code their perf maps did not name, since the last call:
-  // a map written on request (jcmd Compiler.perfmap) is behind their JIT.
-  std::vector<uint32_t> take_unnamed_jit_processes();
-  // The perf map of process pid was rewritten in place: it is read again from its start.
-  void perf_map_rewritten(uint32_t pid) { processes_.reread_perf_map(pid); }
+  // Between drains, as often as perf maps are read: each runtime reads what its images' files
+  // appended.
+  void poll_runtimes();
+  // The unwind tables of runtimes' generated code that changed since the last call.
+  std::vector<runtimes::CodeTable> take_code_tables();
+  // The recording ends: each runtime's work under way gets a bounded time to finish.
+  void stop_runtimes();
 
   // Processes remembered, ELF files held open and what their symbols take, for statistics.
   size_t processes() const { return processes_.size(); }
@@ -117,10 +112,13 @@ private:
                        uint64_t address,
                        std::vector<profile::Frame>& out,
                        profile::SymbolizedProfile& profile);
-  // The frame of an interpreted method whose Method* the unwinder found in its frame, named by
-  // the process's JVM records; "Interpreter" if they do not name it. Never a code address, so
-  // never moved back to a call site.
-  profile::Frame method_frame(const ImageKey& key, uint64_t method);
+  // The frame of a marker a runtime's unwinding left (FB_FRAME_RUNTIME_MARKER), named by the
+  // runtime. Never a code address, so never moved back to a call site.
+  profile::Frame marker_frame(const ImageKey& key, uint64_t frame);
+  // The frames of code no ELF file holds, from the runtimes, else from the process's perf map;
+  // nullopt if nothing names it.
+  std::optional<runtimes::NamedCode>
+  name_generated_code(const ImageKey& key, uint64_t address, bool anonymous);
   // add_user_frames without the budget on names; sets *cut_when_read if the perf map's reader
   // cut the name.
   bool name_user_address(const ImageKey& key,
@@ -143,7 +141,6 @@ private:
   ProcessTable processes_;
   // Processes whose cut was said (see report_cut); forgotten with them.
   std::unordered_set<ImageKey, ImageKeyHash> cuts_reported_;
-  std::unordered_set<uint32_t> unnamed_jit_processes_;
 };
 
 } // namespace flamebpf::symbolize

@@ -1,0 +1,175 @@
+#include <fcntl.h>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtimes/hotspot/jvm_records.h"
+#include "temp_dir.h"
+
+namespace flamebpf::hotspot {
+namespace {
+
+using flamebpf::testing::TempDir;
+
+TEST(JvmRecordLine, ParsesEachKind)
+{
+  auto code = parse_jvm_record_line("code 7f0000001000 100 6 40 push 20 24");
+  ASSERT_TRUE(code);
+  EXPECT_EQ(code->kind, JvmRecord::Kind::kCode);
+  EXPECT_EQ(code->code.start, 0x7f0000001000u);
+  EXPECT_EQ(code->code.size, 0x100u);
+  EXPECT_EQ(code->code.frame_words, 6u);
+  EXPECT_EQ(code->code.frame_complete, 40);
+  EXPECT_EQ(code->code.prologue, PrologueForm::kPush);
+  EXPECT_EQ(code->code.first_end, 0x20u);
+  EXPECT_EQ(code->code.second_end, 0x24u);
+
+  auto unknown = parse_jvm_record_line("code 1000 10 0 -1 none 0 0");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->code.prologue, PrologueForm::kUnknown);
+  EXPECT_EQ(unknown->code.frame_complete, -1);
+
+  auto interpreter = parse_jvm_record_line("interpreter 7f0000000000 800");
+  ASSERT_TRUE(interpreter);
+  EXPECT_EQ(interpreter->kind, JvmRecord::Kind::kInterpreter);
+
+  auto method = parse_jvm_record_line("method 7f3b0b400338 org.example.Foo.bar(long, int[])");
+  ASSERT_TRUE(method);
+  EXPECT_EQ(method->method, 0x7f3b0b400338u);
+  EXPECT_EQ(method->name, "org.example.Foo.bar(long, int[])");
+
+  EXPECT_TRUE(parse_jvm_record_line("flamebpf-unwind 1"));
+  EXPECT_TRUE(parse_jvm_record_line("unload 1000"));
+}
+
+TEST(JvmRecordLine, RefusesMalformedLines)
+{
+  for (const char* line :
+       {"", "flamebpf-unwind 2", "code", "code 1000 0 6 0 none 0 0", // empty
+        "code ffffffffffffff00 200 6 0 none 0 0",                    // wraps
+        "code 1000 100 6 300 none 0 0", // complete past the end (decimal)
+        "code 1000 100 6 -2 none 0 0", "code 1000 100 6 10 push 0 4", // push ending at 0
+        "code 1000 100 6 10 push 8 4",                                // ends out of order
+        "code 1000 100 6 10 push 8 104",                              // past the code
+        "code 1000 100 6 10 jump 8 10", "code 1000 100 x 10 none 0 0",
+        "code 1000 100 6 10 none 0 0 extra", "code -1000 100 6 10 none 0 0", "interpreter 1000",
+        "unload", "method 0 Foo.bar()", "method 1000", "stub 1000 10"}) {
+    EXPECT_FALSE(parse_jvm_record_line(line)) << line;
+  }
+}
+
+JvmRecord code_at(uint64_t start, uint64_t size)
+{
+  JvmRecord record;
+  record.kind = JvmRecord::Kind::kCode;
+  record.code.start = start;
+  record.code.size = size;
+  record.code.frame_words = 4;
+  return record;
+}
+
+TEST(JvmRecords, NewCodeReplacesWhatItOverlapsAndUnloadRemoves)
+{
+  JvmRecords records;
+  records.apply(code_at(0x1000, 0x100));
+  records.apply(code_at(0x1100, 0x100));
+  uint64_t generation = records.generation();
+  records.apply(code_at(0x10f0, 0x20)); // over the end of one and the start of the next
+  EXPECT_GT(records.generation(), generation);
+  EXPECT_EQ(records.overlaps(), 2u);
+  ASSERT_EQ(records.code().size(), 1u);
+  EXPECT_EQ(records.code().begin()->first, 0x10f0u);
+  JvmRecord unload;
+  unload.kind = JvmRecord::Kind::kUnload;
+  unload.code.start = 0x10f0;
+  records.apply(unload);
+  EXPECT_TRUE(records.code().empty());
+}
+
+TEST(JvmRecords, TheFirstInterpreterRangeHolds)
+{
+  JvmRecords records;
+  EXPECT_TRUE(records.apply(*parse_jvm_record_line("interpreter 1000 800")));
+  EXPECT_TRUE(records.apply(*parse_jvm_record_line("interpreter 1000 800"))); // replayed
+  EXPECT_FALSE(records.apply(*parse_jvm_record_line("interpreter 0 ffffffffffff")));
+  EXPECT_EQ(records.interpreter(), (std::pair<uint64_t, uint64_t>{0x1000, 0x1800}));
+}
+
+TEST(JvmRecords, NamesMethodsWithinTheirBudget)
+{
+  JvmRecords records;
+  auto record = parse_jvm_record_line("method 10 org.example.Foo.bar()");
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(records.apply(*record));
+  EXPECT_EQ(records.method_name(0x10), "org.example.Foo.bar()");
+  EXPECT_FALSE(records.method_name(0x20));
+  std::string long_line = "method 20 " + std::string(JvmRecords::kMaxMethodName * 2, 'a');
+  auto long_record = parse_jvm_record_line(long_line);
+  ASSERT_TRUE(long_record);
+  records.apply(*long_record);
+  EXPECT_EQ(records.method_name(0x20)->size(), JvmRecords::kMaxMethodName);
+}
+
+TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
+{
+  // An account of 16 MiB has a sixteenth for its floor; alone, the share may hold it all.
+  auto account = MemoryAccount::create(16 << 20);
+  auto share = account->share("jvm");
+  JvmRecords records;
+  records.charge_to(share);
+  size_t kept = 0;
+  for (uint64_t i = 0; i < 300000; ++i)
+    kept += records.apply(code_at(0x100000 + i * 0x100, 0x80));
+  // 16 MiB of 96-byte records: refused once the share is full, and said by the share.
+  EXPECT_EQ(kept, (16u << 20) / JvmRecords::kCodeBytes);
+  EXPECT_GT(share->refusals(), 0u);
+  EXPECT_FALSE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
+  // Unloaded code makes room; clearing gives everything back.
+  JvmRecord unload;
+  unload.kind = JvmRecord::Kind::kUnload;
+  unload.code.start = 0x100000;
+  records.apply(unload);
+  EXPECT_TRUE(records.apply(code_at(0x100000, 0x80)));
+  records.clear();
+  EXPECT_EQ(share->held(), 0u);
+  EXPECT_TRUE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
+  EXPECT_EQ(share->held(), JvmRecords::kMethodBytes + 21);
+}
+
+TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
+{
+  TempDir dir;
+  // The process's root and status as /proc shows them, for our own user.
+  std::string proc = dir.path().string() + "/proc";
+  std::string root = proc + "/42/root";
+  ASSERT_EQ(::mkdir(proc.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((proc + "/42").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((root + "/tmp").c_str(), 0755), 0);
+  std::string uid = std::to_string(::geteuid());
+  std::ofstream(proc + "/42/status")
+      << "Uid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
+  std::string file = root + "/tmp/flamebpf-7.unwind";
+  std::ofstream(file) << "flamebpf-unwind 1\ncode 1000 100 6 10 push 8 c\ngarbage\ncode 2000";
+  JvmRecordsReader reader(42, 7, proc);
+  reader.refresh();
+  ASSERT_TRUE(reader.found());
+  EXPECT_EQ(reader.records().code().size(), 1u);
+  EXPECT_EQ(reader.bad_lines(), 1u);
+  // The unfinished line waits for its end.
+  std::ofstream(file, std::ios::app) << " 80 0 -1 none 0 0\n";
+  reader.refresh();
+  EXPECT_EQ(reader.records().code().size(), 2u);
+  EXPECT_EQ(reader.bad_lines(), 1u);
+  // A line over the budget is skipped whole.
+  std::ofstream(file, std::ios::app)
+      << "method 10 " << std::string(JvmRecordsReader::kMaxLine, 'x') << "\nmethod 20 Foo.bar()\n";
+  reader.refresh();
+  EXPECT_EQ(reader.bad_lines(), 2u);
+  EXPECT_FALSE(reader.records().method_name(0x10));
+  EXPECT_EQ(reader.records().method_name(0x20), "Foo.bar()");
+}
+
+} // namespace
+} // namespace flamebpf::hotspot
