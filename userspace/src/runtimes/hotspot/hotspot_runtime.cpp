@@ -95,7 +95,8 @@ void HotSpotRuntime::captured(ProcessTable& processes,
   if (!found)
     return;
   ++jvms_found_;
-  attacher_->on_jvm(key.pid, state.keeps_perf_map, describe(processes, key, image));
+  if (attacher_)
+    attacher_->on_jvm(key.pid, state.keeps_perf_map, describe(processes, key, image));
 }
 
 std::optional<runtimes::NamedCode> HotSpotRuntime::name_code(ProcessTable& processes,
@@ -146,7 +147,8 @@ void HotSpotRuntime::forget(const ImageKey& key, bool exited)
   images_.erase(key);
   if (exited)
     refused_.erase(key.pid);
-  attacher_->forget_if_gone(key.pid);
+  if (attacher_)
+    attacher_->forget_if_gone(key.pid);
 }
 
 void HotSpotRuntime::poll(ProcessTable& processes)
@@ -305,6 +307,8 @@ std::optional<symbolize::PerfMapTable::Entry> HotSpotRuntime::code_read_from_out
 
 void HotSpotRuntime::before_naming(ProcessTable& processes)
 {
+  if (!attacher_)
+    return;
   for (uint32_t pid : attacher_->take_rewritten_perf_maps())
     processes.reread_perf_map(pid);
 }
@@ -312,13 +316,17 @@ void HotSpotRuntime::before_naming(ProcessTable& processes)
 void HotSpotRuntime::after_naming(ProcessTable& processes)
 {
   (void)processes;
-  for (uint32_t pid : unnamed_)
-    attacher_->perf_map_lacks_code(pid);
+  if (attacher_) {
+    for (uint32_t pid : unnamed_)
+      attacher_->perf_map_lacks_code(pid);
+  }
   unnamed_.clear();
 }
 
 void HotSpotRuntime::stop()
 {
+  if (!attacher_)
+    return;
   using Clock = std::chrono::steady_clock;
   attacher_->wait_idle(Clock::now() + options_.attacher.timeout);
   if (!attacher_->stop(Clock::now() + std::chrono::seconds(1))) {

@@ -70,7 +70,8 @@ public:
   // capture that first found libjvm.so mapped); the attacher they were handed to.
   size_t jvms() const;
   uint64_t jvms_found() const { return jvms_found_; }
-  const AgentAttacher& attacher() const { return *attacher_; }
+  // Null once stop() found it stuck.
+  const AgentAttacher* attacher() const { return attacher_.get(); }
 
   // How long reading a JVM's records or memory may go without progress before it is left.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
@@ -118,7 +119,8 @@ private:
                               const symbolize::ProcessImage& image);
 
   HotSpotOptions options_;
-  // On the heap, and released if it is stuck: see stop().
+  // On the heap, and released if it is stuck (see stop()); null from then on, since its worker
+  // still uses it.
   std::unique_ptr<AgentAttacher> attacher_;
   std::unordered_map<symbolize::ImageKey, Image, symbolize::ImageKeyHash> images_;
   // Processes with JIT code their perf maps did not name, since after_naming().
