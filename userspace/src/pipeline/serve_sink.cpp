@@ -59,10 +59,9 @@ start_server(const cli::Config& config,
 
 } // namespace
 
-Result<std::unique_ptr<ServeSink>> ServeSink::open(const cli::Config& config)
+Result<std::unique_ptr<ServeSink>> ServeSink::open(const cli::Config& config,
+                                                   std::chrono::nanoseconds interval)
 {
-  auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(config.interval_seconds));
   std::unique_ptr<ServeSink> sink(new ServeSink(interval));
   auto server = start_server(config, sink->metrics_, sink->live_);
   if (!server)

@@ -85,7 +85,7 @@ Result<SinkList> open_sinks(const cli::Config& config, const target::TargetSet& 
     sinks.push_back(std::move(*dumps));
     sinks.push_back(std::make_unique<StatsSink>(std::move(writer), interval));
     if (!config.listen.empty()) {
-      auto served = ServeSink::open(config);
+      auto served = ServeSink::open(config, interval);
       if (!served)
         return fail(served.error());
       sinks.push_back(std::move(*served));

@@ -61,7 +61,8 @@ public:
                         const std::vector<procfs::Mapping>& mappings) = 0;
 
   // Frames for address in key's image, where no ELF file holds code (anonymous: JIT code; or no
-  // mapping at all); nullopt if the runtime does not run there or cannot name it.
+  // mapping at all); nullopt if the runtime does not run there. No frames: it runs there and
+  // nothing it reads names the address, which the symbolizer then looks for nowhere else.
   virtual std::optional<NamedCode>
   name_code(ProcessTable& processes, const ImageKey& key, uint64_t address, bool anonymous) = 0;
 

@@ -78,4 +78,12 @@ perf_map_frames(std::string_view name, bool java_signatures, uint64_t* dropped)
   }
 }
 
+runtimes::NamedCode perf_map_code(const PerfMapTable::Entry& entry, bool java_signatures)
+{
+  runtimes::NamedCode named;
+  named.frames = perf_map_frames(entry.name, java_signatures, &named.dropped);
+  named.cut_when_read = entry.truncated;
+  return named;
+}
+
 } // namespace flamebpf::symbolize

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "profile/symbolized_profile.h"
+#include "runtimes/runtime.h"
+#include "symbolize/perf_map.h"
 
 namespace flamebpf::symbolize {
 
@@ -29,6 +31,9 @@ inline constexpr size_t kMaxInlineFrames = 64;
 // dropped, if given, grows by the number of methods left out.
 std::vector<profile::Frame>
 perf_map_frames(std::string_view name, bool java_signatures, uint64_t* dropped = nullptr);
+
+// The frames of the code a perf map's entry names (perf_map_frames), with what budgets cut.
+runtimes::NamedCode perf_map_code(const PerfMapTable::Entry& entry, bool java_signatures);
 
 // "org.example.Foo.bar" (with "(params)" when signatures are wanted) for one Java method in any
 // of the spellings above; nullopt if text is none of them.

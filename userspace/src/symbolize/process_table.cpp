@@ -440,17 +440,30 @@ const PerfMapTable* ProcessTable::perf_map(const ImageKey& key)
 {
   get(key);
   ProcessImage& image = processes_.at(key);
-  if (!image.perf_map) {
-    if (image.ns_pid == 0)
-      return nullptr;
-    image.perf_map =
-        std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
-  }
+  if (!open_perf_map(key, image))
+    return nullptr;
   if (image.perf_map_generation != generation_) {
     image.perf_map_generation = generation_;
     refresh_perf_map(image);
   }
   return image.perf_map_usable() ? &image.perf_map->table() : nullptr;
+}
+
+std::optional<PerfMapTable::Entry> ProcessTable::perf_map_entry(const ImageKey& key,
+                                                                uint64_t address)
+{
+  const PerfMapTable* map = perf_map(key);
+  return map ? map->find(address) : std::nullopt;
+}
+
+bool ProcessTable::open_perf_map(const ImageKey& key, ProcessImage& image)
+{
+  if (image.perf_map)
+    return true;
+  if (image.ns_pid == 0)
+    return false;
+  image.perf_map = std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
+  return true;
 }
 
 std::vector<PerfMapStatus> ProcessTable::perf_maps() const
@@ -468,13 +481,8 @@ std::vector<PerfMapStatus> ProcessTable::perf_maps() const
 void ProcessTable::read_perf_map(const ImageKey& key)
 {
   auto it = processes_.find(key);
-  if (it == processes_.end() || it->second.ns_pid == 0)
-    return;
-  ProcessImage& image = it->second;
-  if (!image.perf_map)
-    image.perf_map =
-        std::make_shared<PerfMapReader>(key.pid, image.ns_pid, proc_root_, image.share);
-  refresh_perf_map(image);
+  if (it != processes_.end() && open_perf_map(key, it->second))
+    refresh_perf_map(it->second);
 }
 
 void ProcessTable::reread_perf_map(uint32_t pid)

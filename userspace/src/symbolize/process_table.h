@@ -248,6 +248,8 @@ public:
   // The process's perf map, read up to now (at most one refresh per generation); null if the
   // process's pid namespace cannot be known.
   const PerfMapTable* perf_map(const ImageKey& key);
+  // The entry of key's perf map (as perf_map() reads it) holding address, if any.
+  std::optional<PerfMapTable::Entry> perf_map_entry(const ImageKey& key, uint64_t address);
   // The perf maps found so far, of processes still known.
   std::vector<PerfMapStatus> perf_maps() const;
   // Opens key's perf map now if it is not open (and its pid namespace is known), and reads what
@@ -277,6 +279,8 @@ public:
   static constexpr size_t kMaxRecaptures = 32;
 
 private:
+  // Opens image's perf map if it is not open; false if its pid namespace cannot be known.
+  bool open_perf_map(const ImageKey& key, ProcessImage& image);
   // Refreshes image's perf map through the stall guard; one line if it stalls.
   void refresh_perf_map(ProcessImage& image);
 

@@ -113,19 +113,15 @@ std::optional<runtimes::NamedCode>
 Symbolizer::name_generated_code(const ImageKey& key, uint64_t address, bool anonymous)
 {
   for (const auto& runtime : processes_.runtimes()) {
-    if (auto named = runtime->name_code(processes_, key, address, anonymous))
+    if (auto named = runtime->name_code(processes_, key, address, anonymous)) {
+      if (named->frames.empty())
+        return std::nullopt; // the runtime's, and unnamed: its perf map was read already
       return named;
+    }
   }
-  const PerfMapTable* map = processes_.perf_map(key);
-  if (!map)
-    return std::nullopt;
-  auto entry = map->find(address);
-  if (!entry)
-    return std::nullopt;
-  runtimes::NamedCode named;
-  named.frames = perf_map_frames(entry->name, options_.java_signatures, &named.dropped);
-  named.cut_when_read = entry->truncated;
-  return named;
+  if (auto entry = processes_.perf_map_entry(key, address))
+    return perf_map_code(*entry, options_.java_signatures);
+  return std::nullopt;
 }
 
 void Symbolizer::poll_runtimes()

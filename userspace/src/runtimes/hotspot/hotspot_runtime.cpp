@@ -107,21 +107,16 @@ std::optional<runtimes::NamedCode> HotSpotRuntime::name_code(ProcessTable& proce
   auto it = images_.find(key);
   if (it == images_.end() || !it->second.jvm)
     return std::nullopt;
-  std::optional<symbolize::PerfMapTable::Entry> entry;
-  if (const symbolize::PerfMapTable* map = processes.perf_map(key))
-    entry = map->find(address);
+  auto entry = processes.perf_map_entry(key, address);
   // Where the map does not name it, the code cache may, read from outside.
   if (!entry && anonymous)
     entry = code_read_from_outside(processes, key, address);
   if (!entry) {
     if (anonymous)
       unnamed_.insert(key.pid);
-    return std::nullopt;
+    return runtimes::NamedCode{};
   }
-  runtimes::NamedCode named;
-  named.frames = symbolize::perf_map_frames(entry->name, options_.java_signatures, &named.dropped);
-  named.cut_when_read = entry->truncated;
-  return named;
+  return symbolize::perf_map_code(*entry, options_.java_signatures);
 }
 
 std::optional<profile::Frame>

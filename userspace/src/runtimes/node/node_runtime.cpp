@@ -68,13 +68,10 @@ std::optional<runtimes::NamedCode> NodeRuntime::name_code(symbolize::ProcessTabl
   (void)anonymous;
   if (!images_.contains(key))
     return std::nullopt;
-  const symbolize::PerfMapTable* map = processes.perf_map(key);
-  if (!map)
-    return std::nullopt;
-  auto entry = map->find(address);
-  if (!entry)
-    return std::nullopt;
   runtimes::NamedCode named;
+  auto entry = processes.perf_map_entry(key, address);
+  if (!entry)
+    return named;
   named.frames.push_back(node_frame(entry->name));
   named.cut_when_read = entry->truncated;
   return named;
