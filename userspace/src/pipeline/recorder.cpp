@@ -286,12 +286,13 @@ Result<> Recorder::collect()
   auto raw = drainer_->drain();
   if (!raw)
     return fail(raw.error());
+  auto drained_at = Steady::now();
   report_drops(*raw);
   // A container whose cgroup appeared before the buffers were switched is found before its
   // samples are named: otherwise those the kernel took before it joined the filter would count
   // for the host.
   refresh_targets(false);
-  auto symbolized = symbolize(*raw);
+  auto symbolized = symbolize(*raw, drained_at);
   if (!symbolized)
     return fail(symbolized.error());
   // Targets dropped before this drain have no samples left in the kernel.
@@ -313,9 +314,9 @@ void Recorder::report_drops(const profile::RawProfile& raw) const
     spdlog::debug("{}", line);
 }
 
-Result<profile::SymbolizedProfile> Recorder::symbolize(const profile::RawProfile& raw)
+Result<profile::SymbolizedProfile> Recorder::symbolize(const profile::RawProfile& raw,
+                                                       Steady::time_point drained_at)
 {
-  auto drained_at = Steady::now();
   // Taken with the names: the targets dropped before this drain are forgotten after it.
   auto labels = targets_.labels();
   auto pod_container_labels = targets_.pod_container_labels();

@@ -78,8 +78,10 @@ private:
   [[nodiscard]] Result<> collect();
   // Says what the kernel lost and cut in the drain.
   void report_drops(const profile::RawProfile& raw) const;
-  // Names the drain's frames, with the targets' labels as they were at the drain.
-  [[nodiscard]] Result<profile::SymbolizedProfile> symbolize(const profile::RawProfile& raw);
+  // Names the drain's frames, with the targets' labels as they were at the drain, which ended at
+  // drained_at (logged with the interval: the moment sample counts are compared with).
+  [[nodiscard]] Result<profile::SymbolizedProfile>
+  symbolize(const profile::RawProfile& raw, Schedule::Steady::time_point drained_at);
   // Unwind tables for the libraries the kernel found unmapped, and for runtimes' new code.
   void follow_unwind_tables();
   void log_unwind_tables() const;
