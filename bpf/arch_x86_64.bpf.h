@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 // x86-64's facts for the unwinder (unwind.bpf.h): registers, the frame-pointer chain, PLT entries,
-// the signal frame and HotSpot's interpreter frame. Userspace's side is unwind/arch_x86_64.h;
+// and the signal frame. Userspace's side is unwind/arch_x86_64.h;
 // another architecture is a file like each, chosen where they are included.
 #ifndef FLAMEBPF_ARCH_X86_64_BPF_H
 #define FLAMEBPF_ARCH_X86_64_BPF_H
@@ -28,11 +28,6 @@ static __always_inline __u64 plt_cfa(__u64 sp, __u64 pc)
 #define FB_SIGCONTEXT_FP 80
 #define FB_SIGCONTEXT_SP 120
 #define FB_SIGCONTEXT_PC 128
-
-// HotSpot's interpreter frame (frame_x86.hpp): its Method* at [fp - 24], the caller's sp at
-// [fp - 8]; the caller's fp and pc as in the frame-pointer chain.
-#define FB_JVM_INTERPRETER_METHOD_AT_FP (-24)
-#define FB_JVM_INTERPRETER_SENDER_SP_AT_FP (-8)
 
 // The saved user registers (struct pt_regs, the layout of the perf_event context's regs and of
 // what bpf_task_pt_regs points at), laid out here rather than taken from vmlinux.h: that type

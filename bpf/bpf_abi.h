@@ -75,9 +75,9 @@ struct fb_cpu_state {
   __u64 counts[FB_COUNTER_MAX];
 };
 
-/* Unwinding without frame pointers. Userspace turns each code file's CFI (and each JVM's code
- * records) into tables of rows; the program unwinds a frame with the row that holds at its pc.
- * A table is shared by every process that maps the same file. */
+/* Unwinding without frame pointers. Userspace turns each code file's CFI (and a runtime's records
+ * of its JIT code) into tables of rows; the program unwinds a frame with the row that holds at its
+ * pc. A table is shared by every process that maps the same file. */
 
 /* How a row finds the caller's frame. CFA (canonical frame address) is the caller's stack pointer
  * just before its call; the return address is at CFA - 8 (x86-64).
@@ -87,15 +87,15 @@ struct fb_cpu_state {
  *   SIGNAL           a signal trampoline: the caller's registers are in the ucontext of the signal
  *                    frame at sp
  *   STOP             the outermost frame (its return address is undefined)
- *   JVM_INTERPRETER  a HotSpot interpreter frame: its Method* is at [fp - 24], the caller's pc at
- *                    [fp + 8], the caller's sp at [fp - 8] and its frame pointer at [fp] */
+ * Kinds from RUNTIME_FIRST on are the runtimes', each defined and stepped by its header in
+ * bpf/runtimes/ (<runtime>_abi.h). */
 #define FB_UNWIND_FRAME_POINTER 0
 #define FB_UNWIND_CFA_SP 1
 #define FB_UNWIND_CFA_FP 2
 #define FB_UNWIND_PLT 3
 #define FB_UNWIND_SIGNAL 4
 #define FB_UNWIND_STOP 5
-#define FB_UNWIND_JVM_INTERPRETER 6
+#define FB_UNWIND_RUNTIME_FIRST 6
 
 /* One row of an unwind table: the rule that holds from pc_offset up to the next row's. Rows are
  * sorted by pc_offset; the last row of a table is FB_UNWIND_FRAME_POINTER and ends it. */
@@ -150,11 +150,10 @@ struct fb_user_stack {
   __u64 frames[FB_MAX_STACK_DEPTH]; /* innermost first; see FB_FRAME_RUNTIME_MARKER */
 };
 
-/* A user frame with this bit set is no code address but a marker a runtime's unwinding left, for
- * the runtime to name (userspace's runtimes/); user addresses never have it. The frame kinds:
- *   JVM_METHOD  a HotSpot Method* (its interpreter frame's method), named by the JVM's records */
+/* A user frame with this bit set is no code address but a marker a runtime's unwinding step left
+ * (bpf/runtimes/), for the runtime that owns the image to name (userspace's runtimes/); user
+ * addresses never have it. */
 #define FB_FRAME_RUNTIME_MARKER (1ULL << 63)
-#define FB_FRAME_JVM_METHOD FB_FRAME_RUNTIME_MARKER
 
 /* Kernel addresses named by the kernel_names program, a batch at a time: the kernel names its own
  * code through bpf_snprintf's %ps, for the few addresses a profile has, and where /proc/kallsyms

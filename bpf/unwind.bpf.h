@@ -353,7 +353,10 @@ static __always_inline void frame_pointer_step(struct fb_unwind_state* state)
   state->fp = caller_fp;
 }
 
-// One frame: push the pc (or an interpreter frame's method), then move to the caller.
+// The runtimes' steps (runtimes/), which use the state and the reads above.
+#include "runtimes/runtimes.bpf.h"
+
+// One frame: push the pc (or what a runtime's row records instead), then move to the caller.
 static long unwind_step(__u32 index, void* context)
 {
   struct fb_unwind_state* state = unwind_state_of_cpu();
@@ -377,17 +380,10 @@ static long unwind_step(__u32 index, void* context)
   if (found && lookup_pc >= mapping.table_base)
     cached_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
 
-  if (row.kind == FB_UNWIND_JVM_INTERPRETER) {
-    __u64 method = 0;
-    if (read_stack(state, state->fp + FB_JVM_INTERPRETER_METHOD_AT_FP, &method, 1)) {
-      unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
-      return 1;
-    }
-    if (!push_frame(state, FB_FRAME_JVM_METHOD | method)) {
-      unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
-      return 1;
-    }
-  } else if (!push_frame(state, pc)) {
+  __u64 frame = pc;
+  if (runtime_frame(state, row.kind, &frame))
+    return 1;
+  if (!push_frame(state, frame)) {
     unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
     return 1;
   }
@@ -462,27 +458,10 @@ static long unwind_step(__u32 index, void* context)
     }
     return 0;
   }
-  case FB_UNWIND_JVM_INTERPRETER: {
-    __u64 fp = state->fp;
-    __u64 caller_pc = 0, caller_sp = 0, caller_fp = 0;
-    if (read_stack(state, fp + FB_JVM_INTERPRETER_SENDER_SP_AT_FP, &caller_sp, 1) ||
-        read_stack(state, fp, &caller_fp, 1) ||
-        read_stack(state, fp + FB_WORD_BYTES, &caller_pc, 1)) {
-      unwind_stop(state, FB_COUNTER_UNWIND_READ_FAILED);
-      return 1;
-    }
-    state->pc = caller_pc;
-    state->sp = caller_sp;
-    state->fp = caller_fp;
-    if (caller_pc == 0) {
-      unwind_stop(state, FB_COUNTER_UNWIND_NO_RETURN);
-      return 1;
-    }
-    break;
-  }
   default:
-    unwind_stop(state, FB_COUNTER_UNWIND_BAD_ROW);
-    return 1;
+    if (runtime_step(state, row.kind))
+      return 1;
+    break;
   }
   if (state->done)
     return 1;

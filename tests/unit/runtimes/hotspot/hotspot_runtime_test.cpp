@@ -163,8 +163,8 @@ TEST(HotSpotRuntime, InterpretedFramesAreNamedByTheJvmRecords)
   // Innermost first: compiled code, then two interpreter frames by their Method*, one the
   // records name and one they do not. A Method* is no return address: never moved back a byte.
   auto profile = symbolizer->symbolize(
-      sample_of({pid, kImageId}, {kCode + 0x110, FB_FRAME_JVM_METHOD | 0x7f3b0b400338,
-                                  FB_FRAME_JVM_METHOD | 0x7f3b0b400339}),
+      sample_of({pid, kImageId}, {kCode + 0x110, FB_FRAME_RUNTIME_MARKER | 0x7f3b0b400338,
+                                  FB_FRAME_RUNTIME_MARKER | 0x7f3b0b400339}),
       {});
   ASSERT_TRUE(profile.has_value());
   ASSERT_EQ(profile->stacks.size(), 1u);

@@ -122,10 +122,10 @@ std::optional<runtimes::NamedCode> HotSpotRuntime::name_code(ProcessTable& proce
 std::optional<profile::Frame>
 HotSpotRuntime::name_marker(ProcessTable& processes, const ImageKey& key, uint64_t frame)
 {
-  if (!(frame & FB_FRAME_JVM_METHOD))
+  if (!(frame & FB_FRAME_RUNTIME_MARKER))
     return std::nullopt;
   if (const JvmRecords* found = records(processes, key, false)) {
-    if (auto name = found->method_name(frame & ~FB_FRAME_JVM_METHOD))
+    if (auto name = found->method_name(frame & ~FB_FRAME_RUNTIME_MARKER))
       return interpreted_frame(*name, options_.java_signatures);
   }
   return profile::Frame{"Interpreter", "", profile::FrameKind::kInterpreted};

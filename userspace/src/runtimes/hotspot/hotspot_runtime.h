@@ -44,7 +44,7 @@ public:
                                                const symbolize::ImageKey& key,
                                                uint64_t address,
                                                bool anonymous) override;
-  // FB_FRAME_JVM_METHOD: the interpreted method, named by the JVM's records; "Interpreter" if
+  // FB_FRAME_RUNTIME_MARKER: the interpreted method, named by the JVM's records; "Interpreter" if
   // they do not name it.
   std::optional<profile::Frame> name_marker(symbolize::ProcessTable& processes,
                                             const symbolize::ImageKey& key,

@@ -146,7 +146,7 @@ std::optional<UnwindTable> build_jit_table(const JvmRecords& records,
       ++dropped.outside_code_cache;
       return;
     }
-    rows.add(interpreter->first, interpreter->second, FB_UNWIND_JVM_INTERPRETER, 0, 0);
+    rows.add(interpreter->first, interpreter->second, FB_UNWIND_HOTSPOT_INTERPRETER, 0, 0);
   };
   for (const JvmCode* code : kept) {
     if (interpreter && !interpreter_added && interpreter->first < code->start)

@@ -7,7 +7,7 @@
 //     (save form: after the sub, CFA = sp + frame_words * 8 with rbp not yet saved)
 //   with a frame, prologue unknown     frame pointers until the frame is complete, then as built
 //   no frame of its own, unknown code  frame pointers
-//   the interpreter                    FB_UNWIND_JVM_INTERPRETER
+//   the interpreter                    FB_UNWIND_HOTSPOT_INTERPRETER
 // HotSpot's compiled code saves the caller's rbp in its frame even without
 // -XX:+PreserveFramePointer, but uses rbp as a general register inside, so rbp is never a CFA
 // base here. The epilogue (after add %rsp, before ret) is not described: a sample there unwinds
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtimes/hotspot/jvm_records.h"
+#include "runtimes/hotspot_abi.h"
 #include "unwind/unwind_table.h"
 
 namespace flamebpf::hotspot {

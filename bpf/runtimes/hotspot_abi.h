@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* HotSpot's part of the unwinding ABI (bpf_abi.h): the row kind that its JIT tables give the
+ * interpreter and the frame it leaves there. Shared by its unwinding step (hotspot.bpf.h) and
+ * userspace's runtimes/hotspot/. */
+#ifndef FLAMEBPF_RUNTIMES_HOTSPOT_ABI_H
+#define FLAMEBPF_RUNTIMES_HOTSPOT_ABI_H
+
+#include "bpf_abi.h"
+
+/* A HotSpot interpreter frame: its Method* is at [fp - 24], the caller's pc at [fp + 8], the
+ * caller's sp at [fp - 8] and its frame pointer at [fp]. The frame recorded is the Method* marked
+ * with FB_FRAME_RUNTIME_MARKER, named by the JVM's records. */
+#define FB_UNWIND_HOTSPOT_INTERPRETER (FB_UNWIND_RUNTIME_FIRST + 0)
+
+#endif

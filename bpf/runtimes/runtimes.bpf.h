@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// The runtimes' unwinding steps: the unwinder (unwind.bpf.h) hands them the rows of kinds from
+// FB_UNWIND_RUNTIME_FIRST on, which their JIT tables give their code. One header per runtime, and
+// one line in each function below.
+#ifndef FLAMEBPF_RUNTIMES_BPF_H
+#define FLAMEBPF_RUNTIMES_BPF_H
+
+#include "hotspot.bpf.h"
+
+// The frame that a row of this kind records in place of the pc (frame is the pc on entry).
+// Returns nonzero if it stopped the unwinding.
+static __always_inline int runtime_frame(struct fb_unwind_state* state, __u8 kind, __u64* frame)
+{
+  if (kind == FB_UNWIND_HOTSPOT_INTERPRETER)
+    return hotspot_interpreter_frame(state, frame);
+  return 0;
+}
+
+// Moves to the caller of a frame whose row is of a runtime's kind. Returns nonzero if it stopped
+// the unwinding (an unknown kind is a bad row).
+static __always_inline int runtime_step(struct fb_unwind_state* state, __u8 kind)
+{
+  if (kind == FB_UNWIND_HOTSPOT_INTERPRETER)
+    return hotspot_interpreter_step(state);
+  unwind_stop(state, FB_COUNTER_UNWIND_BAD_ROW);
+  return 1;
+}
+
+#endif
