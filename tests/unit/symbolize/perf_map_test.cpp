@@ -346,7 +346,7 @@ TEST_F(PerfMapReaderTest, AnIntervalReadsAtMostItsBudgetHoweverOftenItRefreshes)
   PerfMapReader reader(7, 1, proc());
   for (int poll = 0; poll < 10; ++poll)
     reader.refresh();
-  EXPECT_EQ(reader.intervals_over_budget(), 1u);
+  EXPECT_EQ(reader.file().intervals_over_budget(), 1u);
   EXPECT_FALSE(reader.table().find(0x2000).has_value());
   EXPECT_LT(reader.table().size(), count);
   EXPECT_GT(reader.table().size(), count / 2);
@@ -354,7 +354,7 @@ TEST_F(PerfMapReaderTest, AnIntervalReadsAtMostItsBudgetHoweverOftenItRefreshes)
   reader.refresh();
   ASSERT_TRUE(reader.table().find(0x2000).has_value());
   EXPECT_EQ(reader.table().find(0x2000)->name, "Last.line()");
-  EXPECT_EQ(reader.intervals_over_budget(), 1u);
+  EXPECT_EQ(reader.file().intervals_over_budget(), 1u);
 }
 
 } // namespace

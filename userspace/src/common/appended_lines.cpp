@@ -188,4 +188,21 @@ void AppendedLines::read(const std::function<void()>& on_start_over,
   }
 }
 
+AppendedLinesReader::AppendedLinesReader(uint32_t host_pid,
+                                         std::string proc_root,
+                                         std::string path_in_root,
+                                         AppendedLines::Budgets budgets,
+                                         std::string refusal_cost)
+    : file_(
+          host_pid, std::move(proc_root), std::move(path_in_root), budgets, std::move(refusal_cost))
+{
+}
+
+void AppendedLinesReader::refresh()
+{
+  file_.read([this] { start_over(); }, [this](std::string_view line) { take_line(line); });
+  report();
+  file_.report();
+}
+
 } // namespace flamebpf

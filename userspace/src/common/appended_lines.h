@@ -113,4 +113,40 @@ private:
   bool refused_reported_ = false;
 };
 
+// What turns one process's appended lines into a table (a perf map, a runtime's records): each
+// refresh() reads what is new within the interval's budgets, starting the table over when the
+// lines read before no longer hold, then logs each kind of trouble once. A file not owned by the
+// process's user or root is not read, and what was read of an earlier file is dropped. Readers
+// differ only in their three steps below.
+class AppendedLinesReader {
+public:
+  virtual ~AppendedLinesReader() = default;
+
+  // Never blocks on the file.
+  void refresh();
+  // A new interval begins: its budgets are whole again.
+  void begin_interval() { file_.begin_interval(); }
+  // The file was rewritten in place: the next refresh reads it again from its start. Safe from
+  // any thread.
+  void reread() { file_.reread(); }
+  // The file: where it is, whether it was found, when it was last written as the last refresh saw
+  // it, its budgets' cuts and refusals.
+  const AppendedLines& file() const { return file_; }
+
+protected:
+  AppendedLinesReader(uint32_t host_pid,
+                      std::string proc_root,
+                      std::string path_in_root,
+                      AppendedLines::Budgets budgets,
+                      std::string refusal_cost);
+
+  // The lines taken before no longer hold: the table is emptied.
+  virtual void start_over() = 0;
+  virtual void take_line(std::string_view line) = 0;
+  // After each read, the reader's own trouble (the file's is logged after it).
+  virtual void report() = 0;
+
+  AppendedLines file_;
+};
+
 } // namespace flamebpf

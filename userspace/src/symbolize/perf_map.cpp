@@ -124,11 +124,11 @@ PerfMapReader::PerfMapReader(uint32_t host_pid,
                              uint32_t ns_pid,
                              std::string proc_root,
                              std::shared_ptr<MemoryShare> share)
-    : file_(host_pid,
-            std::move(proc_root),
-            "/tmp/perf-" + std::to_string(ns_pid) + ".map",
-            {kMaxLine, kMaxReadPerInterval, kMaxParsePerInterval},
-            "its JIT frames stay unnamed")
+    : AppendedLinesReader(host_pid,
+                          std::move(proc_root),
+                          "/tmp/perf-" + std::to_string(ns_pid) + ".map",
+                          {kMaxLine, kMaxReadPerInterval, kMaxParsePerInterval},
+                          "its JIT frames stay unnamed")
 {
   table_.charge_to(std::move(share));
 }
@@ -139,32 +139,25 @@ void PerfMapReader::report()
   // (and debug lines).
   if (bad_lines() != bad_lines_reported_) {
     if (bad_lines_reported_ == 0)
-      spdlog::warn("{}: skipped {} malformed lines", path(), bad_lines());
+      spdlog::warn("{}: skipped {} malformed lines", file_.path(), bad_lines());
     else
-      spdlog::debug("{}: {} malformed lines skipped so far", path(), bad_lines());
+      spdlog::debug("{}: {} malformed lines skipped so far", file_.path(), bad_lines());
     bad_lines_reported_ = bad_lines();
   }
   if (ignored_lines_ > 0 && !full_reported_) {
-    spdlog::warn("{}: more than {} entries; later ones are ignored", path(), kMaxEntries);
+    spdlog::warn("{}: more than {} entries; later ones are ignored", file_.path(), kMaxEntries);
     full_reported_ = true;
   }
   if (long_names_ > 0 && !long_names_reported_) {
-    spdlog::warn("{}: names longer than {} KiB are cut short, ending in {}", path(),
+    spdlog::warn("{}: names longer than {} KiB are cut short, ending in {}", file_.path(),
                  kMaxPerfMapName >> 10, kTruncated);
     long_names_reported_ = true;
   }
   if (names_over_budget_ > 0 && !names_over_budget_reported_) {
-    spdlog::warn("{}: its names take more than {} MiB; further names are read as {}", path(),
+    spdlog::warn("{}: its names take more than {} MiB; further names are read as {}", file_.path(),
                  PerfMapTable::kMaxNameBytes >> 20, kTruncated);
     names_over_budget_reported_ = true;
   }
-  file_.report();
-}
-
-void PerfMapReader::refresh()
-{
-  file_.read([this] { table_.clear(); }, [this](std::string_view line) { take_line(line); });
-  report();
 }
 
 void PerfMapReader::take_line(std::string_view line)

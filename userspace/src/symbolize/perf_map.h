@@ -1,5 +1,5 @@
-// /tmp/perf-<pid>.map files, where JITs (the JVM through flamebpf's agent, perf-map-agent or
-// `jcmd Compiler.perfmap`; also Node.js and others) name the code they generate: one line
+// /tmp/perf-<pid>.map files, where JITs (Java through flamebpf's agent, perf-map-agent or
+// `jcmd Compiler.perfmap`; Node.js and others) name the code they generate: one line
 // "<hex start> <hex size> <name>" per piece of code, later lines winning where ranges overlap.
 // A map is read through the process's own root: it sits in the container's /tmp, and the
 // container is not trusted. As perf does, a map is believed only if the process's user or root
@@ -11,7 +11,7 @@
 //                ~100 bytes, and flamebpf's agent joins at most MaxInlineLevel + 1 = 16 of them
 //                into an inline chain); a line longer than PerfMapReader::kMaxLine is skipped.
 //   per map      PerfMapReader::kMaxEntries ranges and PerfMapTable::kMaxNameBytes of names
-//                (a big JVM has ~100k pieces of code, named in ~100 bytes on average).
+//                (a big Java service has ~100k pieces of code, named in ~100 bytes on average).
 //   per process  PerfMapReader::kMaxParsePerInterval bytes of lines parsed and kMaxReadPerInterval
 //                bytes read per interval, and one read from the start, however often the map is
 //                polled, replaced or rewritten: the rest waits for the next interval.
@@ -84,7 +84,8 @@ public:
   size_t name_bytes() const { return name_bytes_; }
   void clear();
 
-  // Enough for ~100k pieces of code named in ~300 bytes each, three times what a big JVM holds.
+  // Enough for ~100k pieces of code named in ~300 bytes each, three times what a big Java service
+  // holds.
   static constexpr size_t kMaxNameBytes = 32 << 20;
   // What a range and a name cost besides the name's text, as charged to the share: a node of the
   // map, and a name's shared block.
@@ -113,11 +114,12 @@ private:
   uint64_t share_refusals_ = 0;
 };
 
-// Reads one process's perf map incrementally, through AppendedLines (common/appended_lines.h):
-// each refresh() takes what was appended since the last, starting over when the file was
-// replaced (an atomic rewrite) or shrank. The file stays open, so the map of a process that
-// exited can still be read to its end.
-class PerfMapReader {
+// Reads one process's perf map incrementally (common/appended_lines.h): each refresh() takes what
+// was appended since the last, starting over when the file was replaced (an atomic rewrite) or
+// shrank, or was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written
+// whole; reread() says so). The file stays open, so the map of a process that exited can still
+// be read to its end.
+class PerfMapReader final : public AppendedLinesReader {
 public:
   // host_pid names the process on the host; ns_pid is its pid inside its own pid namespace,
   // which names the map. proc_root is normally "/proc".
@@ -126,17 +128,6 @@ public:
                 uint32_t ns_pid,
                 std::string proc_root = "/proc",
                 std::shared_ptr<MemoryShare> share = nullptr);
-
-  // Reads what is new, within what is left of this interval's budgets. Never blocks on the file.
-  // A map file not owned by the process's user or root is not read, and what was read of an
-  // earlier file is dropped: that file is no longer the map. Each kind of trouble (malformed
-  // lines, a budget that cut, a refused owner) is logged once per reader, and counted.
-  void refresh();
-  // A new interval begins: its budgets are whole again.
-  void begin_interval() { file_.begin_interval(); }
-  // The map was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written
-  // whole): the next refresh reads it again from its start. Safe from any thread.
-  void reread() { file_.reread(); }
 
   const PerfMapTable& table() const { return table_; }
   // Lines skipped as malformed or too long, since the reader was made.
@@ -147,21 +138,6 @@ public:
   // up PerfMapTable::kMaxNameBytes.
   uint64_t long_names() const { return long_names_; }
   uint64_t names_over_budget() const { return names_over_budget_; }
-  // Intervals whose budget ran out before the map was read to its end (or before a replaced map
-  // could be read again); the rest waited for the next interval.
-  uint64_t intervals_over_budget() const { return file_.intervals_over_budget(); }
-  // Map files refused for their owner; the owner of the last one, and the process's effective
-  // uid then (nullopt if the process was gone).
-  uint64_t refused_files() const { return file_.refused_files(); }
-  uint32_t refused_owner() const { return file_.refused_owner(); }
-  std::optional<uint32_t> refused_for_euid() const { return file_.refused_for_euid(); }
-  // Whether the map was found (now or earlier) and is being read.
-  bool found() const { return file_.found(); }
-  // Where the map is, for messages: /proc/<pid>/root/tmp/perf-<ns_pid>.map.
-  std::string path() const { return file_.path(); }
-  // When the map file was last written, as the last refresh saw it (asking the file system now
-  // could stall); nullopt if it was never found.
-  std::optional<std::chrono::system_clock::time_point> modified() const { return file_.modified(); }
 
   static constexpr size_t kMaxLine = 64 * 1024; // longer lines are skipped
   // Per interval, however many refreshes. Skipping an overlong line is cheap (no parsing), so it
@@ -169,15 +145,15 @@ public:
   static constexpr size_t kMaxParsePerInterval = 32 << 20;
   static constexpr size_t kMaxReadPerInterval = 256 << 20;
   // About 100 bytes each besides their names. A JIT with more live pieces of code than this is
-  // far beyond any real JVM; its later lines are ignored.
+  // far beyond any real runtime; its later lines are ignored.
   static constexpr size_t kMaxEntries = 256 * 1024;
 
 private:
-  void take_line(std::string_view line);
+  void start_over() override { table_.clear(); }
+  void take_line(std::string_view line) override;
   // Logs each kind of trouble the first time it happens.
-  void report();
+  void report() override;
 
-  AppendedLines file_;
   PerfMapTable table_;
   uint64_t bad_lines_ = 0; // malformed; overlong ones are the file's
   uint64_t ignored_lines_ = 0;

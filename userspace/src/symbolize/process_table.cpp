@@ -388,7 +388,7 @@ bool ProcessImage::perf_map_usable()
 {
   if (perf_map_stalled &&
       perf_map_stalled->wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    spdlog::info("{}: answers again", perf_map->path());
+    spdlog::info("{}: answers again", perf_map->file().path());
     perf_map_stalled.reset();
   }
   return perf_map && !perf_map_stalled;
@@ -405,14 +405,14 @@ void ProcessTable::refresh_perf_map(ProcessImage& image)
   });
   if (!outcome) {
     spdlog::debug("{}: not read, too many reads of targets' files are stalled",
-                  image.perf_map->path());
+                  image.perf_map->file().path());
     return;
   }
   if (outcome->stalled) {
     image.perf_map_stalled = outcome->result;
     spdlog::warn("{}: no answer within {} ms (its file system stalls); its JIT frames stay "
                  "unnamed until it answers",
-                 image.perf_map->path(), kStallLimit.count());
+                 image.perf_map->file().path(), kStallLimit.count());
   }
 }
 
@@ -472,8 +472,9 @@ std::vector<PerfMapStatus> ProcessTable::perf_maps() const
   for (const auto& [key, image] : processes_) {
     if (!image.perf_map || image.perf_map_stalled)
       continue;
-    if (auto modified = image.perf_map->modified())
-      maps.push_back({key.pid, image.perf_map->path(), *modified, image.perf_map->table().size()});
+    if (auto modified = image.perf_map->file().modified())
+      maps.push_back(
+          {key.pid, image.perf_map->file().path(), *modified, image.perf_map->table().size()});
   }
   return maps;
 }

@@ -154,7 +154,7 @@ TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
   std::ofstream(file) << "flamebpf-unwind 1\ncode 1000 100 6 10 push 8 c\ngarbage\ncode 2000";
   JvmRecordsReader reader(42, 7, proc);
   reader.refresh();
-  ASSERT_TRUE(reader.found());
+  ASSERT_TRUE(reader.file().found());
   EXPECT_EQ(reader.records().code().size(), 1u);
   EXPECT_EQ(reader.bad_lines(), 1u);
   // The unfinished line waits for its end.

@@ -193,18 +193,17 @@ JvmRecordsReader::JvmRecordsReader(uint32_t host_pid,
                                    uint32_t ns_pid,
                                    std::string proc_root,
                                    std::shared_ptr<MemoryShare> share)
-    : file_(host_pid,
-            std::move(proc_root),
-            "/tmp/flamebpf-" + std::to_string(ns_pid) + ".unwind",
-            {kMaxLine, kMaxReadPerInterval, kMaxReadPerInterval},
-            "its Java frames unwind by frame pointers")
+    : AppendedLinesReader(host_pid,
+                          std::move(proc_root),
+                          "/tmp/flamebpf-" + std::to_string(ns_pid) + ".unwind",
+                          {kMaxLine, kMaxReadPerInterval, kMaxReadPerInterval},
+                          "its Java frames unwind by frame pointers")
 {
   records_.charge_to(std::move(share));
 }
 
-void JvmRecordsReader::refresh()
+void JvmRecordsReader::report()
 {
-  file_.read([this] { records_.clear(); }, [this](std::string_view line) { take_line(line); });
   if (bad_lines() > 0 && !bad_lines_reported_) {
     spdlog::warn("{}: {} malformed unwind records skipped; the code they describe unwinds by "
                  "frame pointers",
@@ -217,7 +216,6 @@ void JvmRecordsReader::refresh()
                  file_.path(), ignored_records_);
     ignored_reported_ = true;
   }
-  file_.report();
 }
 
 void JvmRecordsReader::take_line(std::string_view line)

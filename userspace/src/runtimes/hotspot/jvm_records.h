@@ -93,10 +93,10 @@ private:
   uint64_t overlaps_ = 0;
 };
 
-// Reads one JVM's records incrementally, through AppendedLines (common/appended_lines.h) as
-// perf maps are read: each refresh() takes what was appended since the last, starting over if the
-// file was replaced or shrank.
-class JvmRecordsReader {
+// Reads one JVM's records incrementally (common/appended_lines.h), as perf maps are read: each
+// refresh() takes what was appended since the last, starting over if the file was replaced or
+// shrank.
+class JvmRecordsReader final : public AppendedLinesReader {
 public:
   // host_pid names the process on the host; ns_pid, its pid in its own namespace, names the
   // file. proc_root is normally "/proc". What the records hold is charged to share (nothing is,
@@ -106,27 +106,19 @@ public:
                    std::string proc_root = "/proc",
                    std::shared_ptr<MemoryShare> share = nullptr);
 
-  // Reads what is new within this interval's budget; never blocks on the file. Logs each kind of
-  // trouble once.
-  void refresh();
-  // A new interval begins: the budget is whole again.
-  void begin_interval() { file_.begin_interval(); }
-
   const JvmRecords& records() const { return records_; }
-  // Lines skipped as malformed or too long; records ignored for a budget; refused files.
+  // Lines skipped as malformed or too long; records ignored for a budget. The file says the rest.
   uint64_t bad_lines() const { return bad_lines_ + file_.overlong_lines(); }
   uint64_t ignored_records() const { return ignored_records_; }
-  uint64_t refused_files() const { return file_.refused_files(); }
-  // Whether the file was found and is read.
-  bool found() const { return file_.found(); }
 
   static constexpr size_t kMaxLine = 8 * 1024;
   static constexpr size_t kMaxReadPerInterval = 32 << 20;
 
 private:
-  void take_line(std::string_view line);
+  void start_over() override { records_.clear(); }
+  void take_line(std::string_view line) override;
+  void report() override;
 
-  AppendedLines file_;
   JvmRecords records_;
   uint64_t bad_lines_ = 0; // malformed; overlong ones are the file's
   uint64_t ignored_records_ = 0;
