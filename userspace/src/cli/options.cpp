@@ -85,11 +85,7 @@ void add_options(CLI::App& app, Config& config)
       ->needs(all);
   app.add_flag("--target-frame", config.target_frame,
                "Start every stack with its target's name, so one file separates targets");
-  app.add_flag("--java-signatures", config.java_signatures,
-               "Name Java frames with their parameter types: Foo.bar(long, int[])");
-  app.add_flag("!--no-attach", config.attach,
-               "Do not load flamebpf's agent into JVMs; Java frames are named from perf maps "
-               "something else keeps, or read from the JVM's code cache");
+  runtimes::add_runtime_options(app, config.runtimes);
   app.add_option("--debuginfod", config.debuginfod_urls,
                  "Fetch the debug files of stripped files by build ID from these debuginfod "
                  "servers (space-separated URLs), in the background; never from "
@@ -117,8 +113,9 @@ void add_options(CLI::App& app, Config& config)
       ->check(CLI::Range(0u, 1u << 12))
       ->capture_default_str();
   app.add_option("--target-memory", config.target_memory_mib,
-                 "MiB at most of what targets make flamebpf hold (their perf maps' names, JVM "
-                 "records, ELF symbols), shared among them: one target may hold the larger of its "
+                 "MiB at most of what targets make flamebpf hold (their perf maps' names, "
+                 "runtimes' records, ELF symbols), shared among them: one target may hold the "
+                 "larger of its "
                  "part and a sixteenth")
       ->check(CLI::Range(16u, 1u << 16))
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include "dumps/retention.h"
 #include "emit/formats.h"
 #include "emit/svg.h"
+#include "runtimes/runtime_options.h"
 
 namespace flamebpf::cli {
 
@@ -30,8 +31,7 @@ struct Config {
   bool all_containers = false;
   bool containers_only = false;
   bool target_frame = false;
-  bool java_signatures = false; // Java frames with parameter types
-  bool attach = true;           // attach flamebpf's agent to JVMs that keep no perf map
+  runtimes::RuntimeOptions runtimes;
   uint32_t stack_storage = 8192;
   // MiB of kernel memory for the unwind tables of code without frame pointers; 0: unwind by
   // frame pointers only.

@@ -79,8 +79,8 @@ const char* role_name(Role role)
     return "the start";
   case Role::kPipeline:
     return "the pipeline";
-  case Role::kJvmAttacher:
-    return "the JVM attacher";
+  case Role::kRuntimeAttacher:
+    return "the runtimes' attacher";
   case Role::kScreen:
     return "top's screen";
   case Role::kNone:
@@ -187,10 +187,11 @@ CapabilitySet role_set(Role role, CapabilitySet permitted, const RunNeeds& needs
       wanted = wanted | CapabilitySet{kChown};
     break;
   }
-  case Role::kJvmAttacher:
+  case Role::kRuntimeAttacher:
     wanted = kReadProcesses;
-    // Signalling JVMs (SIGQUIT), acting as their users and giving them the agent's file.
-    if (needs.attach_jvms)
+    // Signalling a runtime's processes to attach (SIGQUIT), acting as their users and giving them
+    // the agent's file.
+    if (needs.attach_agents)
       wanted = wanted | CapabilitySet{kKill, kSetuid, kSetgid, kChown};
     break;
   case Role::kScreen:
@@ -205,7 +206,7 @@ CapabilitySet role_set(Role role, CapabilitySet permitted, const RunNeeds& needs
     // (CAP_SYSLOG); libbpf's raise of RLIMIT_MEMLOCK on kernels before 5.11 (CAP_SYS_RESOURCE);
     // --listen on a port below 1024.
     wanted = role_set(Role::kPipeline, permitted, needs) |
-             role_set(Role::kJvmAttacher, permitted, needs) |
+             role_set(Role::kRuntimeAttacher, permitted, needs) |
              role_set(Role::kScreen, permitted, needs) |
              CapabilitySet{kSysAdmin, kSyslog, kSysResource};
     if (needs.bind_privileged_port)

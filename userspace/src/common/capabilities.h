@@ -102,8 +102,9 @@ enum class Role {
   // The pipeline's thread after its start, and the threads it starts from then on (the readers of
   // targets' files): sampling and reading any process's files.
   kPipeline,
-  // The worker that loads flamebpf's agent into JVMs (or, with --no-attach, only reads them).
-  kJvmAttacher,
+  // The worker that loads flamebpf's agent into runtimes that take one (runtimes/), or with
+  // --no-attach only reads them.
+  kRuntimeAttacher,
   // top's screen, which saves the view's profile into the working directory.
   kScreen,
   // Threads that only talk to servers or clients: debuginfod's fetchers, the HTTP server's.
@@ -112,7 +113,7 @@ enum class Role {
 
 // What the run asks for beyond sampling, from its options.
 struct RunNeeds {
-  bool attach_jvms = true; // --no-attach is not given
+  bool attach_agents = true; // --no-attach is not given
   // Profile files go to the user who ran sudo (chown): a recording's, which the pipeline's thread
   // writes, or the views top's screen saves.
   bool chown_profiles = false;

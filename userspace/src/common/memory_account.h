@@ -1,7 +1,7 @@
 // One budget for everything targets can make flamebpf hold: the names of their perf maps, their
-// JVMs' unwind records, the symbols and inline indexes of their ELF files. Each object keeps its
-// own budget as well (perf_map.h, jvm_records.h); this one bounds their sum, so that no number of
-// processes, maps or files can take flamebpf past the memory limit it is shipped with.
+// runtimes' records, the symbols and inline indexes of their ELF files. Each object keeps its
+// own budget as well (perf_map.h, each runtime's readers); this one bounds their sum, so that no
+// number of processes, maps or files can take flamebpf past the memory limit it is shipped with.
 //
 // The account is split into shares, one per target (a container, a pod, the host outside them):
 // a share may hold at most the larger of the account divided among the live shares and a
@@ -73,7 +73,7 @@ public:
   // (2 GiB), which also holds flamebpf's own intervals, answers, kernel maps and code.
   static constexpr uint64_t kDefaultTotalBytes = uint64_t{1} << 30;
   // A share's floor, as a part of the account: a node's many small containers each keep enough
-  // for a JVM's names, and sixteen targets at their floor fill the account.
+  // for a Java service's names, and sixteen targets at their floor fill the account.
   static constexpr uint64_t kFloorDivisor = 16;
 
 private:

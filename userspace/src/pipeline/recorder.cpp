@@ -130,7 +130,7 @@ Result<> Recorder::start()
   if (!kernel_names)
     return fail(kernel_names.error());
   symbolize::SymbolizerOptions symbolizer_options;
-  symbolizer_options.java_signatures = config_.java_signatures;
+  symbolizer_options.java_signatures = config_.runtimes.java_signatures;
   symbolizer_options.memory = MemoryAccount::create(uint64_t{config_.target_memory_mib} << 20);
   if (!config_.debuginfod_urls.empty()) {
     symbolize::DebuginfodOptions fetching;
@@ -152,9 +152,7 @@ Result<> Recorder::start()
   }
   symbolizer_.emplace(std::move(*kernel_names), symbolizer_options);
   symbolizer_->set_targets(targets_.names());
-  runtimes::RuntimeOptions runtime_options;
-  runtime_options.java_signatures = config_.java_signatures;
-  runtime_options.attach = config_.attach;
+  runtimes::RuntimeOptions runtime_options = config_.runtimes;
   runtime_options.unwinder = unwind_tables_.has_value();
   for (auto& runtime : runtimes::make_runtimes(runtime_options))
     symbolizer_->add_runtime(std::move(runtime));
@@ -486,7 +484,7 @@ Result<RecordSummary> Recorder::run()
 caps::RunNeeds capability_needs(const cli::Config& config)
 {
   caps::RunNeeds needs;
-  needs.attach_jvms = config.attach;
+  needs.attach_agents = config.runtimes.attach;
   // Profile files (a recording's, or the views top saves) go to the user who ran sudo.
   bool to_sudo_user = profile_file_access().owner_uid.has_value();
   bool top = config.mode == cli::Mode::kTop;

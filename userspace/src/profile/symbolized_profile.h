@@ -17,7 +17,7 @@ enum class FrameKind : uint8_t {
   kUnknown,     // unresolved: shown as "[unknown]" or "module+0xoffset"
   kJit,         // a JIT-compiled Java method, from a perf map
   kInlined,     // a function inlined into the frame before it: by the JIT (Java) or the compiler
-  kInterpreted, // a Java method run by the interpreter, named from the JVM agent's records
+  kInterpreted, // a method run by a runtime's interpreter, named by that runtime (runtimes/)
 };
 
 struct Frame {

@@ -7,16 +7,9 @@
 #include <vector>
 
 #include "runtimes/runtime.h"
+#include "runtimes/runtime_options.h"
 
 namespace flamebpf::runtimes {
-
-struct RuntimeOptions {
-  bool java_signatures = false; // Java frames with their parameter types
-  bool attach = true;           // load flamebpf's agent into JVMs (--no-attach: not)
-  // The sampler unwinds by the tables runtimes give (the unwinder is on).
-  bool unwinder = false;
-  std::string proc_root = "/proc";
-};
 
 std::vector<std::unique_ptr<Runtime>> make_runtimes(const RuntimeOptions& options);
 

@@ -26,15 +26,15 @@ namespace flamebpf::symbolize {
 // the index under construction. flamebpf's whole process aims at 30 MiB resident, and builds run
 // inside it; past this, no further unit is read and the index holds the units read so far.
 inline constexpr size_t kMaxInlineBuildBytes = 24 << 20;
-// .debug_info as read (after inflating), streamed in steps: libjvm.so's is about 250 MB, and a
-// gigabyte of it would take seconds of background CPU, which is as far as a build may go.
+// .debug_info as read (after inflating), streamed in steps: a JDK's VM library's is about 250 MB,
+// and a gigabyte of it would take seconds of background CPU, which is as far as a build may go.
 inline constexpr uint64_t kMaxDebugInfoBytes = 1ull << 30;
 // One unit (compile unit) held at once; larger ones are skipped and counted. LTO units of large
 // C++ programs reach a few MiB; a third of the build's budget.
 inline constexpr size_t kMaxDwarfUnitBytes = 8 << 20;
 // The largest size a side section may state. .debug_str, .debug_line_str, .debug_abbrev,
 // .debug_ranges and .debug_rnglists are read through a window that moves forward (pread on
-// demand, or inflating in steps), never held whole; libjvm's inflate to 5-10 MB each.
+// demand, or inflating in steps), never held whole; that library's inflate to 5-10 MB each.
 inline constexpr uint64_t kMaxDwarfSectionBytes = 64 << 20;
 // .debug_str_offsets and .debug_addr, read at random by index, are held whole, up to this each
 // (the table of one large clang program is a few MiB); larger ones are not read.
@@ -55,7 +55,7 @@ inline constexpr size_t kMaxDieNesting = 256;
 inline constexpr size_t kMaxRangesPerList = 16384;
 // DW_AT_abstract_origin and DW_AT_specification links followed to find a name.
 inline constexpr size_t kMaxNameHops = 8;
-// One build's CPU on a background thread: reading stops after this long (libjvm's 150 MB of
+// One build's CPU on a background thread: reading stops after this long (the VM library's 150 MB of
 // .debug_info takes a few seconds), and demangling after kMaxDemanglingTime, leaving the rest of
 // the names mangled (a hostile file can hold thousands of names that each take the demangler's
 // whole time budget).

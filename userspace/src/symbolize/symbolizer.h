@@ -23,9 +23,9 @@ namespace flamebpf::symbolize {
 // them:
 // A frame's name (and module): real names, even C++ templates, are well below this.
 inline constexpr size_t kMaxFrameName = 8 * 1024;
-// User frames per stack after inline expansion: the kernel gives at most 127, and HotSpot inlines
-// at most MaxInlineLevel (15) methods into each, so ~2,000 at most. (The kernel's own frames, at
-// most 127, are named by the kernel.)
+// User frames per stack after inline expansion: the kernel gives at most 127, and Java's JIT
+// inlines at most MaxInlineLevel (15) methods into each, so ~2,000 at most. (The kernel's own
+// frames, at most 127, are named by the kernel.)
 inline constexpr size_t kMaxStackFrames = 4096;
 // Bytes of frame names (and modules) per stack: 4,096 frames of 256 bytes.
 inline constexpr size_t kMaxStackNameBytes = 1 << 20;

@@ -23,7 +23,8 @@ namespace flamebpf::unwind {
 inline constexpr size_t kMaxCfiSectionBytes = 64 << 20;
 // The most rows one file's table holds (16 MiB of map, a quarter of a 64 MiB host budget); FDEs
 // past it are dropped (and counted), leaving their code to the frame pointer. The largest files
-// measured here: libLLVM.so.19 1.2 M rows, cc1plus 517 k, libjvm.so (JDK 25) 231 k, libc.so.6 28 k.
+// measured here: libLLVM.so.19 1.2 M rows, cc1plus 517 k, JDK 25's VM library 231 k, libc.so.6 28
+// k.
 inline constexpr size_t kMaxCfiRows = 2 << 20;
 // How deep DW_CFA_remember_state may nest; deeper, the FDE is malformed.
 inline constexpr size_t kMaxCfaStateDepth = 16;

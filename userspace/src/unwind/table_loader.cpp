@@ -16,7 +16,7 @@
 namespace flamebpf::unwind {
 namespace {
 
-// A process's maps are a few KiB; a JVM's with many threads, a few hundred.
+// A process's maps are a few KiB; a JIT runtime's with many threads, a few hundred.
 constexpr size_t kMaxMapsBytes = 4 << 20;
 
 Result<FileTable> table_of(const ElfReader& elf)

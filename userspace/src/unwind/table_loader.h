@@ -95,7 +95,7 @@ public:
   void forget_image(uint32_t pid, uint32_t image_id);
 
   // Installs (or replaces) a table for the code at [start, end) of a process image, such as a
-  // JVM's compiled code: table.base_address is the absolute address of pc_offset 0 (no load
+  // runtime's JIT code: table.base_address is the absolute address of pc_offset 0 (no load
   // bias). The new rows are written before the image points at them, so a sample sees the old
   // table or the new, whole; then the old rows are freed. Fails if the rows do not fit.
   [[nodiscard]] Result<> install_code_table(

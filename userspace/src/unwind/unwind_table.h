@@ -1,5 +1,6 @@
 // What the sampler's unwinder knows about one piece of code: the rows of bpf_abi.h, in the form
-// the table builders (a file's CFI, a JVM's code records) hand to the sampler that loads them.
+// the table builders (a file's CFI, a runtime's records of its JIT code) hand to the sampler that
+// loads them.
 #pragma once
 
 #include <cstdint>

@@ -136,7 +136,8 @@ Result<> write_perf_map(const AttachTarget& target, std::chrono::milliseconds ti
 
 AgentAttacher::AgentAttacher(std::span<const unsigned char> agent_library, AttacherOptions options)
     : library_(agent_library), options_(std::move(options)),
-      worker_(caps::start_thread(caps::Role::kJvmAttacher, "flamebpf-attach", [this] { run(); }))
+      worker_(
+          caps::start_thread(caps::Role::kRuntimeAttacher, "flamebpf-attach", [this] { run(); }))
 {
 }
 
