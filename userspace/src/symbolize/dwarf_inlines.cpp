@@ -15,6 +15,7 @@
 #include "dwarf/constants.h"
 #include "dwarf/forms.h"
 #include "dwarf/section_stream.h"
+#include "dwarf/units.h"
 #include "symbolize/demangle.h"
 #include "symbolize/name_cut.h"
 
@@ -153,71 +154,37 @@ public:
       counts_.info_cut = true;
     uint64_t info_size = std::min(info.declared_size(), kMaxDebugInfoBytes);
 
-    uint64_t offset = 0;
+    uint64_t offset = 0; // where the units read or passed over end
     auto deadline = std::chrono::steady_clock::now() + kMaxInlineBuildTime;
+    UnitWalk walk(info);
     while (!counts_.budget_reached) {
       if (std::chrono::steady_clock::now() > deadline) {
         counts_.out_of_time = true;
         break;
       }
-      unit_.clear();
-      auto got = info.pull(unit_, 4);
-      if (!got) {
-        problems_.push_back(got.error().message);
+      auto extent = walk.next(unit_);
+      if (!extent)
         break;
-      }
-      if (*got == 0)
-        break;
-      ByteCursor head(unit_);
-      uint64_t length = head.fixed(4);
-      uint8_t offset_size = 4;
-      if (length == 0xffffffff) {
-        auto more = info.pull(unit_, 8);
-        head = ByteCursor(unit_, head.position());
-        length = head.fixed(8);
-        offset_size = 8;
-        if (!more || !head.ok()) {
-          counts_.info_ends_early = true;
-          break;
-        }
-      } else if (length >= 0xfffffff0 || !head.ok()) {
-        // Reserved lengths: nothing after can be found.
-        ++counts_.units_malformed;
-        break;
-      }
-      size_t header_size = unit_.size();
-      if (length < 2) {
-        // Not even a version: zeros or garbage, after which no unit can be found.
-        ++counts_.units_malformed;
-        break;
-      }
-      if (length > kMaxDwarfUnitBytes) {
+      if (extent->length > kMaxDwarfUnitBytes) {
         ++counts_.units_too_large;
-        auto skipped = info.skip(length);
-        if (!skipped || *skipped < length)
+        if (!walk.skip(*extent))
           break;
-        offset += header_size + length;
+        offset = extent->end();
         continue;
       }
       // The unit's buffer grows to its length while the old one is still held.
-      size_t growth = header_size + length > unit_.capacity() ? header_size + length : 0;
+      size_t unit_size = extent->header_size + extent->length;
+      size_t growth = unit_size > unit_.capacity() ? unit_size : 0;
       if (held() + growth > limit_) {
         counts_.budget_reached = true;
         break;
       }
-      auto body = info.pull(unit_, length);
-      if (!body) {
-        problems_.push_back(body.error().message);
+      if (!walk.read(unit_, *extent))
         break;
-      }
-      if (*body < length) {
-        counts_.info_ends_early = !info.cut_by_budget();
-        break;
-      }
       size_t mark = ranges_held_.size();
       size_t list_mark = lists_.size();
       unit_calls_.clear();
-      read_unit(unit_, offset, header_size, offset_size);
+      read_unit(unit_, *extent);
       if (counts_.budget_reached || !keep_unit(mark, list_mark)) {
         // A unit is kept whole or not at all, so that what the index holds is what DWARF says.
         counts_.budget_reached = true;
@@ -226,7 +193,21 @@ public:
         break;
       }
       ++units_read_;
-      offset += header_size + length;
+      offset = extent->end();
+    }
+    switch (walk.end()) {
+    case WalkEnd::kMalformed:
+      ++counts_.units_malformed;
+      break;
+    case WalkEnd::kCut:
+      counts_.info_ends_early = !info.cut_by_budget();
+      break;
+    case WalkEnd::kFailed:
+      problems_.push_back(walk.error());
+      break;
+    case WalkEnd::kNone:
+    case WalkEnd::kEnded:
+      break;
     }
     info_fraction_ =
         info_size == 0 ? 1.0 : static_cast<double>(offset) / static_cast<double>(info_size);
@@ -777,40 +758,27 @@ private:
   }
 
   // One unit: its header, then its DIEs in order, with an explicit stack of what encloses them.
-  void read_unit(std::string_view bytes, uint64_t offset, size_t header_size, uint8_t offset_size)
+  void read_unit(std::string_view bytes, const UnitExtent& extent)
   {
-    ByteCursor cursor(bytes, header_size);
-    Unit unit;
-    unit.offset = offset;
-    unit.offset_size = offset_size;
-    unit.version = static_cast<uint16_t>(cursor.fixed(2));
-    uint64_t abbrev_offset = 0;
-    if (unit.version >= 2 && unit.version <= 4) {
-      abbrev_offset = cursor.fixed(offset_size);
-      unit.address_size = static_cast<uint8_t>(cursor.fixed(1));
-    } else if (unit.version == 5) {
-      auto type = static_cast<uint8_t>(cursor.fixed(1));
-      unit.address_size = static_cast<uint8_t>(cursor.fixed(1));
-      abbrev_offset = cursor.fixed(offset_size);
-      if (type == kUnitType || type == kUnitSplitType)
-        return; // types only: no code
-      if (type == kUnitSkeleton || type == kUnitSplitCompile) {
-        ++counts_.units_split;
-        return;
-      }
-      if (type != kUnitCompile && type != kUnitPartial) {
-        ++counts_.units_unsupported;
-        return;
-      }
-    } else {
+    UnitHeader header = read_unit_header(bytes, extent);
+    switch (header.kind) {
+    case UnitKind::kCode:
+      break;
+    case UnitKind::kTypes:
+      return;
+    case UnitKind::kSplit:
+      ++counts_.units_split;
+      return;
+    case UnitKind::kUnsupported:
       ++counts_.units_unsupported;
       return;
-    }
-    if (!cursor.ok() ||
-        (unit.address_size != 2 && unit.address_size != 4 && unit.address_size != 8)) {
+    case UnitKind::kMalformed:
       ++counts_.units_malformed;
       return;
     }
+    Unit unit = header.unit;
+    uint64_t abbrev_offset = header.abbrev_offset;
+    ByteCursor cursor(bytes, header.dies_at);
     // Units of one file often share a table; a bad one is remembered too, not read again.
     if (!abbrevs_tried_ || abbrev_offset != abbrev_offset_) {
       abbrevs_read_ = read_abbrevs(abbrev_offset);
@@ -867,7 +835,7 @@ private:
           if (die.str_offsets_base.kind != Kind::kNone)
             unit.str_offsets_base = die.str_offsets_base.number;
           else if (unit.version >= 5)
-            unit.str_offsets_base = 2u * offset_size; // the table's header, when unstated
+            unit.str_offsets_base = 2u * unit.offset_size; // the table's header, when unstated
           if (die.addr_base.kind != Kind::kNone)
             unit.addr_base = die.addr_base.number;
           if (die.rnglists_base.kind != Kind::kNone)
