@@ -26,18 +26,33 @@ TEST(Demangle, OtherNamesUnchanged)
   EXPECT_EQ(demangle("_"), "_");
   EXPECT_EQ(demangle("_Z"), "_Z");
   EXPECT_EQ(demangle("_Zinvalid@@"), "_Zinvalid@@");
-  EXPECT_EQ(demangle("_RNvCs1234_4core3foo"), "_RNvCs1234_4core3foo"); // Rust v0: not Itanium
+  EXPECT_EQ(demangle("_R"), "_R");
+  EXPECT_EQ(demangle("_RNvC"), "_RNvC");
   EXPECT_EQ(demangle(std::string_view("_Z1fv\0x", 7)), std::string("_Z1fv\0x", 7));
 }
 
-// The bounded demangler names things as the C++ runtime's __cxa_demangle does.
+// Rust's names as rustfilt and perf show them: legacy ones without their hash, v0 ones without
+// their crates' disambiguators; a C++ name of the same shape is still C++.
+TEST(Demangle, RustNamesWithoutTheirHash)
+{
+  EXPECT_EQ(demangle("_ZN1r4spin17h046ec7fc137bb596E"), "r::spin");
+  EXPECT_EQ(demangle("_ZN3std2rt19lang_start_internal17h9cf8da7c8e3b1f0aE"),
+            "std::rt::lang_start_internal");
+  EXPECT_EQ(demangle("_RNvCs6GmmlP4bgsG_1r4spin"), "r::spin");
+  EXPECT_EQ(demangle("_RNvNtCs1234_4core3fmt5write"), "core::fmt::write");
+  // Itanium names that merely start as legacy Rust ones do.
+  EXPECT_EQ(demangle("_ZN1r4spinEv"), "r::spin()");
+  EXPECT_EQ(demangle("_ZN1r4spin17hzzzzzzzzzzzzzzzzE"), "r::spin::hzzzzzzzzzzzzzzzz");
+}
+
+// The bounded demangler names things as the C++ runtime's __cxa_demangle does (Rust's legacy names,
+// which it reads as C++ with their hash, aside).
 TEST(Demangle, SameNamesAsTheCxxRuntime)
 {
   for (const char* mangled :
        {"_ZNKSt8_Rb_treeIiSt4pairIKiiESt10_Select1stIS2_ESt4lessIiESaIS2_EE4findERS1_",
         "_ZN5boost6detail17sp_counted_impl_pIN3foo4implEE7disposeEv", "_ZZ4mainENKUlvE_clEv",
         "_ZN3foo3barIJicdEEEvDpT_", "_ZThn8_N1B1fEv", "_ZdlPv",
-        "_ZN4core3fmt5write17h0123456789abcdefE",
         "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev"}) {
     int status = 0;
     char* expected = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);

@@ -4,18 +4,27 @@
 #include <csetjmp>
 #include <cstring>
 
-// libiberty's demangle.h pulls in libiberty.h, whose declarations clash with glibc's; the one
-// entry point used is declared here as demangle.h declares it.
+// libiberty's demangle.h pulls in libiberty.h, whose declarations clash with glibc's; the entry
+// points used are declared here as demangle.h declares them.
 extern "C" int cplus_demangle_v3_callback(const char* mangled,
                                           int options,
                                           void (*callback)(const char*, size_t, void*),
                                           void* opaque);
+extern "C" int rust_demangle_callback(const char* mangled,
+                                      int options,
+                                      void (*callback)(const char*, size_t, void*),
+                                      void* opaque);
 
 namespace flamebpf::symbolize {
 namespace {
 
 // demangle.h's DMGL_PARAMS | DMGL_TYPES: the options __cxa_demangle uses, for the same names.
 constexpr int kDemangleOptions = (1 << 0) | (1 << 4);
+// Rust's names without DMGL_VERBOSE: a legacy name's hash and a v0 name's disambiguators left
+// out, as rustfilt and perf print them.
+constexpr int kRustOptions = 0;
+
+enum class Scheme { kItanium, kRust };
 
 // Where the demangler's output goes. Plain data only: collect() leaves the demangler with
 // longjmp, which runs no destructors.
@@ -45,10 +54,12 @@ void collect(const char* piece, size_t length, void* opaque)
 
 // libiberty's answer (non-zero: demangled), or -1 when the sink stopped it. No object with a
 // destructor lives in this frame, so longjmp back into it is safe.
-int run(const char* mangled, Sink* sink)
+int run(const char* mangled, Sink* sink, Scheme scheme)
 {
   if (setjmp(sink->stop) != 0)
     return -1;
+  if (scheme == Scheme::kRust)
+    return rust_demangle_callback(mangled, kRustOptions, collect, sink);
   return cplus_demangle_v3_callback(mangled, kDemangleOptions, collect, sink);
 }
 
@@ -68,16 +79,24 @@ std::string marked(std::string_view text, size_t max_bytes)
 
 Demangled demangle_bounded(std::string_view name, size_t max_bytes)
 {
-  bool as_is = !name.starts_with("_Z") || name.size() > kMaxMangledBytes ||
+  // Rust's v0 names start with _R; its legacy ones are Itanium-shaped (_ZN...17h<hash>E), which
+  // the Rust demangler tells apart by their hash.
+  bool itanium = name.starts_with("_Z");
+  bool rust = name.starts_with("_R") || name.starts_with("_ZN");
+  bool as_is = !(itanium || rust) || name.size() > kMaxMangledBytes ||
                name.find('\0') != std::string_view::npos;
   if (as_is)
     return {cut_name(name, max_bytes), name.size() > max_bytes};
   std::string mangled(name);
   // One byte more than the budget tells a name that fits from one that does not.
   std::string out(max_bytes + 1, '\0');
-  Sink sink{out.data(), out.size(), 0, false, std::chrono::steady_clock::now() + kMaxDemangleTime,
-            {}};
-  int result = run(mangled.c_str(), &sink);
+  auto deadline = std::chrono::steady_clock::now() + kMaxDemangleTime;
+  Sink sink{out.data(), out.size(), 0, false, deadline, {}};
+  int result = rust ? run(mangled.c_str(), &sink, Scheme::kRust) : 0;
+  if (result == 0 && itanium) {
+    sink.used = 0;
+    result = run(mangled.c_str(), &sink, Scheme::kItanium);
+  }
   if (result == 0) // not a name libiberty demangles
     return {cut_name(name, max_bytes), name.size() > max_bytes};
   out.resize(sink.used);

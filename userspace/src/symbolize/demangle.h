@@ -25,9 +25,10 @@ struct Demangled {
   bool cut = false; // text was cut by a budget and ends in kTruncated
 };
 
-// Demangles an Itanium C++ ABI name ("_Z..."); other names, and names that do not demangle, are
-// returned as they are. Either is cut with cut_name (name_cut.h) if longer than max_bytes, which
-// must exceed kTruncated's size.
+// Demangles an Itanium C++ ABI name ("_Z...") and a Rust name, legacy ("_ZN...17h<hash>E") or v0
+// ("_R..."), without its hash (as rustfilt and perf show it); other names, and names that do not
+// demangle, are returned as they are. Either is cut with cut_name (name_cut.h) if longer than
+// max_bytes, which must exceed kTruncated's size.
 Demangled demangle_bounded(std::string_view name, size_t max_bytes = kMaxDemangledBytes);
 
 // demangle_bounded's text.
