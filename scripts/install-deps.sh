@@ -38,6 +38,12 @@ test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format gi
   libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux
   python3-prometheus-client libseccomp-dev nodejs)
 
+# From Debian's backports of this release (bookworm-backports: Debian's own repository of newer
+# packages, which apt never takes a package from unless asked): golang-1.23-go, a Go toolchain that
+# writes the pclntab of Go 1.20 and later (Debian 12's golang-go is Go 1.19, whose layout is the
+# older one); the Go tests build their workload with both.
+backports_test_packages=(golang-1.23-go)
+
 # scripts/build-image: the Docker daemon and client, and mmdebstrap for the Dockerfile's base.
 image_packages=(docker.io mmdebstrap)
 # scripts/seccomp-profile: bpftrace records flamebpf's system calls, seccomp's scmp_sys_resolver
@@ -45,25 +51,46 @@ image_packages=(docker.io mmdebstrap)
 seccomp_packages=(bpftrace seccomp)
 
 wanted=("${build_packages[@]}")
+backports=()
 case "${1:-}" in
-  --test) wanted+=("${test_packages[@]}" "${image_packages[@]}") ;;
+  --test)
+    wanted+=("${test_packages[@]}" "${image_packages[@]}")
+    backports=("${backports_test_packages[@]}")
+    ;;
   --image) wanted+=("${image_packages[@]}") ;;
-  --seccomp) wanted+=("${test_packages[@]}" "${image_packages[@]}" "${seccomp_packages[@]}") ;;
+  --seccomp)
+    wanted+=("${test_packages[@]}" "${image_packages[@]}" "${seccomp_packages[@]}")
+    backports=("${backports_test_packages[@]}")
+    ;;
 esac
 
-missing=()
-for package in "${wanted[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$package")
-  fi
-done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+not_installed() {
+  local package
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+      echo "$package"
+  done
+}
+mapfile -t missing < <(not_installed "${wanted[@]}")
+mapfile -t missing_backports < <(not_installed "${backports[@]}")
+[[ ${#missing[@]} -eq 0 && ${#missing_backports[@]} -eq 0 ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
-  echo "flamebpf: missing packages ${missing[*]}; run this as root (sudo) to install them" >&2
+  echo "flamebpf: missing packages ${missing[*]} ${missing_backports[*]}; run this as root (sudo) to install them" >&2
   exit 1
 fi
-echo "flamebpf: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+if [[ ${#missing_backports[@]} -gt 0 ]]; then
+  # shellcheck source=/dev/null
+  suite=$(. /etc/os-release && echo "${VERSION_CODENAME}-backports")
+  sources=/etc/apt/sources.list.d/flamebpf-backports.sources
+  if ! grep -rqs "$suite" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\n' \
+      "$suite" >"$sources"
+  fi
+fi
+echo "flamebpf: installing ${missing[*]} ${missing_backports[*]}" >&2
 apt-get update -q >&2
-apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+[[ ${#missing[@]} -eq 0 ]] || apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+[[ ${#missing_backports[@]} -eq 0 ]] ||
+  apt-get install -y -q --no-install-recommends -t "$suite" "${missing_backports[@]}" >&2

@@ -243,6 +243,67 @@ TEST_F(CfiUnwindTest, QsortAndMemcpyThroughGlibcReachMainWithTheCallerSplit)
       << context_of(seen);
 }
 
+// Samples of comparable stacks that pass through frame.
+uint64_t samples_through_frame(const FoldedStacks& comparable, const std::string& frame)
+{
+  uint64_t samples = 0;
+  for (const auto& [stack, count] : comparable)
+    if ((";" + stack + ";").find(";" + frame + ";") != std::string::npos)
+      samples += count;
+  return samples;
+}
+
+// Whether a frame keeps a Rust legacy name's hash ("::h" and 16 hex digits) or a v0 name's
+// mangled form.
+bool keeps_rust_mangling(const std::string& stack)
+{
+  for (size_t at = stack.find("::h"); at != std::string::npos; at = stack.find("::h", at + 1)) {
+    size_t digits = 0;
+    while (at + 3 + digits < stack.size() && std::isxdigit(stack[at + 3 + digits]))
+      ++digits;
+    if (digits == 16)
+      return true;
+  }
+  return stack.find(";_R") != std::string::npos;
+}
+
+// Rust as `cargo build --release` builds it: no frame pointers, .eh_frame, and linked by lld,
+// whose load segments share file pages (a mapping's offset then lies inside the segment before
+// its own). Stacks reach main through std's runtime and agree with perf's; names are demangled
+// without their hash.
+TEST_F(CfiUnwindTest, RustReleaseBuildsReachMainWithTheCallerSplit)
+{
+  auto seen = profile_side_by_side(std::string(RUST_SPLITS_DIR) + "/split.legacy", "split.legacy",
+                                   PerfCallGraph::kDwarf);
+  expect_complete_and_agreeing(seen);
+  for (const auto& [stack, count] : seen.flamebpf_output)
+    EXPECT_FALSE(keeps_rust_mangling(stack)) << stack;
+  double heavy = static_cast<double>(samples_through_frame(seen.flamebpf, "split::heavy"));
+  double light = static_cast<double>(samples_through_frame(seen.flamebpf, "split::light"));
+  ASSERT_GT(light, 0) << context_of(seen);
+  EXPECT_NEAR(heavy / light, kSplit, kSplit * kSplitTolerance) << context_of(seen);
+}
+
+// The same program with v0 symbol mangling, which perf does not demangle: its names as rustfilt
+// prints them, its stacks as complete.
+TEST_F(CfiUnwindTest, RustV0NamesAreDemangled)
+{
+  Child workload({std::string(RUST_SPLITS_DIR) + "/split.v0"});
+  wait_until_busy(workload.pid(), "split.v0");
+  std::string out = dir_.path().string() + "/v0.folded";
+  auto run =
+      run_flamebpf({"--pid", std::to_string(workload.pid()), "-F", "999", "-d", "4", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto comparable = comparable_stacks(read_folded(out), "split.v0");
+  for (const auto& [stack, count] : read_folded(out))
+    EXPECT_FALSE(keeps_rust_mangling(stack)) << stack;
+  EXPECT_GE(share_reaching_main(comparable), kMinReachingMain);
+  double heavy = static_cast<double>(samples_through_frame(comparable, "split::heavy"));
+  double light = static_cast<double>(samples_through_frame(comparable, "split::light"));
+  ASSERT_GT(light, 0);
+  EXPECT_NEAR(heavy / light, kSplit, kSplit * kSplitTolerance);
+}
+
 TEST_F(CfiUnwindTest, DeepChainReachesMainThirtyFramesDeep)
 {
   auto seen = profile_side_by_side(DEEP_CHAIN_BINARY, "deep_chain", PerfCallGraph::kDwarf);

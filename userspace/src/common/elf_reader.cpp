@@ -108,6 +108,18 @@ Result<> ElfBytes::read(uint64_t offset, size_t length, std::string& bytes) cons
   return {};
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> ElfReader::file_offset_of(uint64_t vaddr) const
+{
+  for (const auto& segment : segments_) {
+    if (segment.type != PT_LOAD || vaddr < segment.vaddr ||
+        vaddr - segment.vaddr >= segment.file_size)
+      continue;
+    uint64_t into = vaddr - segment.vaddr;
+    return std::pair{segment.offset + into, segment.file_size - into};
+  }
+  return std::nullopt;
+}
+
 Result<ElfReader> ElfReader::open(ElfBytes bytes, std::string shown)
 {
   ElfReader reader(bytes, std::move(shown));

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -106,6 +108,11 @@ public:
   // The section's content, at most max_bytes of it; SHT_NOBITS sections are empty.
   [[nodiscard]] Result<Content> read_section(const ElfSection& section, size_t max_bytes) const;
 
+  // Where the image's bytes are, for readers of parts the sections above do not cover.
+  const ElfBytes& bytes() const { return bytes_; }
+  // The file offset of virtual address vaddr and how many bytes of the load segment holding it
+  // follow in the file; nullopt if no load segment's file bytes hold it.
+  std::optional<std::pair<uint64_t, uint64_t>> file_offset_of(uint64_t vaddr) const;
   // The GNU build ID (raw bytes) from the note sections, else the note segments; "" if none.
   std::string build_id() const;
 

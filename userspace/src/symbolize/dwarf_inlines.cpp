@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <elf.h>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -974,37 +975,9 @@ private:
     raw_texts_ = {};
     final_ids_ = {};
     final_by_text_.clear();
-    // Sorted in place by depth, then address, longer first: the index is this one array.
-    std::sort(ranges_held_.begin(), ranges_held_.end(),
-              [this](const InlineIndex::Range& a, const InlineIndex::Range& b) {
-                uint8_t depth_a = depths_[a.call - 1];
-                uint8_t depth_b = depths_[b.call - 1];
-                if (depth_a != depth_b)
-                  return depth_a < depth_b;
-                return a.begin != b.begin ? a.begin < b.begin : a.length > b.length;
-              });
-    // Where ranges overlap, the first kept wins: a lookup finds one range per depth.
-    size_t kept = 0;
-    uint64_t end = 0;
-    uint8_t depth = 0;
-    for (const auto& range : ranges_held_) {
-      uint8_t range_depth = depths_[range.call - 1];
-      if (range_depth != depth) {
-        while (depth < range_depth) {
-          index->depth_begin_.push_back(static_cast<uint32_t>(kept));
-          ++depth;
-        }
-      } else if (range.begin < end) {
-        ++counts_.overlaps;
-        continue;
-      }
-      ranges_held_[kept++] = range;
-      end = range.begin + range.length;
-    }
-    ranges_held_.resize(kept);
-    index->depth_begin_.push_back(static_cast<uint32_t>(kept));
+    counts_.overlaps += index->lay_out(
+        ranges_held_, [this](const InlineIndex::Range& range) { return depths_[range.call - 1]; });
     depths_ = {};
-    index->ranges_ = std::move(ranges_held_);
     // A copy to fit is made only while the budget leaves room for it beside the original.
     if (index->ranges_.capacity() - index->ranges_.size() > index->ranges_.size() / 8 &&
         held() + index->memory_bytes() + index->ranges_.size() * sizeof(InlineIndex::Range) <=
@@ -1145,6 +1118,78 @@ std::vector<InlineIndex::Inlined> InlineIndex::at(uint64_t address) const
     caller = it->call;
   }
   return chain;
+}
+
+size_t InlineIndex::lay_out(std::vector<Range>& ranges,
+                            const std::function<uint32_t(const Range&)>& depth_of)
+{
+  // Sorted in place by depth, then address, longer first: the index is this one array.
+  std::sort(ranges.begin(), ranges.end(), [&](const Range& a, const Range& b) {
+    uint32_t depth_a = depth_of(a);
+    uint32_t depth_b = depth_of(b);
+    if (depth_a != depth_b)
+      return depth_a < depth_b;
+    return a.begin != b.begin ? a.begin < b.begin : a.length > b.length;
+  });
+  // Where ranges overlap, the first kept wins: a lookup finds one range per depth.
+  size_t kept = 0;
+  size_t overlaps = 0;
+  uint64_t end = 0;
+  uint32_t depth = 0;
+  depth_begin_.clear();
+  for (const auto& range : ranges) {
+    uint32_t range_depth = depth_of(range);
+    if (range_depth != depth) {
+      while (depth < range_depth) {
+        depth_begin_.push_back(static_cast<uint32_t>(kept));
+        ++depth;
+      }
+    } else if (range.begin < end) {
+      ++overlaps;
+      continue;
+    }
+    ranges[kept++] = range;
+    end = range.begin + range.length;
+  }
+  ranges.resize(kept);
+  depth_begin_.push_back(static_cast<uint32_t>(kept));
+  ranges_ = std::move(ranges);
+  return overlaps;
+}
+
+std::unique_ptr<InlineIndex> InlineIndex::assemble(std::vector<CallRange> calls)
+{
+  std::unique_ptr<InlineIndex> index(new InlineIndex());
+  std::unordered_map<std::string_view, uint32_t> name_ids;
+  std::vector<Range> ranges;
+  std::vector<uint32_t> depths; // by call
+  ranges.reserve(calls.size());
+  for (const auto& call : calls) {
+    if (call.end <= call.begin || call.end - call.begin > UINT32_MAX || call.call == 0 ||
+        call.depth == 0 || call.depth > kMaxInlineDepth)
+      continue;
+    std::string_view name = call.name.empty() ? kUnnamed : std::string_view(call.name);
+    auto [it, added] = name_ids.try_emplace(name, static_cast<uint32_t>(index->names_.size()));
+    if (added) {
+      index->names_.push_back(
+          {static_cast<uint32_t>(index->text_.size()), static_cast<uint32_t>(name.size()), false});
+      index->text_ += name;
+    }
+    if (depths.size() < call.call)
+      depths.resize(call.call);
+    depths[call.call - 1] = call.depth;
+    ranges.push_back({call.begin, static_cast<uint32_t>(call.end - call.begin), it->second,
+                      call.call, call.caller});
+  }
+  // Names were viewed in calls, not in text_, which moved as it grew: nothing refers to them now.
+  index->overlaps_dropped_ =
+      index->lay_out(ranges, [&](const Range& range) { return depths[range.call - 1]; });
+  index->ranges_.shrink_to_fit();
+  index->names_.shrink_to_fit();
+  index->text_.shrink_to_fit();
+  index->units_read_ = 0;
+  index->info_fraction_read_ = 1.0;
+  return index;
 }
 
 size_t InlineIndex::memory_bytes() const

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,6 +81,22 @@ public:
         std::vector<std::string>& problems,
         size_t budget_bytes = kMaxInlineBuildBytes);
 
+  // One inlined call's range as a format other than DWARF gives it (a Go binary's inline tree,
+  // symbolize/go_inlines.h). Depth 1 is a call inlined into the function itself; call numbers
+  // are unique in the index, from 1; caller is the call of the depth above that holds this one
+  // (0 at depth 1).
+  struct CallRange {
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    uint32_t depth = 0;
+    uint32_t call = 0;
+    uint32_t caller = 0;
+    std::string name;
+  };
+  // An index of calls; where ranges of one depth overlap, the first kept wins (counted as
+  // overlaps_dropped).
+  static std::unique_ptr<InlineIndex> assemble(std::vector<CallRange> calls);
+
   struct Inlined {
     std::string_view name; // demangled; points into the index, valid while it lives
     bool cut;              // a budget shortened the name: it ends in kTruncated (name_cut.h)
@@ -120,6 +137,9 @@ public:
 private:
   friend class InlineIndexBuilder;
   InlineIndex() = default;
+  // Makes ranges (taken) the index's, sorted by depth and address, dropping those that overlap
+  // an earlier one of their depth; returns how many were dropped.
+  size_t lay_out(std::vector<Range>& ranges, const std::function<uint32_t(const Range&)>& depth_of);
 
   // The ranges of depth d are ranges_[depth_begin_[d - 1], depth_begin_[d]), sorted by begin,
   // never overlapping: one array, so that the build sorts it in place.

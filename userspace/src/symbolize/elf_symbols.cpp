@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/elf_reader.h"
+#include "runtimes/go/pclntab.h"
 #include "symbolize/debuginfod.h"
 #include "symbolize/name_cut.h"
 #include "symbolize/xz.h"
@@ -126,6 +127,48 @@ inline_source(int fd, const ElfReader& reader, uint64_t bias, const std::string&
   if (!own.valid())
     return std::nullopt;
   return InlineSource{std::move(own), bias, shown};
+}
+
+// The functions that a Go binary's pclntab names, which it keeps even when stripped; nullopt if
+// reader is no Go binary.
+std::optional<ElfSymbols::Table> go_table(const ElfReader& reader,
+                                          std::vector<std::string>& problems)
+{
+  auto table = go::Pclntab::open(reader);
+  if (!table) {
+    problems.push_back(table.error().message);
+    return std::nullopt;
+  }
+  if (!*table)
+    return std::nullopt;
+  ElfSymbols::Table out;
+  out.symbols.reserve((*table)->size());
+  for (size_t i = 0; i < (*table)->size(); ++i) {
+    go::GoFunction function = (*table)->function(i);
+    std::string name = (*table)->name(i);
+    if (name.empty() || function.end <= function.entry)
+      continue;
+    bool name_cut = name.size() > kMaxSymbolNameBytes;
+    std::string kept = name_cut ? cut_name(name, kMaxSymbolNameBytes) : std::move(name);
+    out.symbols.push_back({function.entry, function.end - function.entry,
+                           static_cast<uint32_t>(out.names.size()),
+                           static_cast<uint16_t>(kept.size()), name_cut});
+    out.names += kept;
+    out.names_cut += name_cut;
+  }
+  if ((*table)->malformed() > 0)
+    problems.push_back(std::to_string((*table)->malformed()) + " malformed function records in " +
+                       reader.shown() + "'s pclntab, their code unnamed");
+  return out;
+}
+
+// A Go binary's inline tree as the source of its inlined frames, when nothing else gives them.
+std::optional<InlineSource> go_inline_source(int fd, const std::string& shown)
+{
+  UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!own.valid())
+    return std::nullopt;
+  return InlineSource{std::move(own), 0, shown, true};
 }
 
 // The .symtab of the debug file of reader's file, if one is found; its path in found_at, and
@@ -278,7 +321,16 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
         symbols->symbols_from_ = ".gnu_debugdata";
       }
     }
+    if (auto go = go_table(*reader, problems); go && go->symbols.size() > best.symbols.size()) {
+      best = std::move(*go);
+      symbols->symbols_from_ = ".gopclntab";
+    }
   }
+  // A Go binary without DWARF (stripped, or linked with -w) still has its inline tree.
+  bool go_binary =
+      reader->section_named(".gopclntab") != nullptr || symbols->symbols_from_ == ".gopclntab";
+  if (!symbols->inline_source_ && go_binary)
+    symbols->inline_source_ = go_inline_source(fd.get(), shown);
 
   // By address; among aliases at one address, sized symbols last, so lookups meet them first.
   std::stable_sort(best.symbols.begin(), best.symbols.end(), [](const Symbol& a, const Symbol& b) {

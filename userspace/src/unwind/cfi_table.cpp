@@ -613,6 +613,8 @@ Result<UnwindTable> Builder::build()
   return table;
 }
 
+} // namespace
+
 const std::array<uint64_t, 2>& content_hash_key()
 {
   static const std::array<uint64_t, 2> key = [] {
@@ -624,8 +626,6 @@ const std::array<uint64_t, 2>& content_hash_key()
   }();
   return key;
 }
-
-} // namespace
 
 Result<CfiTable> build_cfi_table(const CfiSection& cfi)
 {

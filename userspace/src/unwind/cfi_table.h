@@ -6,6 +6,7 @@
 // (counted), which then fall back to the frame pointer like any code without CFI.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -74,6 +75,10 @@ struct CfiSection {
   // The file's load segments, hashed into content_key only (null: none).
   const std::vector<ElfSegment>* load_segments = nullptr;
 };
+
+// The key of every content_key (drawn at random once per process): tables built from more than
+// CFI hash what they add with it.
+const std::array<uint64_t, 2>& content_hash_key();
 
 // Builds the table of one CFI section; content_key covers every field of cfi (the table is a
 // function of them alone). Fails only when the code spans more than 4 GiB.

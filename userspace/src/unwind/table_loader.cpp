@@ -5,13 +5,16 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "common/contained_file.h"
 #include "common/elf_reader.h"
+#include "common/hashing.h"
 #include "common/log.h"
 #include "common/mapped_file.h"
 #include "common/procfs.h"
 #include "unwind/cfi_table.h"
+#include "unwind/go_table.h"
 
 namespace flamebpf::unwind {
 namespace {
@@ -19,18 +22,48 @@ namespace {
 // A process's maps are a few KiB; a JIT runtime's with many threads, a few hundred.
 constexpr size_t kMaxMapsBytes = 4 << 20;
 
+// Go's own rows (go_table.h) merged into cfi's table, if elf is a Go binary; what went wrong is
+// added to trouble.
+void add_go_rows(const ElfReader& elf, CfiTable& cfi, std::string& trouble)
+{
+  auto pclntab = go::Pclntab::open(elf);
+  if (!pclntab) {
+    trouble = pclntab.error().message + ": its Go frames unwind by the frame pointer";
+    return;
+  }
+  if (!*pclntab)
+    return;
+  GoRows go = go_rows(**pclntab);
+  auto merged = merge_rows(cfi.table, go, kMaxCfiRows);
+  if (!merged) {
+    trouble = "its Go functions' rows do not fit a table: they unwind by the frame pointer";
+    return;
+  }
+  cfi.table = std::move(*merged);
+  SipHash hash(content_hash_key());
+  hash.update(cfi.content_key);
+  for (const auto& row : cfi.table.rows)
+    hash.update(std::string_view(reinterpret_cast<const char*>(&row), sizeof row));
+  cfi.content_key = hash.finish();
+  if (go.malformed > 0)
+    trouble = std::to_string(go.malformed) + " of its " + std::to_string(go.functions) +
+              " Go functions have malformed records or pcsp tables";
+}
+
 Result<FileTable> table_of(const ElfReader& elf)
 {
   auto cfi = build_cfi_table(elf);
   if (!cfi)
     return fail(cfi.error());
   FileTable built;
+  add_go_rows(elf, *cfi, built.trouble);
   built.table = std::move(cfi->table);
   built.content_key = cfi->content_key;
   const auto& counts = cfi->counts;
   if (counts.fdes_malformed > 0)
-    built.trouble = std::to_string(counts.fdes_malformed) + " of its " +
-                    std::to_string(counts.fdes) + " FDEs in " + cfi->section + " are malformed";
+    built.trouble += std::string(built.trouble.empty() ? "" : "; ") +
+                     std::to_string(counts.fdes_malformed) + " of its " +
+                     std::to_string(counts.fdes) + " FDEs in " + cfi->section + " are malformed";
   if (counts.section_cut)
     built.trouble += std::string(built.trouble.empty() ? "" : "; ") + "its " + cfi->section +
                      " is larger than " + std::to_string(kMaxCfiSectionBytes >> 20) + " MiB";
@@ -76,6 +109,16 @@ bool has_rows(const UnwindTable& table)
 std::optional<uint64_t> load_bias(const std::vector<LoadSegment>& segments,
                                   const procfs::Mapping& mapping)
 {
+  // The segment this mapping was made for: the loader maps each from the page that holds its
+  // first byte. Linkers that pack segments without page alignment in the file (lld, mold) put
+  // the end of one and the start of the next in the same page, so the mapping's offset also lies
+  // inside the segment before, whose bias would be off by the pages between.
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& segment : segments) {
+    if ((segment.offset & ~(page - 1)) == mapping.offset && segment.file_size > 0)
+      return mapping.start - (segment.vaddr & ~(page - 1));
+  }
+  // A mapping that starts inside its segment (one split by mprotect, or partly unmapped).
   for (const auto& segment : segments) {
     if (mapping.offset >= segment.offset && mapping.offset - segment.offset < segment.file_size)
       return mapping.start - (segment.vaddr + (mapping.offset - segment.offset));

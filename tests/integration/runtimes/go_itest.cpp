@@ -1,0 +1,101 @@
+// Go binaries as they ship, stripped or not, inlined or not: every Go function named from the
+// binary's own pclntab, frameless leaves unwound by its stack-pointer tables, inlined calls named
+// from its inline tree, and every stack rooted where Go's own are (runtime.goexit for goroutines,
+// runtime.main under it), so that the split of two callers of one leaf shows as their work is.
+#include <csignal>
+#include <gtest/gtest.h>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "go_splits.h"
+#include "harness.h"
+#include "process.h"
+#include "temp_dir.h"
+
+namespace flamebpf::testing {
+namespace {
+
+struct Variant {
+  const char* file;
+  bool inlined; // built with inlining: work is inlined into heavy and light
+};
+
+struct Shares {
+  uint64_t total = 0, named = 0, rooted = 0, heavy = 0, light = 0, work_inlined = 0,
+           work_framed = 0;
+  std::vector<std::string> unnamed_examples;
+};
+
+Shares shares_of(const std::map<std::string, uint64_t>& stacks)
+{
+  Shares shares;
+  for (const auto& [stack, count] : stacks) {
+    shares.total += count;
+    // An address left unnamed reads "<file>+0x<offset>".
+    bool named = stack.find("+0x") == std::string::npos;
+    shares.named += named ? count : 0;
+    if (!named && shares.unnamed_examples.size() < 3)
+      shares.unnamed_examples.push_back(stack);
+    bool rooted = stack.find(";runtime.goexit;") != std::string::npos ||
+                  stack.find(";runtime.main;") != std::string::npos;
+    shares.rooted += rooted ? count : 0;
+    shares.heavy += stack.find(";main.heavy;") != std::string::npos ? count : 0;
+    shares.light += stack.find(";main.light;") != std::string::npos ? count : 0;
+    shares.work_inlined += stack.find(";main.work_[i];main.spin") != std::string::npos ? count : 0;
+    shares.work_framed += stack.find(";main.work;main.spin") != std::string::npos ? count : 0;
+  }
+  return shares;
+}
+
+class GoBinaries : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoBinaries, EveryFunctionNamedEveryStackRootedAndTheSplitShows)
+{
+  TempDir dir;
+  for (Variant variant :
+       {Variant{"split", true}, Variant{"split.stripped", true}, Variant{"split.noinline", false},
+        Variant{"split.noinline.stripped", false}}) {
+    SCOPED_TRACE(variant.file);
+    std::string binary = go_split(GetParam(), variant.file);
+    Child workload({binary});
+    wait_until_busy(workload.pid(), std::string(variant.file).substr(0, 15));
+    std::string folded = (dir.path() / (std::string(variant.file) + ".folded")).string();
+    auto run = run_process({FLAMEBPF_BINARY, "--pid", std::to_string(workload.pid()), "-d", "4",
+                            "-F", "4999", "-o", folded},
+                           {}, std::chrono::seconds(60));
+    workload.signal(SIGKILL);
+    workload.wait();
+    ASSERT_EQ(run.status, 0) << run.out << run.err;
+    Shares shares = shares_of(read_folded(folded));
+    ASSERT_GT(shares.total, 10000u) << run.err;
+    EXPECT_GE(shares.named * 100, shares.total * 99)
+        << shares.named << " of " << shares.total << " named; e.g. "
+        << (shares.unnamed_examples.empty() ? "" : shares.unnamed_examples[0]) << "\n"
+        << run.err;
+    EXPECT_GE(shares.rooted * 100, shares.total * 95)
+        << shares.rooted << " of " << shares.total << " reach runtime.goexit or runtime.main";
+    ASSERT_GT(shares.light, 0u);
+    double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
+    EXPECT_GT(ratio, 2.7) << shares.heavy << " under heavy, " << shares.light << " under light";
+    EXPECT_LT(ratio, 3.3) << shares.heavy << " under heavy, " << shares.light << " under light";
+    uint64_t in_work = variant.inlined ? shares.work_inlined : shares.work_framed;
+    // An inlined call is named once the binary's inline tree is indexed, off the report cycle:
+    // the samples of the intervals before (the first of two seconds here) name heavy and light
+    // alone.
+    uint64_t expected = variant.inlined ? (shares.heavy + shares.light) / 4
+                                        : (shares.heavy + shares.light) * 95 / 100;
+    EXPECT_GE(in_work, expected) << "main.work " << (variant.inlined ? "inlined" : "as a frame")
+                                 << ": " << in_work << " of " << shares.heavy + shares.light;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Toolchains,
+                         GoBinaries,
+                         ::testing::ValuesIn(go_split_versions()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return go_test_name(param.param);
+                         });
+
+} // namespace
+} // namespace flamebpf::testing
