@@ -292,7 +292,7 @@ TEST_F(CfiUnwindTest, RustV0NamesAreDemangled)
   wait_until_busy(workload.pid(), "split.v0");
   std::string out = dir_.path().string() + "/v0.folded";
   auto run =
-      run_flamebpf({"--pid", std::to_string(workload.pid()), "-F", "999", "-d", "4", "-o", out});
+      run_flamebpf({"--pid", std::to_string(workload.pid()), "-F", "4999", "-d", "2", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto comparable = comparable_stacks(read_folded(out), "split.v0");
   for (const auto& [stack, count] : read_folded(out))
