@@ -161,6 +161,27 @@ TEST_F(TableLoaderTest, InstallsEachExecutableMappingWithItsLoadBias)
   EXPECT_EQ(maps_.events.back(), "image");
 }
 
+// lld packs load segments without page alignment in the file: the code segment starts in the page
+// where the read-only one ends, so its mapping's offset lies inside that one too; the bias is the
+// code segment's.
+TEST_F(TableLoaderTest, SegmentsThatShareAFilePageGetTheirOwnBias)
+{
+  FileTable table = file_table(1, 3);
+  table.table.base_address = 0x13b50;
+  table.segments = {
+      {0, 0, 0x12b50, false}, {0x12b50, 0x13b50, 0x3d180, true}, {0x4fcd0, 0x51cd0, 0x26c8, false}};
+  files_.tables["/usr/bin/rust"] = table;
+  write_maps(42, "555555554000-555555567000 r--p 00000000 08:01 300 /usr/bin/rust\n"
+                 "555555567000-5555555a5000 r-xp 00012000 08:01 300 /usr/bin/rust\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(42, 7);
+  ASSERT_TRUE(maps_.has_image(42, 7));
+  const auto& image = maps_.image(42, 7);
+  ASSERT_EQ(image.count, 1u);
+  // The code segment's first page (virtual 0x13000) is mapped at 0x555555567000.
+  EXPECT_EQ(image.mappings[0].table_base, 0x555555554000u + 0x13b50);
+}
+
 // A process's own code unwinds from its table while its libraries' tables are still being built;
 // an image already installed keeps all of its mappings while one more library's table is built.
 TEST_F(TableLoaderTest, FirstLoadInstallsEachTableAsItIsBuiltAndReloadsKeepTheirMappings)

@@ -140,6 +140,17 @@ void ElfCache::queue_inlines(const FileKey& key, const std::shared_ptr<const Elf
   auto source = symbols->take_inline_source();
   if (!source)
     return;
+  // flamebpf's own inlined functions are nobody's question, and its DWARF is the largest a first
+  // run meets: indexing it made most of a newcomer's samples on an idle host, and its budget's
+  // warning the one line the newcomer could not act on.
+  static const std::optional<FileKey> own = []() -> std::optional<FileKey> {
+    struct stat status {};
+    if (::stat("/proc/self/exe", &status) != 0)
+      return std::nullopt;
+    return FileKey{status.st_dev, status.st_ino};
+  }();
+  if (own && key == *own)
+    return;
   const std::string& build_id = symbols->build_id();
   if (!build_id.empty()) {
     if (auto built = inline_indexes_.find(build_id); built != inline_indexes_.end()) {

@@ -69,7 +69,8 @@ Result<FileTable> table_of(const ElfReader& elf)
                      " is larger than " + std::to_string(kMaxCfiSectionBytes >> 20) + " MiB";
   for (const auto& segment : elf.segments())
     if (segment.type == PT_LOAD)
-      built.segments.push_back({segment.offset, segment.vaddr, segment.file_size});
+      built.segments.push_back(
+          {segment.offset, segment.vaddr, segment.file_size, (segment.flags & PF_X) != 0});
   return built;
 }
 
@@ -110,12 +111,15 @@ std::optional<uint64_t> load_bias(const std::vector<LoadSegment>& segments,
                                   const procfs::Mapping& mapping)
 {
   // The segment this mapping was made for: the loader maps each from the page that holds its
-  // first byte. Linkers that pack segments without page alignment in the file (lld, mold) put
-  // the end of one and the start of the next in the same page, so the mapping's offset also lies
-  // inside the segment before, whose bias would be off by the pages between.
+  // first byte, with the segment's permissions. Linkers that pack segments without page alignment
+  // in the file (lld, mold) put the end of one and the start of the next in the same page, so the
+  // mapping's offset also lies inside the segment before, whose bias would be off by the pages
+  // between; in a small file two segments may even start in one page, told apart by whether they
+  // are code.
   static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   for (const auto& segment : segments) {
-    if ((segment.offset & ~(page - 1)) == mapping.offset && segment.file_size > 0)
+    if ((segment.offset & ~(page - 1)) == mapping.offset && segment.file_size > 0 &&
+        segment.executable == mapping.executable)
       return mapping.start - (segment.vaddr & ~(page - 1));
   }
   // A mapping that starts inside its segment (one split by mprotect, or partly unmapped).

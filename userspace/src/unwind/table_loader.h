@@ -31,6 +31,7 @@ struct LoadSegment {
   uint64_t offset = 0; // in the file
   uint64_t vaddr = 0;
   uint64_t file_size = 0;
+  bool executable = true; // PF_X
 };
 
 // One code file's table, as a builder hands it to the loader.

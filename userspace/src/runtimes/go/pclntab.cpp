@@ -29,9 +29,10 @@ constexpr uint32_t kMaxTableCount = 256;
 constexpr size_t kWindowBytes = 64 << 10;
 // A pc-value table read at most: kMaxPcValueSteps steps of a few bytes each.
 constexpr size_t kMaxPcValueTableBytes = 1 << 20;
-// Read-only bytes searched for a table whose section headers are gone, and the data searched
-// for the module data (Go 1.18+) that locates the inline trees.
-constexpr uint64_t kMaxSearchBytes = 512ull << 20;
+// Read-only bytes searched for a table whose section headers are gone (the largest Go programs'
+// read-only data is a few tens of MB), and the data searched for the module data (Go 1.18+) that
+// locates the inline trees.
+constexpr uint64_t kMaxSearchBytes = 128ull << 20;
 constexpr uint64_t kMaxModuleSearchBytes = 64ull << 20;
 constexpr size_t kSearchStep = 1 << 20;
 // runtime.moduledata: the words before gofunc (pcHeader, six slices, findfunctab, minpc, maxpc,
