@@ -458,10 +458,14 @@ static long unwind_step(__u32 index, void* context)
     }
     return 0;
   }
-  default:
-    if (runtime_step(state, row.kind))
+  default: {
+    int stepped = runtime_step(state, row.kind);
+    if (stepped > 0)
       return 1;
+    if (stepped < 0)
+      return 0; // another stack: the checks below start again from its frame
     break;
+  }
   }
   if (state->done)
     return 1;

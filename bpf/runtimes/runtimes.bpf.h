@@ -5,6 +5,7 @@
 #ifndef FLAMEBPF_RUNTIMES_BPF_H
 #define FLAMEBPF_RUNTIMES_BPF_H
 
+#include "go.bpf.h"
 #include "hotspot.bpf.h"
 
 // The frame that a row of this kind records in place of the pc (frame is the pc on entry).
@@ -16,12 +17,15 @@ static __always_inline int runtime_frame(struct fb_unwind_state* state, __u8 kin
   return 0;
 }
 
-// Moves to the caller of a frame whose row is of a runtime's kind. Returns nonzero if it stopped
-// the unwinding (an unknown kind is a bad row).
+// Moves to the caller of a frame whose row is of a runtime's kind. Returns 1 if it stopped the
+// unwinding (an unknown kind is a bad row), 0 if the caller's frame is to be checked as any, -1
+// if it is on another stack, where the checks start again.
 static __always_inline int runtime_step(struct fb_unwind_state* state, __u8 kind)
 {
   if (kind == FB_UNWIND_HOTSPOT_INTERPRETER)
     return hotspot_interpreter_step(state);
+  if (kind == FB_UNWIND_GO_STACK_SWITCH)
+    return go_stack_switch_step(state);
   unwind_stop(state, FB_COUNTER_UNWIND_BAD_ROW);
   return 1;
 }

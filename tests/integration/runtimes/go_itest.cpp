@@ -1,7 +1,8 @@
 // Go binaries as they ship, stripped or not, inlined or not: every Go function named from the
 // binary's own pclntab, frameless leaves unwound by its stack-pointer tables, inlined calls named
 // from its inline tree, and every stack rooted where Go's own are (runtime.goexit for goroutines,
-// runtime.main under it), so that the split of two callers of one leaf shows as their work is.
+// runtime.main under it), so that the split of two callers of one leaf shows as their work is;
+// and cgo, where C frames on a thread's system stack sit above the goroutine's Go frames.
 #include <csignal>
 #include <gtest/gtest.h>
 #include <map>
@@ -16,14 +17,21 @@
 namespace flamebpf::testing {
 namespace {
 
+// How the leaf is reached from heavy and light.
+enum class Leaf {
+  kInlinedWork, // built with inlining: work is inlined into heavy and light
+  kFramedWork,  // -gcflags=-l: work is a frame of its own
+  kC,           // cgo_split.go: spin is C, called through cgo on the thread's system stack
+};
+
 struct Variant {
   const char* file;
-  bool inlined; // built with inlining: work is inlined into heavy and light
+  Leaf leaf;
 };
 
 struct Shares {
   uint64_t total = 0, named = 0, rooted = 0, heavy = 0, light = 0, work_inlined = 0,
-           work_framed = 0;
+           work_framed = 0, through_cgo = 0;
   std::vector<std::string> unnamed_examples;
 };
 
@@ -44,6 +52,13 @@ Shares shares_of(const std::map<std::string, uint64_t>& stacks)
     shares.light += stack.find(";main.light;") != std::string::npos ? count : 0;
     shares.work_inlined += stack.find(";main.work_[i];main.spin") != std::string::npos ? count : 0;
     shares.work_framed += stack.find(";main.work;main.spin") != std::string::npos ? count : 0;
+    // Go's frames, the switch to the system stack (Go 1.19's asmcgocall keeps its caller's
+    // frame pointer, so runtime.cgocall is passed; later ones keep a frame), then cgo's C
+    // wrapper and the C leaf.
+    bool through_cgo = stack.find(";main._Cfunc_spin.abi0;") != std::string::npos &&
+                       stack.find(";runtime.asmcgocall.abi0;_cgo_") != std::string::npos &&
+                       stack.ends_with("_Cfunc_spin;spin");
+    shares.through_cgo += through_cgo ? count : 0;
   }
   return shares;
 }
@@ -54,8 +69,9 @@ TEST_P(GoBinaries, EveryFunctionNamedEveryStackRootedAndTheSplitShows)
 {
   TempDir dir;
   for (Variant variant :
-       {Variant{"split", true}, Variant{"split.stripped", true}, Variant{"split.noinline", false},
-        Variant{"split.noinline.stripped", false}}) {
+       {Variant{"split", Leaf::kInlinedWork}, Variant{"split.stripped", Leaf::kInlinedWork},
+        Variant{"split.noinline", Leaf::kFramedWork},
+        Variant{"split.noinline.stripped", Leaf::kFramedWork}, Variant{"cgo", Leaf::kC}}) {
     SCOPED_TRACE(variant.file);
     std::string binary = go_split(GetParam(), variant.file);
     Child workload({binary});
@@ -79,13 +95,24 @@ TEST_P(GoBinaries, EveryFunctionNamedEveryStackRootedAndTheSplitShows)
     double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
     EXPECT_GT(ratio, 2.7) << shares.heavy << " under heavy, " << shares.light << " under light";
     EXPECT_LT(ratio, 3.3) << shares.heavy << " under heavy, " << shares.light << " under light";
-    uint64_t in_work = variant.inlined ? shares.work_inlined : shares.work_framed;
-    // An inlined call is named once the binary's inline tree is indexed, off the report cycle:
-    // the samples of the intervals before (the first of four here) name heavy and light alone.
-    uint64_t expected = variant.inlined ? (shares.heavy + shares.light) / 2
-                                        : (shares.heavy + shares.light) * 95 / 100;
-    EXPECT_GE(in_work, expected) << "main.work " << (variant.inlined ? "inlined" : "as a frame")
-                                 << ": " << in_work << " of " << shares.heavy + shares.light;
+    uint64_t under_split = shares.heavy + shares.light;
+    switch (variant.leaf) {
+    case Leaf::kInlinedWork:
+      // An inlined call is named once the binary's inline tree is indexed, off the report
+      // cycle: the samples of the intervals before (the first of four here) name heavy and light
+      // alone.
+      EXPECT_GE(shares.work_inlined, under_split / 2)
+          << "main.work inlined: " << shares.work_inlined << " of " << under_split;
+      break;
+    case Leaf::kFramedWork:
+      EXPECT_GE(shares.work_framed, under_split * 95 / 100)
+          << "main.work as a frame: " << shares.work_framed << " of " << under_split;
+      break;
+    case Leaf::kC:
+      EXPECT_GE(shares.through_cgo, under_split * 95 / 100)
+          << "C under Go through cgo: " << shares.through_cgo << " of " << under_split;
+      break;
+    }
   }
 }
 

@@ -7,13 +7,15 @@
 #   OUT/<version>/split.noinline.stripped
 #   OUT/<version>/split.nosections  split.stripped without its section headers (found by the
 #                                   pclntab's magic)
+#   OUT/<version>/cgo             cgo_split.go: the leaf in C, called through cgo
 # and OUT/versions, one line per toolchain: its directory name. CACHE is Go's build cache, which
 # the plain and sanitized builds share (their Go programs are the same).
-# Usage: make-go-splits.sh SOURCE OUT CACHE
+# Usage: make-go-splits.sh SOURCE CGO_SOURCE OUT CACHE
 set -eu
 source=$1
-out=$2
-cache=$3
+cgo_source=$2
+out=$3
+cache=$4
 rm -rf "$out"
 mkdir -p "$out"
 : >"$out/versions"
@@ -32,7 +34,9 @@ for go in /usr/lib/go/bin/go /usr/lib/go-1.2*/bin/go; do
     "$go" build -ldflags='-s -w' -o split.stripped split.go &&
     "$go" build -gcflags=-l -o split.noinline split.go &&
     "$go" build -gcflags=-l -ldflags='-s -w' -o split.noinline.stripped split.go)
-  rm "$dir/split.go"
+  cp "$cgo_source" "$dir/cgo_split.go"
+  (cd "$dir" && CGO_ENABLED=1 "$go" build -o cgo cgo_split.go)
+  rm "$dir/split.go" "$dir/cgo_split.go"
   # Section headers dropped: e_shoff, e_shnum and e_shstrndx zeroed, as sstrip leaves a file.
   cp "$dir/split.stripped" "$dir/split.nosections"
   printf '\000\000\000\000\000\000\000\000' |

@@ -6,6 +6,7 @@
 #include "common/elf_reader.h"
 #include "go_splits.h"
 #include "runtimes/go/pclntab.h"
+#include "runtimes/go_abi.h"
 #include "unwind/go_table.h"
 
 namespace flamebpf::unwind {
@@ -100,8 +101,10 @@ TEST(GoTable, FramelessLeavesFramedCallersAndTheStacksRoots)
   }
   EXPECT_TRUE(framed);
   EXPECT_EQ(row_at(rows, named(*binary.table, "runtime.goexit").entry).kind, FB_UNWIND_STOP);
-  EXPECT_EQ(row_at(rows, named(*binary.table, "runtime.systemstack").entry).kind,
-            FB_UNWIND_FRAME_POINTER);
+  // The stack switches leave their caller to the frame pointer, on another stack.
+  for (const char* name : {"runtime.systemstack", "runtime.asmcgocall", "runtime.mcall"})
+    EXPECT_EQ(row_at(rows, named(*binary.table, name).entry).kind, FB_UNWIND_GO_STACK_SWITCH)
+        << name;
 }
 
 TEST(GoTable, CfiKeepsTheCodeItsFdesDescribeAndGoFillsTheRest)

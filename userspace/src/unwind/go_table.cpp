@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "runtimes/go_abi.h"
 #include "unwind/arch.h"
 
 namespace flamebpf::unwind {
@@ -55,9 +56,9 @@ GoRows go_rows(go::Pclntab& table)
     }
     if (flags->sp_write) {
       // Its table cannot say where its caller's frame is; the frame pointer it keeps is the
-      // goroutine frame's it was called from.
+      // goroutine frame's it was called from, on another stack (go_abi.h).
       ++out.stack_switches;
-      add(function.entry, row_of(FB_UNWIND_FRAME_POINTER));
+      add(function.entry, row_of(FB_UNWIND_GO_STACK_SWITCH));
       continue;
     }
     uint64_t covered = function.entry;
