@@ -6,6 +6,9 @@
 #define FLAMEBPF_ARCH_X86_64_BPF_H
 
 #define FB_WORD_BYTES 8
+// The end of the user address space with 5-level paging (4-level paging ends it at 1 << 47): a
+// return address at or above it is no code's.
+#define FB_USER_ADDRESS_END (1ULL << 56)
 // A call leaves the return address one word below the CFA (the caller's sp before the call).
 #define FB_RETURN_ADDRESS_AT_CFA (-8)
 // The frame-pointer chain: [fp] is the caller's fp, [fp + 8] the return address, and the caller's

@@ -364,6 +364,12 @@ static long unwind_step(__u32 index, void* context)
     return 1;
   __u64 pc = state->pc;
   __u64 sp = state->sp;
+  // A return address read from a stack gone wrong: no frame (its top bit would read as a
+  // runtime's marker).
+  if (pc >= FB_USER_ADDRESS_END) {
+    unwind_stop(state, FB_COUNTER_UNWIND_NO_RETURN);
+    return 1;
+  }
   // A return address points after its call; the call itself is one byte earlier.
   __u64 lookup_pc = state->exact_pc ? pc : pc - 1;
   struct fb_unwind_row row = {.kind = FB_UNWIND_FRAME_POINTER};

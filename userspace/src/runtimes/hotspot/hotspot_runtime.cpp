@@ -128,6 +128,10 @@ HotSpotRuntime::name_marker(ProcessTable& processes, const ImageKey& key, uint64
     if (auto name = found->method_name(frame & ~FB_FRAME_RUNTIME_MARKER))
       return interpreted_frame(*name, options_.java_signatures);
   }
+  // Only a JVM's unwinding marks its interpreter's frames; in any other process, such a frame
+  // is an address no code has (a return address read from a stack gone wrong).
+  if (auto image = images_.find(key); image == images_.end() || !image->second.jvm)
+    return std::nullopt;
   return profile::Frame{"Interpreter", "", profile::FrameKind::kInterpreted};
 }
 
