@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cctype>
+#include <cstdint>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,43 @@ inline std::string go_test_name(std::string version)
     if (!std::isalnum(static_cast<unsigned char>(c)))
       c = '_';
   return version;
+}
+
+// How a profile of the split workload divides: samples named, rooted where Go's stacks are, under
+// each caller, and through each way of reaching the leaf.
+struct GoSplitShares {
+  uint64_t total = 0, named = 0, rooted = 0, heavy = 0, light = 0, work_inlined = 0,
+           work_framed = 0, through_cgo = 0;
+  std::vector<std::string> unnamed_examples;
+};
+
+// The shares of folded stacks (stack -> samples) of the split workload.
+inline GoSplitShares go_split_shares(const std::map<std::string, uint64_t>& stacks)
+{
+  GoSplitShares shares;
+  for (const auto& [stack, count] : stacks) {
+    shares.total += count;
+    // An address left unnamed reads "<file>+0x<offset>".
+    bool named = stack.find("+0x") == std::string::npos;
+    shares.named += named ? count : 0;
+    if (!named && shares.unnamed_examples.size() < 3)
+      shares.unnamed_examples.push_back(stack);
+    bool rooted = stack.find(";runtime.goexit;") != std::string::npos ||
+                  stack.find(";runtime.main;") != std::string::npos;
+    shares.rooted += rooted ? count : 0;
+    shares.heavy += stack.find(";main.heavy;") != std::string::npos ? count : 0;
+    shares.light += stack.find(";main.light;") != std::string::npos ? count : 0;
+    shares.work_inlined += stack.find(";main.work_[i];main.spin") != std::string::npos ? count : 0;
+    shares.work_framed += stack.find(";main.work;main.spin") != std::string::npos ? count : 0;
+    // Go's frames, the switch to the system stack (Go 1.19's asmcgocall keeps its caller's
+    // frame pointer, so runtime.cgocall is passed; later ones keep a frame), then cgo's C
+    // wrapper and the C leaf.
+    bool through_cgo = stack.find(";main._Cfunc_spin.abi0;") != std::string::npos &&
+                       stack.find(";runtime.asmcgocall.abi0;_cgo_") != std::string::npos &&
+                       stack.ends_with("_Cfunc_spin;spin");
+    shares.through_cgo += through_cgo ? count : 0;
+  }
+  return shares;
 }
 
 } // namespace flamebpf::testing
