@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <set>
+#include <sstream>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -21,6 +22,7 @@
 
 #include "dumps/dump_files.h"
 #include "harness.h"
+#include "pprof_tool.h"
 #include "process.h"
 #include "symbolize/debuginfod.h"
 #include "temp_dir.h"
@@ -368,6 +370,31 @@ TEST_F(DebuginfodTest, RealServerNamesAStrippedProgram)
   EXPECT_GE(later * 100, all * 95) << run.log();
   EXPECT_TRUE(fs::exists(cache_ + "/" + build_id + "/debuginfo"));
 
+  // A recording is written at its end: its first interval, symbolized before the fetch ended, is
+  // named from the debug file that arrived after it.
+  {
+    Child spinner({program_});
+    wait_until_busy(spinner.pid(), "spinner");
+    std::string folded = dir_.path().string() + "/recording.folded";
+    auto recording = run_process({FLAMEBPF_BINARY, "--pid", std::to_string(spinner.pid()), "-d",
+                                  "5", "--interval", "1", "-o", folded, "--debuginfod", url,
+                                  "--debuginfod-cache", dir_.path().string() + "/cache-recording"},
+                                 {}, std::chrono::seconds(40));
+    ASSERT_EQ(recording.status, 0) << recording.out << recording.err;
+    EXPECT_NE(recording.err.find("debuginfod: fetched the debug file of"), std::string::npos)
+        << recording.err;
+    auto stacks = read_folded(folded);
+    uint64_t recorded_named = count_containing(stacks, kLocalFunction);
+    uint64_t recorded = total_count(stacks);
+    EXPECT_GT(recorded, 300u) << recording.err;
+    EXPECT_GE(recorded_named * 100, recorded * 95)
+        << recorded_named << " of " << recorded << " named\n"
+        << recording.err;
+    std::printf("[ FIGURES  ] debuginfod, a 5 s recording: %llu of %llu samples named\n",
+                static_cast<unsigned long long>(recorded_named),
+                static_cast<unsigned long long>(recorded));
+  }
+
   // The server gone, the cache names every window of the next run.
   server.signal(SIGTERM);
   server.wait();
@@ -378,6 +405,49 @@ TEST_F(DebuginfodTest, RealServerNamesAStrippedProgram)
               "from the cache\n",
               static_cast<unsigned long long>(later), static_cast<unsigned long long>(all),
               static_cast<unsigned long long>(named_now), static_cast<unsigned long long>(all_now));
+}
+
+// What flamebpf cannot name, pprof's readers may: a stripped program's frames are addresses
+// (offsets in the file) in a mapping with the file's build ID, as `go tool pprof -raw` shows them.
+TEST_F(DebuginfodTest, UnnamedFramesAreAddressesInAMappingWithTheBuildId)
+{
+  std::string go = find_go();
+  ASSERT_FALSE(go.empty()) << "go is not on PATH: install golang-go";
+  Child spinner({program_});
+  wait_until_busy(spinner.pid(), "spinner");
+  std::string pprof = dir_.path().string() + "/spinner.pb.gz";
+  auto run =
+      run_process({FLAMEBPF_BINARY, "--pid", std::to_string(spinner.pid()), "-d", "1", "-o", pprof},
+                  {}, std::chrono::seconds(30));
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  auto id = run_process({"/usr/bin/readelf", "-n", program_}, {}, std::chrono::seconds(30));
+  std::string build_id = id.out.substr(id.out.find("Build ID: ") + 10, 40);
+  PprofTool tool(go, dir_.path().string());
+  std::string raw = tool.run({"-raw"}, pprof);
+  // "Mappings" lines: id: start/limit/offset file build-ID [flags]; the program's names none.
+  std::string mapping_line;
+  std::istringstream lines(raw.substr(raw.find("Mappings")));
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(program_) != std::string::npos)
+      mapping_line = line;
+  ASSERT_FALSE(mapping_line.empty()) << raw;
+  EXPECT_NE(mapping_line.find(build_id), std::string::npos) << mapping_line;
+  EXPECT_EQ(mapping_line.find("[FN]"), std::string::npos) << "its functions are not all named";
+  std::string mapping_id = mapping_line.substr(0, mapping_line.find(':'));
+  mapping_id.erase(0, mapping_id.find_first_not_of(' '));
+  // "Locations" lines: "id: 0xaddress M=mapping [function file:line s=0]..."; the program's have
+  // an address and no function.
+  size_t unnamed = 0;
+  std::istringstream locations(
+      raw.substr(raw.find("Locations"), raw.find("Mappings") - raw.find("Locations")));
+  for (std::string line; std::getline(locations, line);) {
+    line.erase(line.find_last_not_of(' ') + 1);
+    if (!line.ends_with(" M=" + mapping_id))
+      continue;
+    EXPECT_EQ(line.find(": 0x0 "), std::string::npos) << line;
+    ++unnamed;
+  }
+  EXPECT_GT(unnamed, 2u) << raw;
 }
 
 // A server that never answers, and one that answers a byte at a time: each costs one warning, the

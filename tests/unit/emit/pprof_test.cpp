@@ -501,6 +501,45 @@ TEST(Pprof, MappingsCarryBuildIdsAndTheMainBinaryComesFirst)
   EXPECT_EQ(location(profile, profile.sample(4).location_id(2)).mapping_id(), 0u);
 }
 
+// Code of a file flamebpf could not name is a location with its address (the offset in the file)
+// and no function, in a mapping with the file's build ID that says its functions are not all
+// named: what Pyroscope and Parca name from the build ID. Named code has its function's start.
+TEST(Pprof, UnnamedCodeIsAnAddressInItsFilesMappingForReadersToName)
+{
+  SymbolizedProfile input;
+  input.frequency_hz = 99;
+  input.build_ids[kBurner] = "0123abcd";
+  Frame main_frame = native("main");
+  main_frame.file_offset = 0x1100;
+  Frame unnamed = unknown("burner+0x1234", kBurner);
+  unnamed.file_offset = 0x1234;
+  Frame in_libc = native("write", kLibc);
+  in_libc.file_offset = 0x9000;
+  input.stacks.push_back({1, "burner", "", {main_frame, unnamed}, 3});
+  input.stacks.push_back({1, "burner", "", {main_frame, in_libc}, 2});
+  pb::Profile profile = parse(input);
+
+  const pb::Mapping& burner = mapping_named(profile, kBurner);
+  EXPECT_EQ(text(profile, burner.build_id()), "0123abcd");
+  EXPECT_FALSE(burner.has_functions());
+  EXPECT_EQ(burner.memory_start(), 0u);
+  EXPECT_EQ(burner.file_offset(), 0u);
+  EXPECT_GT(burner.memory_limit(), 0x1234u);
+  EXPECT_TRUE(mapping_named(profile, kLibc).has_functions());
+
+  const pb::Location& leaf = location(profile, profile.sample(0).location_id(0));
+  EXPECT_EQ(leaf.mapping_id(), burner.id());
+  EXPECT_EQ(leaf.address(), 0x1234u);
+  EXPECT_EQ(leaf.line_size(), 0);
+  const pb::Location& caller = location(profile, profile.sample(0).location_id(1));
+  EXPECT_EQ(caller.address(), 0x1100u);
+  ASSERT_EQ(caller.line_size(), 1);
+  EXPECT_EQ(location(profile, profile.sample(1).location_id(0)).address(), 0x9000u);
+  auto bytes = pprof_bytes(input);
+  ASSERT_TRUE(bytes.has_value());
+  EXPECT_TRUE(check_pprof(*bytes).has_value());
+}
+
 TEST(Pprof, EmptyNamesAreUnknownAndEmptyStacksLeftOut)
 {
   SymbolizedProfile input;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <optional>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <unordered_map>
 
 #include "common/procfs.h"
+#include "profile/accumulator.h"
 #include "symbolize/perf_map_names.h"
 #include "symbolize/symbolizer.h"
 #include "test_support.h"
@@ -480,6 +482,58 @@ TEST_F(FakeJit, FramesAreNamedByThePerfMap)
                                                           {"Leaf.spin", "", FrameKind::kJit}}));
   EXPECT_EQ(profile.symbolize_stats.truncated_names, 0u);
   EXPECT_EQ(profile.symbolize_stats.truncated_stacks, 0u);
+}
+
+// JIT code its perf map did not name when its interval was symbolized is named again, before the
+// profile is written, from the lines the JIT appended since; the stacks that read alike then are
+// one stack. Until then, unnamed code at two addresses is two stacks, which may be named apart.
+TEST_F(FakeJit, CodeNamedAfterItsIntervalIsNamedAgainBeforeTheProfileIsWritten)
+{
+  map({{0x0, 0x100, "Outer.run()"}});
+  auto kernel = KernelSymbols::parse(kKernelSymbols);
+  ASSERT_TRUE(kernel.has_value());
+  Symbolizer symbolizer(std::make_unique<KallsymsNames>(std::move(*kernel)), {}, proc());
+  profile::RawProfile raw;
+  for (uint64_t leaf : {0x110, 0x120, 0x310}) {
+    profile::RawSample sample;
+    sample.tgid = pid_;
+    sample.image_id = kImageId;
+    sample.user_frames = {kCode + leaf, kCode + 0x10 + 1};
+    sample.count = 2;
+    raw.samples.push_back(std::move(sample));
+  }
+  auto symbolized = symbolizer.symbolize(raw, {});
+  ASSERT_TRUE(symbolized.has_value());
+  profile::Accumulator interval;
+  interval.add(std::move(*symbolized));
+  profile::SymbolizedProfile profile = interval.take();
+  ASSERT_EQ(profile.stacks.size(), 3u) << "unnamed code at three addresses";
+  EXPECT_EQ(profile.symbolize_stats.jit_unnamed, 3u);
+  for (const auto& stack : profile.stacks) {
+    ASSERT_EQ(stack.frames.size(), 2u);
+    EXPECT_EQ(stack.frames[1].name, "[unknown]");
+    EXPECT_NE(stack.frames[1].late, 0u);
+  }
+
+  // The JIT writes its next method; the perf map is read again in the next generation.
+  map({{0x0, 0x100, "Outer.run()"}, {0x100, 0x100, "Leaf.spin()"}});
+  symbolizer.forget_exited_processes();
+  symbolizer.name_late(profile);
+  ASSERT_EQ(profile.stacks.size(), 2u);
+  std::map<std::string, uint64_t> counts;
+  for (const auto& stack : profile.stacks) {
+    ASSERT_EQ(stack.frames.size(), 2u);
+    counts[stack.frames[1].name] += stack.count;
+  }
+  EXPECT_EQ(counts["Leaf.spin"], 4u);
+  EXPECT_EQ(counts["[unknown]"], 2u) << "code no line names stays unnamed";
+  EXPECT_EQ(profile.symbolize_stats.jit_unnamed, 1u);
+  for (const auto& stack : profile.stacks)
+    for (const auto& frame : stack.frames)
+      EXPECT_EQ(frame.late, 0u) << "written, the frames are final";
+  EXPECT_EQ(symbolizer.late_frames(), 3u);
+  symbolizer.forget_late_frames();
+  EXPECT_EQ(symbolizer.late_frames(), 0u);
 }
 
 // A process captured inside execve (its new memory image has no code mapped yet, its name is still

@@ -83,7 +83,11 @@ private:
   int64_t string(std::string_view text);
   uint64_t function(std::string_view name, int kind, const std::string& module);
   uint64_t mapping(const std::string& file);
-  uint64_t location(uint64_t mapping_id, const std::vector<uint64_t>& functions_root_first);
+  // The location of code at address (a file offset; 0 if not known) in the mapping, with the
+  // functions that name it (none: unnamed, for pprof's readers to name).
+  uint64_t location(uint64_t mapping_id,
+                    uint64_t address,
+                    const std::vector<uint64_t>& functions_root_first);
   Result<> add_sample(const profile::Stack& stack, uint64_t period);
   void put_main_binary_first();
 
@@ -92,7 +96,7 @@ private:
   std::map<std::string, int64_t, std::less<>> strings_;
   std::map<std::tuple<std::string, int, std::string>, uint64_t, std::less<>> functions_;
   std::map<std::string, uint64_t, std::less<>> mappings_;
-  std::map<std::pair<uint64_t, std::vector<uint64_t>>, uint64_t> locations_;
+  std::map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>>, uint64_t> locations_;
   std::vector<uint64_t> mapping_samples_; // by mapping id - 1
 };
 
@@ -136,24 +140,38 @@ uint64_t Builder::mapping(const std::string& file)
   mapping->set_filename(string(file));
   if (auto build_id = input_.build_ids.find(file); build_id != input_.build_ids.end())
     mapping->set_build_id(string(build_id->second));
-  // Names are all pprof gets, and they are final: nothing for it to symbolize.
+  // Addresses are offsets in the file: the mapping starts at 0 with the file's start, and ends
+  // past the highest address of its locations.
+  mapping->set_memory_start(0);
+  mapping->set_file_offset(0);
+  // Its functions are named, until a location of code flamebpf could not name says otherwise.
   mapping->set_has_functions(true);
   mappings_.emplace(file, id);
   mapping_samples_.push_back(0);
   return id;
 }
 
-uint64_t Builder::location(uint64_t mapping_id, const std::vector<uint64_t>& functions_root_first)
+uint64_t Builder::location(uint64_t mapping_id,
+                           uint64_t address,
+                           const std::vector<uint64_t>& functions_root_first)
 {
-  auto key = std::make_pair(mapping_id, functions_root_first);
+  auto key = std::make_tuple(mapping_id, address, functions_root_first);
   if (auto it = locations_.find(key); it != locations_.end())
     return it->second;
   uint64_t id = locations_.size() + 1;
   pb::Location* location = out_.add_location();
   location->set_id(id);
   location->set_mapping_id(mapping_id);
-  if (functions_root_first.size() > 1 && mapping_id != 0)
-    out_.mutable_mapping(static_cast<int>(mapping_id - 1))->set_has_inline_frames(true);
+  location->set_address(address);
+  if (mapping_id != 0) {
+    pb::Mapping* mapping = out_.mutable_mapping(static_cast<int>(mapping_id - 1));
+    if (functions_root_first.size() > 1)
+      mapping->set_has_inline_frames(true);
+    if (functions_root_first.empty())
+      mapping->set_has_functions(false);
+    if (address != 0 && address >= mapping->memory_limit())
+      mapping->set_memory_limit(address + 1);
+  }
   // pprof lists a location's inlined functions innermost first.
   for (auto function = functions_root_first.rbegin(); function != functions_root_first.rend();
        ++function)
@@ -177,26 +195,34 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
   // Root first, as the frames come; a function and those inlined into it share one location (its
   // mapping's): a JIT-compiled Java method's, or a native function's.
   std::vector<uint64_t> locations;
-  locations.push_back(location(0, {function(or_unknown(stack.comm), kProcessKind, "")}));
+  locations.push_back(location(0, 0, {function(or_unknown(stack.comm), kProcessKind, "")}));
   std::vector<uint64_t> group;
   uint64_t group_mapping = 0;
+  uint64_t group_address = 0;
+  bool group_open = false;
   bool group_takes_inlines = false;
   std::set<uint64_t> stack_mappings;
   auto close_group = [&] {
-    if (!group.empty())
-      locations.push_back(location(group_mapping, group));
+    if (group_open)
+      locations.push_back(location(group_mapping, group_address, group));
     group.clear();
+    group_open = false;
   };
   for (const Frame& frame : stack.frames) {
-    uint64_t function_id =
-        function(or_unknown(frame.name), static_cast<int>(frame.kind), frame.module);
+    // Code of an ELF file flamebpf could not name is its address alone, which pprof's readers
+    // (Pyroscope, Parca) name from the mapping's build ID.
+    bool unnamed_code =
+        frame.kind == FrameKind::kUnknown && !frame.module.empty() && frame.file_offset != 0;
     if (frame.kind == FrameKind::kInlined && group_takes_inlines) {
-      group.push_back(function_id);
+      group.push_back(function(or_unknown(frame.name), static_cast<int>(frame.kind), frame.module));
       continue;
     }
     close_group();
-    group.push_back(function_id);
+    group_open = true;
+    if (!unnamed_code)
+      group.push_back(function(or_unknown(frame.name), static_cast<int>(frame.kind), frame.module));
     group_mapping = mapping(mapping_name(frame));
+    group_address = group_mapping != 0 ? frame.file_offset : 0;
     group_takes_inlines = frame.kind == FrameKind::kJit || frame.kind == FrameKind::kNative;
     if (group_mapping != 0)
       stack_mappings.insert(group_mapping);

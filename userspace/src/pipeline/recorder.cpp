@@ -31,6 +31,9 @@ constexpr auto kMinRefreshGap = std::chrono::milliseconds(100);
 // The longest the loop spends loading unwind tables before it polls again (one image may take
 // longer: it is loaded whole); it then waits four times as long before the next slice.
 constexpr auto kUnwindTableSlice = std::chrono::milliseconds(20);
+// The longest the end of a recording waits for inline indexes being built, so that its files name
+// the inlined functions of every interval (a large binary's takes about a second).
+constexpr auto kLastNamesWait = std::chrono::seconds(2);
 
 Result<target::TargetSet> resolve_targets(const cli::Config& config)
 {
@@ -381,7 +384,7 @@ void Recorder::load_unwind_tables()
   next_table_slice_ = Steady::now() + 4 * kUnwindTableSlice;
 }
 
-Result<> Recorder::end_interval(Wall::time_point end)
+Result<> Recorder::end_interval(Wall::time_point end, bool last)
 {
   IntervalFacts facts;
   facts.window = {interval_start_, end};
@@ -392,7 +395,18 @@ Result<> Recorder::end_interval(Wall::time_point end)
                      symbolizer_->elf_files(), symbolizer_->symbol_bytes()};
   for (const auto& map : symbolizer_->perf_maps())
     facts.perf_maps.push_back({map.pid, map.modified});
-  return sinks_.consume(accumulator_.take(), std::move(facts));
+  // Names that arrived during the interval (debug files, inline indexes, perf maps) name its
+  // earlier drains' frames too; a recording's one interval waits a little for the inline indexes
+  // still being built, since its files are written once.
+  auto profile = accumulator_.take();
+  auto wait_until =
+      last && !sinks_.interval() ? Steady::now() + kLastNamesWait : Steady::time_point{};
+  symbolizer_->name_late(profile, wait_until);
+  // Later intervals are symbolized with what is known now; the frames of an agent's window, once
+  // it is written, are not named again.
+  if (sinks_.interval())
+    symbolizer_->forget_late_frames();
+  return sinks_.consume(profile, std::move(facts));
 }
 
 Result<RecordSummary> Recorder::run()
@@ -435,7 +449,7 @@ Result<RecordSummary> Recorder::run()
       if (auto drained = collect(); !drained)
         return fail(drained.error());
       if (ends_interval) {
-        if (auto consumed = end_interval(schedule.interval_end()); !consumed)
+        if (auto consumed = end_interval(schedule.interval_end(), false); !consumed)
           return fail(consumed.error());
         schedule.interval_ended(Wall::now());
       }
@@ -472,7 +486,7 @@ Result<RecordSummary> Recorder::run()
   if (auto drained = collect(); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Steady::now() - started;
-  if (auto consumed = end_interval(Wall::now()); !consumed)
+  if (auto consumed = end_interval(Wall::now(), true); !consumed)
     return fail(consumed.error());
   RecordSummary summary;
   if (auto finished = sinks_.finish(summary); !finished)

@@ -85,8 +85,9 @@ private:
   // Unwind tables for the libraries the kernel found unmapped, and for runtimes' new code.
   void follow_unwind_tables();
   void log_unwind_tables() const;
-  // Hands the interval's profile, which ends at end, to the sinks.
-  [[nodiscard]] Result<> end_interval(Schedule::Wall::time_point end);
+  // Names again what could not be named when it was drained, and hands the interval's profile,
+  // which ends at end, to the sinks; last: the recording's last interval.
+  [[nodiscard]] Result<> end_interval(Schedule::Wall::time_point end, bool last);
 
   const cli::Config& config_;
   target::TargetSet targets_;

@@ -3,7 +3,7 @@
 namespace flamebpf::profile {
 namespace {
 
-// Identity of a stack: process, target and every frame. \x1f and \x1e never occur in names.
+// Identity of a stack: process, target and every frame. \x1d, \x1f and \x1e never occur in names.
 std::string identity(const Stack& stack)
 {
   std::string key = std::to_string(stack.pid);
@@ -17,6 +17,11 @@ std::string identity(const Stack& stack)
     key += frame.name;
     key += '\x1f';
     key += frame.module;
+    // Unnamed code at two addresses reads alike, and may be named apart later.
+    if (frame.late != 0) {
+      key += '\x1d';
+      key += std::to_string(frame.late);
+    }
   }
   return key;
 }

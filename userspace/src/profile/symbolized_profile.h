@@ -24,9 +24,27 @@ struct Frame {
   std::string name;   // function name, or the unresolved form
   std::string module; // kernel module, or path of the ELF file; empty if none
   FrameKind kind = FrameKind::kUnknown;
+  // Where the code is in module, an ELF file: the unnamed byte's offset in the file, or the
+  // named function's start; for pprof's readers, which may name what flamebpf could not. 0 if
+  // not known.
+  uint64_t file_offset = 0;
+  // A frame that may be named better later (symbolize/late_names.h): its number there; 0 if final.
+  uint32_t late = 0;
 
-  friend bool operator==(const Frame&, const Frame&) = default;
-  friend auto operator<=>(const Frame&, const Frame&) = default;
+  // A frame is what it reads: where it was found, and whether it may be named later, do not make
+  // two frames of one.
+  friend bool operator==(const Frame& a, const Frame& b)
+  {
+    return a.kind == b.kind && a.name == b.name && a.module == b.module;
+  }
+  friend auto operator<=>(const Frame& a, const Frame& b)
+  {
+    if (auto order = a.name <=> b.name; order != 0)
+      return order;
+    if (auto order = a.module <=> b.module; order != 0)
+      return order;
+    return a.kind <=> b.kind;
+  }
 };
 
 // One distinct stack of one process with its sample count.

@@ -71,8 +71,16 @@ public:
     return std::exchange(inline_source_, {});
   }
   // From now on, lookups name the inlined functions index holds.
-  void use_inlines(std::shared_ptr<const InlineIndex> index) const { inlines_ = std::move(index); }
+  void use_inlines(std::shared_ptr<const InlineIndex> index) const
+  {
+    inlines_ = std::move(index);
+    inlines_pending_ = false;
+  }
   bool has_inlines() const { return inlines_ != nullptr; }
+  // Whether an inline index is being built for the file: until it is given, a lookup's inlined
+  // functions are missing, and the frame is worth naming again later.
+  bool inlines_pending() const { return inlines_pending_; }
+  void set_inlines_pending(bool pending) const { inlines_pending_ = pending; }
 
   // The name of the function covering the byte at file_offset in the file, demangled; nullopt if
   // no symbol covers it.
@@ -133,6 +141,7 @@ private:
   // Set on the thread that reads the symbols, taken and given by the one that names frames.
   mutable std::optional<InlineSource> inline_source_;
   mutable std::shared_ptr<const InlineIndex> inlines_;
+  mutable bool inlines_pending_ = false;
 };
 
 } // namespace flamebpf::symbolize

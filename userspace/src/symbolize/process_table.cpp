@@ -162,6 +162,7 @@ void ElfCache::queue_inlines(const FileKey& key, const std::shared_ptr<const Elf
     }
     if (auto job = inline_job_of_build_id_.find(build_id); job != inline_job_of_build_id_.end()) {
       inline_jobs_[job->second].files.emplace_back(key, symbols);
+      symbols->set_inlines_pending(true);
       return;
     }
   }
@@ -175,6 +176,7 @@ void ElfCache::queue_inlines(const FileKey& key, const std::shared_ptr<const Elf
     return;
   }
   inline_jobs_[job] = InlineJob{build_id, {{key, symbols}}};
+  symbols->set_inlines_pending(true);
   if (!build_id.empty())
     inline_job_of_build_id_[build_id] = job;
 }
@@ -194,6 +196,9 @@ void ElfCache::install_inlines()
       spdlog::warn("inlined functions: {}", fmt::join(built.problems, "; ")); // each names the file
     if (!built.index) {
       spdlog::debug("{}: no inlined functions named: {}", built.shown, built.index.error().message);
+      for (const auto& [key, file] : done.files)
+        if (auto symbols = file.lock())
+          symbols->set_inlines_pending(false);
       continue;
     }
     const auto& index = *built.index;
@@ -207,6 +212,8 @@ void ElfCache::install_inlines()
       if (auto cached = files_.find(key);
           cached != files_.end() && cached->second.symbols == symbols)
         use_inlines(key, index);
+      if (symbols)
+        symbols->set_inlines_pending(false); // given, or left out for room: nothing more comes
     }
     if (!done.build_id.empty())
       inline_indexes_[done.build_id] = index;
@@ -529,7 +536,7 @@ void ProcessTable::fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher)
   elf_cache_.fetch_debug_files_with(std::move(fetcher));
 }
 
-std::vector<ImageKey> ProcessTable::end_generation()
+void ProcessTable::take_arrivals()
 {
   if (fetcher_) {
     // The files a debug file arrived for are read again on their next use.
@@ -543,6 +550,12 @@ std::vector<ImageKey> ProcessTable::end_generation()
       }
     }
   }
+  elf_cache_.install_inlines();
+}
+
+std::vector<ImageKey> ProcessTable::end_generation()
+{
+  take_arrivals();
   // The newest capture of each pid is its current image; older ones were replaced by exec.
   std::unordered_map<uint32_t, uint64_t> newest_capture;
   for (const auto& [key, image] : processes_) {
@@ -580,7 +593,6 @@ std::vector<ImageKey> ProcessTable::end_generation()
   }
   for (const auto& key : recaptured)
     capture(key, "");
-  elf_cache_.install_inlines();
   elf_cache_.trim();
   ++generation_;
   return gone;

@@ -261,10 +261,16 @@ public:
   // Debug files no debug root holds are fetched by fetcher; once one arrives, the files it is
   // for are read again (at the end of a generation), so that later intervals name their frames.
   void fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher);
-  // Starts a new generation, which is also a new interval for the perf maps' budgets, and removes
-  // the images of processes that no longer exist, and images replaced by an exec that no sample
-  // used in the generation; returns their keys, which every runtime forgets. The images a runtime
-  // wants read again (a launcher that loads the runtime later) are captured again.
+  // Takes what arrived since the last call: the debug files fetched (the files they are for are
+  // read again on their next use) and the inline indexes built.
+  void take_arrivals();
+  // Inline index builds queued or under way.
+  size_t inline_builds_pending() const { return elf_cache_.inline_builds_pending(); }
+  // Starts a new generation (taking what arrived first), which is also a new interval for the perf
+  // maps' budgets, and removes the images of processes that no longer exist, and images replaced by
+  // an exec that no sample used in the generation; returns their keys, which every runtime forgets.
+  // The images a runtime wants read again (a launcher that loads the runtime later) are captured
+  // again.
   std::vector<ImageKey> end_generation();
 
   const std::string& proc_root() const { return proc_root_; }

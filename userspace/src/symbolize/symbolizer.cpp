@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <set>
+#include <thread>
+#include <unordered_map>
 
 #include "bpf_abi.h"
 #include "common/log.h"
 #include "common/meanwhile.h"
+#include "profile/accumulator.h"
 #include "symbolize/name_cut.h"
 #include "symbolize/perf_map_names.h"
 
@@ -81,6 +85,16 @@ bool Symbolizer::add_user_frames(const ImageKey& key,
   size_t first = out.size();
   bool cut_when_read = false;
   bool dropped = name_user_address(key, address, out, profile, &cut_when_read);
+  cut_names(key, out, first, cut_when_read, profile);
+  return dropped;
+}
+
+void Symbolizer::cut_names(const ImageKey& key,
+                           std::vector<profile::Frame>& out,
+                           size_t first,
+                           bool cut_when_read,
+                           profile::SymbolizedProfile& profile)
+{
   // Names (and modules) the target chose, each within its budget.
   uint64_t cut = 0;
   for (size_t i = first; i < out.size(); ++i) {
@@ -97,7 +111,6 @@ bool Symbolizer::add_user_frames(const ImageKey& key,
     report_cut(key, fmt::format("a frame name longer than {} bytes", options_.max_frame_name));
   // A name the perf map's reader cut, and cut again here, is one cut name.
   profile.symbolize_stats.truncated_names += std::max<uint64_t>(cut, cut_when_read);
-  return dropped;
 }
 
 profile::Frame Symbolizer::marker_frame(const ImageKey& key, uint64_t frame)
@@ -176,36 +189,64 @@ bool Symbolizer::name_user_address(const ImageKey& key,
     out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
     return false;
   }
+  if (code->mapping.path.empty()) {
+    // A JIT's code whose perf map or records may name it later.
+    profile::Frame frame{"[unknown]", "", profile::FrameKind::kUnknown};
+    frame.late = late_.note(key, address);
+    out.push_back(std::move(frame));
+    return false;
+  }
   const procfs::Mapping& mapping = code->mapping;
   uint64_t file_offset = address - mapping.start + mapping.offset;
   stats.native_frames += mapping.file_backed();
-  if (const ElfSymbols* symbols = processes_.symbols_of(key, *code)) {
+  const ElfSymbols* symbols = processes_.symbols_of(key, *code);
+  if (symbols) {
     if (!symbols->build_id().empty())
       profile.build_ids.try_emplace(mapping.path, symbols->build_id());
     if (auto match = symbols->match_file_offset(file_offset)) {
-      // A symbol name the ELF reader or the demangler cut (kMaxSymbolNameBytes,
-      // kMaxDemangledBytes) counts as a cut name too.
-      *cut_when_read = match->cut;
-      if (match->cut)
-        report_cut(key, "a symbol name longer than its budget");
-      out.push_back({std::move(match->name), mapping.path, profile::FrameKind::kNative});
-      stats.native_inlined_frames += match->inlined.size();
-      for (const auto& inlined : match->inlined) {
-        *cut_when_read |= inlined.cut;
-        out.push_back({std::string(inlined.name), mapping.path, profile::FrameKind::kInlined});
-      }
+      size_t first = out.size();
+      *cut_when_read =
+          add_native_frames(key, std::move(*match), mapping.path, file_offset, out, profile);
+      if (symbols->inlines_pending())
+        out[first].late = late_.note(key, address, code->symbols, file_offset);
       return false;
     }
   }
   stats.native_unnamed += mapping.file_backed();
-  if (mapping.path.empty())
-    out.push_back({"[unknown]", "", profile::FrameKind::kUnknown});
-  else if (!mapping.file_backed())
+  if (!mapping.file_backed()) {
     out.push_back({mapping.path, "", profile::FrameKind::kUnknown}); // [vdso], [vsyscall]
-  else
-    out.push_back({fmt::format("{}+0x{:x}", basename_of(mapping.path), file_offset), mapping.path,
-                   profile::FrameKind::kUnknown});
+    return false;
+  }
+  // Its symbols or debug file may arrive later; until then the file and offset name it.
+  profile::Frame frame{fmt::format("{}+0x{:x}", basename_of(mapping.path), file_offset),
+                       mapping.path, profile::FrameKind::kUnknown};
+  frame.file_offset = file_offset;
+  frame.late = late_.note(key, address, code->symbols, file_offset);
+  out.push_back(std::move(frame));
   return false;
+}
+
+bool Symbolizer::add_native_frames(const ImageKey& key,
+                                   ElfSymbols::SymbolMatch match,
+                                   const std::string& path,
+                                   uint64_t file_offset,
+                                   std::vector<profile::Frame>& out,
+                                   profile::SymbolizedProfile& profile)
+{
+  // A symbol name the ELF reader or the demangler cut (kMaxSymbolNameBytes, kMaxDemangledBytes)
+  // counts as a cut name too.
+  bool cut = match.cut;
+  if (match.cut)
+    report_cut(key, "a symbol name longer than its budget");
+  profile::Frame function{std::move(match.name), path, profile::FrameKind::kNative};
+  function.file_offset = file_offset - match.offset;
+  out.push_back(std::move(function));
+  profile.symbolize_stats.native_inlined_frames += match.inlined.size();
+  for (const auto& inlined : match.inlined) {
+    cut |= inlined.cut;
+    out.push_back({std::string(inlined.name), path, profile::FrameKind::kInlined});
+  }
+  return cut;
 }
 
 std::vector<profile::Frame> Symbolizer::user_frames(const profile::RawSample& sample,
@@ -315,6 +356,135 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
   for (const auto& runtime : processes_.runtimes())
     runtime->after_naming(processes_);
   return out;
+}
+
+std::optional<std::vector<profile::Frame>>
+Symbolizer::name_again(const profile::Frame& frame, profile::SymbolizedProfile& profile)
+{
+  const LateFrames::Entry* entry = late_.find(frame.late);
+  if (!entry)
+    return std::nullopt;
+  std::vector<profile::Frame> frames;
+  if (processes_.find(entry->image)) {
+    add_user_frames(entry->image, entry->address, frames, profile);
+  } else if (entry->symbols) {
+    // The process exited: its file's symbols, as they stand, name it.
+    auto match = entry->symbols->match_file_offset(entry->file_offset);
+    if (!match)
+      return std::nullopt;
+    bool cut = add_native_frames(entry->image, std::move(*match), frame.module, entry->file_offset,
+                                 frames, profile);
+    cut_names(entry->image, frames, 0, cut, profile);
+  }
+  if (frames.empty() || (frames.size() == 1 && frames.front() == frame))
+    return std::nullopt; // nothing new: it stays as it was
+  return frames;
+}
+
+void Symbolizer::name_late(profile::SymbolizedProfile& profile,
+                           std::chrono::steady_clock::time_point wait_until)
+{
+  processes_.take_arrivals();
+  while (processes_.inline_builds_pending() > 0 && std::chrono::steady_clock::now() < wait_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    processes_.take_arrivals();
+  }
+  if (late_.size() == 0)
+    return;
+  for (const auto& runtime : processes_.runtimes())
+    runtime->before_naming(processes_);
+  // Each frame is named again once, whatever the number of stacks that hold it.
+  std::unordered_map<uint32_t, std::optional<std::vector<profile::Frame>>> named_again;
+  profile::SymbolizedProfile
+      scratch; // the statistics of naming again, which are not the interval's
+  auto& stats = profile.symbolize_stats;
+  bool any_late = false;
+  std::set<std::string> unnamed_files;
+  for (auto& stack : profile.stacks) {
+    if (std::none_of(stack.frames.begin(), stack.frames.end(),
+                     [](const profile::Frame& frame) { return frame.late != 0; }))
+      continue;
+    any_late = true;
+    std::vector<profile::Frame> frames;
+    frames.reserve(stack.frames.size());
+    bool changed = false;
+    for (const auto& frame : stack.frames) {
+      if (frame.late == 0) {
+        frames.push_back(frame);
+        continue;
+      }
+      auto [found, first] = named_again.try_emplace(frame.late);
+      if (first)
+        found->second = name_again(frame, scratch);
+      if (!found->second) {
+        frames.push_back(frame);
+        continue;
+      }
+      const auto& better = *found->second;
+      frames.insert(frames.end(), better.begin(), better.end());
+      changed = true;
+      // Each stack counted its frames as it was symbolized: the frame it held is one fewer
+      // unnamed, and its inlined functions more.
+      if (frame.kind == profile::FrameKind::kUnknown &&
+          better.front().kind != profile::FrameKind::kUnknown) {
+        uint64_t& unnamed = frame.module.empty() ? stats.jit_unnamed : stats.native_unnamed;
+        unnamed -= std::min<uint64_t>(unnamed, 1);
+      }
+      stats.native_inlined_frames +=
+          std::count_if(better.begin(), better.end(), [](const profile::Frame& named) {
+            return named.kind == profile::FrameKind::kInlined;
+          });
+    }
+    // Inlined functions found now may not take the stack past its budget.
+    if (changed && frames.size() <= options_.max_stack_frames)
+      stack.frames = std::move(frames);
+    // The profile is written now: its frames are final.
+    for (auto& frame : stack.frames) {
+      frame.late = 0;
+      if (frame.kind == profile::FrameKind::kUnknown && frame.file_offset != 0)
+        unnamed_files.insert(frame.module);
+    }
+  }
+  say_unnamed_files(unnamed_files);
+  for (const auto& runtime : processes_.runtimes())
+    runtime->after_naming(processes_);
+  profile.build_ids.merge(scratch.build_ids);
+  if (!any_late)
+    return;
+  // Stacks that read alike now (a frame named now, or unnamed code at two addresses) are one.
+  profile::Accumulator merged;
+  merged.add(std::move(profile));
+  profile = merged.take();
+}
+
+void Symbolizer::say_unnamed_files(const std::set<std::string>& files)
+{
+  // One line for the files whose code was left unnamed, each said once: what a user can do about
+  // it (a stripped library's debug file, as distributions package them), not each frame.
+  std::vector<std::string> new_files;
+  for (const auto& file : files) {
+    if (unnamed_files_said_.size() >= kMaxUnnamedFilesSaid)
+      break;
+    if (unnamed_files_said_.insert(file).second)
+      new_files.push_back(file);
+  }
+  if (new_files.empty())
+    return;
+  constexpr size_t kNamed = 4;
+  std::string listed;
+  for (size_t i = 0; i < new_files.size() && i < kNamed; ++i)
+    listed += (i ? ", " : "") + basename_of(new_files[i]);
+  if (new_files.size() > kNamed)
+    listed += fmt::format(" and {} more", new_files.size() - kNamed);
+  spdlog::info("code in {} has no symbols, and its frames read file+offset: its debug files "
+               "(the distribution's debug packages, e.g. libc6-dbg) or a debuginfod server "
+               "(--debuginfod) name it",
+               listed);
+}
+
+void Symbolizer::forget_late_frames()
+{
+  late_.clear();
 }
 
 std::vector<ImageKey> Symbolizer::forget_exited_processes()

@@ -1,9 +1,11 @@
 // The symbolize stage: turns a RawProfile's addresses into named frames.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_set>
 
@@ -12,6 +14,7 @@
 #include "profile/symbolized_profile.h"
 #include "profile/target_names.h"
 #include "symbolize/kernel_names.h"
+#include "symbolize/late_names.h"
 #include "symbolize/process_table.h"
 
 namespace flamebpf::symbolize {
@@ -100,6 +103,16 @@ public:
   void set_targets(profile::TargetNames targets) { processes_.set_targets(std::move(targets)); }
   const MemoryAccount& memory_account() const { return processes_.memory_account(); }
 
+  // Names again the frames of profile that were named incompletely (late_names.h) from what
+  // arrived since (debug files, symbols, inline indexes, perf maps and runtimes' records), waiting
+  // up to wait_until for inline indexes still being built, before profile is written: its frames
+  // are final then, and stacks that read alike are merged.
+  void name_late(profile::SymbolizedProfile& profile,
+                 std::chrono::steady_clock::time_point wait_until = {});
+  // Forgets the frames to be named again: profiles symbolized so far are written.
+  void forget_late_frames();
+  size_t late_frames() const { return late_.size(); }
+
   // Forgets processes that exited; returns their pids so the sampler can forget them too.
   std::vector<ImageKey> forget_exited_processes();
 
@@ -133,6 +146,26 @@ private:
                                           size_t* bytes,
                                           bool* cut,
                                           profile::SymbolizedProfile& profile);
+  // Cuts the names of out[first..] to their budget, counting them (and the cut_when_read ones)
+  // in profile.
+  void cut_names(const ImageKey& key,
+                 std::vector<profile::Frame>& out,
+                 size_t first,
+                 bool cut_when_read,
+                 profile::SymbolizedProfile& profile);
+  // Appends the frames of a symbol matched in the file at path: the function, then the functions
+  // inlined into it. True if a budget cut a name when it was read.
+  bool add_native_frames(const ImageKey& key,
+                         ElfSymbols::SymbolMatch match,
+                         const std::string& path,
+                         uint64_t file_offset,
+                         std::vector<profile::Frame>& out,
+                         profile::SymbolizedProfile& profile);
+  // The frames a late frame (late_names.h) has now, if they read otherwise than it.
+  std::optional<std::vector<profile::Frame>> name_again(const profile::Frame& frame,
+                                                        profile::SymbolizedProfile& profile);
+  // Says how to name the code of files left unnamed, once for each file.
+  void say_unnamed_files(const std::set<std::string>& files);
   // Says once per process that a budget cut one of its stacks or names.
   void report_cut(const ImageKey& key, const std::string& what);
 
@@ -141,6 +174,10 @@ private:
   ProcessTable processes_;
   // Processes whose cut was said (see report_cut); forgotten with them.
   std::unordered_set<ImageKey, ImageKeyHash> cuts_reported_;
+  LateFrames late_;
+  // Files whose unnamed code was said (say_unnamed_files); at most kMaxUnnamedFilesSaid.
+  std::unordered_set<std::string> unnamed_files_said_;
+  static constexpr size_t kMaxUnnamedFilesSaid = 4096;
 };
 
 } // namespace flamebpf::symbolize
