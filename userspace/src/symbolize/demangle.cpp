@@ -42,7 +42,8 @@ void collect(const char* piece, size_t length, void* opaque)
 {
   auto* sink = static_cast<Sink*>(opaque);
   size_t taken = std::min(length, sink->capacity - sink->used);
-  std::memcpy(sink->out + sink->used, piece, taken);
+  if (taken > 0) // Rust's demangler passes empty pieces without a pointer
+    std::memcpy(sink->out + sink->used, piece, taken);
   sink->used += taken;
   if (taken < length || std::chrono::steady_clock::now() > sink->deadline) {
     sink->cut = true;
