@@ -395,8 +395,8 @@ void Symbolizer::name_late(profile::SymbolizedProfile& profile,
     runtime->before_naming(processes_);
   // Each frame is named again once, whatever the number of stacks that hold it.
   std::unordered_map<uint32_t, std::optional<std::vector<profile::Frame>>> named_again;
-  profile::SymbolizedProfile
-      scratch; // the statistics of naming again, which are not the interval's
+  // What naming again counts is not the interval's: only the changes below are.
+  profile::SymbolizedProfile scratch;
   auto& stats = profile.symbolize_stats;
   bool any_late = false;
   std::set<std::string> unnamed_files;
@@ -408,6 +408,7 @@ void Symbolizer::name_late(profile::SymbolizedProfile& profile,
     std::vector<profile::Frame> frames;
     frames.reserve(stack.frames.size());
     bool changed = false;
+    profile::SymbolizeStats named_now; // frames no longer unnamed, inlined functions found
     for (const auto& frame : stack.frames) {
       if (frame.late == 0) {
         frames.push_back(frame);
@@ -426,18 +427,24 @@ void Symbolizer::name_late(profile::SymbolizedProfile& profile,
       // Each stack counted its frames as it was symbolized: the frame it held is one fewer
       // unnamed, and its inlined functions more.
       if (frame.kind == profile::FrameKind::kUnknown &&
-          better.front().kind != profile::FrameKind::kUnknown) {
-        uint64_t& unnamed = frame.module.empty() ? stats.jit_unnamed : stats.native_unnamed;
-        unnamed -= std::min<uint64_t>(unnamed, 1);
-      }
-      stats.native_inlined_frames +=
+          better.front().kind != profile::FrameKind::kUnknown)
+        ++(frame.module.empty() ? named_now.jit_unnamed : named_now.native_unnamed);
+      named_now.native_inlined_frames +=
           std::count_if(better.begin(), better.end(), [](const profile::Frame& named) {
             return named.kind == profile::FrameKind::kInlined;
           });
     }
-    // Inlined functions found now may not take the stack past its budget.
-    if (changed && frames.size() <= options_.max_stack_frames)
+    // Inlined functions found now may not take the stack past its budgets.
+    size_t bytes = 0;
+    for (const auto& frame : frames)
+      bytes += name_bytes(frame);
+    if (changed && frames.size() <= options_.max_stack_frames &&
+        bytes <= options_.max_stack_name_bytes) {
       stack.frames = std::move(frames);
+      stats.jit_unnamed -= std::min(stats.jit_unnamed, named_now.jit_unnamed);
+      stats.native_unnamed -= std::min(stats.native_unnamed, named_now.native_unnamed);
+      stats.native_inlined_frames += named_now.native_inlined_frames;
+    }
     // The profile is written now: its frames are final.
     for (auto& frame : stack.frames) {
       frame.late = 0;
