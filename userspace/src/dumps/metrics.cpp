@@ -158,16 +158,17 @@ std::string Metrics::render() const
            "Samples whose stack or count was lost, by why.");
   for (const auto& [kind, count] : drops_)
     out += fmt::format("flamebpf_dropped_samples_total{} {}\n", labels({{"kind", kind}}), count);
+  // Each family's samples together after its TYPE, as the text format has them.
+  auto by_code = {std::tuple{"native", frames_.native_frames, frames_.native_unnamed},
+                  std::tuple{"jit", frames_.jit_frames, frames_.jit_unnamed}};
   describe(out, "flamebpf_user_frames_total", "counter",
            "User frames symbolized, by where the code was: in an ELF file (native) or JIT code.");
+  for (const auto& [code, frames, unnamed] : by_code)
+    out += fmt::format("flamebpf_user_frames_total{{code=\"{}\"}} {}\n", code, frames);
   describe(out, "flamebpf_unnamed_user_frames_total", "counter",
            "User frames no symbol or perf map named, by where the code was.");
-  for (const auto& [code, frames, unnamed] :
-       {std::tuple{"native", frames_.native_frames, frames_.native_unnamed},
-        std::tuple{"jit", frames_.jit_frames, frames_.jit_unnamed}}) {
-    out += fmt::format("flamebpf_user_frames_total{{code=\"{}\"}} {}\n", code, frames);
+  for (const auto& [code, frames, unnamed] : by_code)
     out += fmt::format("flamebpf_unnamed_user_frames_total{{code=\"{}\"}} {}\n", code, unnamed);
-  }
   describe(out, "flamebpf_truncated_names_total", "counter",
            "Frame names a budget cut short (they end in [truncated]).");
   out += fmt::format("flamebpf_truncated_names_total {}\n", frames_.truncated_names);
