@@ -146,7 +146,8 @@ struct fb_image_mappings {
  * a user stack the program unwound itself. */
 struct fb_user_stack {
   __u32 length; /* frames in use */
-  __u32 pad;
+  __u32 cut;    /* nonzero: a step failed or the depth ran out (FB_COUNTER_UNWIND_*), so the */
+                /* outermost frames are missing */
   __u64 frames[FB_MAX_STACK_DEPTH]; /* innermost first; see FB_FRAME_RUNTIME_MARKER */
 };
 

@@ -247,9 +247,13 @@ static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
   bpf_loop(FB_MAX_STACK_DEPTH, unwind_step, NULL, 0);
   if (!state->done && state->stack.length >= FB_MAX_STACK_DEPTH)
     unwind_count(state, FB_COUNTER_UNWIND_TRUNCATED);
+  __u32 cut = 0;
   for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter <= FB_COUNTER_UNWIND_BAD_ROW;
-       counter++)
+       counter++) {
     cpu->counts[counter] += state->counts[counter];
+    cut |= state->counts[counter] != 0;
+  }
+  state->stack.cut = cut;
 
   __u64 stack_hash = state->hash | 1; // never 0, which means "not unwound" in the sample key
   long error = bpf_map_update_elem(user_stack_map, &stack_hash, &state->stack, BPF_NOEXIST);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <sys/mount.h>
@@ -98,6 +99,27 @@ std::set<std::string> names_in(const std::string& dir)
   return names;
 }
 
+// One target's coverage in a stats line (profile/coverage.h).
+struct TargetCoverage {
+  double coverage = 0;
+  bool judged = false;
+  double drops = 0; // the shortfall of drops, in samples
+  std::string reason;
+};
+
+// The coverage of each target in a stats line, in the order the line has them.
+std::vector<TargetCoverage> coverage_in(const std::string& stats_line)
+{
+  static const std::regex entry(
+      R"re("cpu_seconds":[0-9.]+,"expected_samples":[0-9.]+,"samples":\d+,"whole_samples":\d+,)re"
+      R"re("coverage":([0-9.]+),"judged":(true|false),"shortfall":\{"drops":([0-9.]+),[^}]*\},)re"
+      R"re("reason":"(\w+)")re");
+  std::vector<TargetCoverage> found;
+  for (std::sregex_iterator it(stats_line.begin(), stats_line.end(), entry), end; it != end; ++it)
+    found.push_back({std::stod((*it)[1]), (*it)[2] == "true", std::stod((*it)[3]), (*it)[4]});
+  return found;
+}
+
 class AgentTest : public ::testing::Test {
 protected:
   void SetUp() override
@@ -155,6 +177,25 @@ TEST_F(AgentTest, ThreeIntervalsGiveThreeDumpsPerTarget)
   EXPECT_EQ(std::count(stats.begin(), stats.end(), '\n'), 3) << stats;
   EXPECT_NE(stats.find("\"samples\""), std::string::npos);
   EXPECT_NE(run.output.find("interval "), std::string::npos) << run.output;
+  // Busy targets' samples are their CPU time, each stack whole, in the whole interval; the
+  // partial ones are printed as figures.
+  auto lines = lines_with(stats, "\"coverage\"");
+  ASSERT_EQ(lines.size(), 3u) << stats;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto targets = coverage_in(lines[i]);
+    ASSERT_EQ(targets.size(), 2u) << lines[i];
+    for (const auto& target : targets) {
+      std::printf("[ FIGURES  ] interval %zu: coverage %.3f (%s)\n", i, target.coverage,
+                  target.reason.c_str());
+      if (i != 1)
+        continue;
+      EXPECT_TRUE(target.judged) << lines[i];
+      EXPECT_GE(target.coverage, 0.9) << lines[i] << "\n" << run.output;
+      EXPECT_LE(target.coverage, 1.1) << lines[i] << "\n" << run.output;
+    }
+  }
+  EXPECT_NE(run.output.find("; coverage "), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("its profile covers"), std::string::npos) << run.output;
   expect_only_whole_files(out_);
 }
 
@@ -291,6 +332,28 @@ TEST_F(AgentTest, ForkStormFillsTheMapsAndEveryDropIsCounted)
   EXPECT_NE(read_text(log).find("raise --"), std::string::npos) << read_text(log);
   // The last whole interval, after the storm, lost nothing.
   EXPECT_EQ(total_drops(lines[lines.size() - 2]), 0u) << lines[lines.size() - 2];
+  // What the maps lost is part of the storm's shortfall; the largest part (its processes come and
+  // go before their files are read, and /bin/true has no symbols: naming, as often as drops) is
+  // said once.
+  std::string first_reason;
+  double dropped = 0;
+  for (size_t i = 0; i + 3 < lines.size(); ++i) {
+    for (const auto& target : coverage_in(lines[i])) {
+      dropped += target.drops;
+      if (!target.judged)
+        continue;
+      EXPECT_LT(target.coverage, 0.9) << lines[i];
+      if (first_reason.empty())
+        first_reason = target.reason;
+    }
+  }
+  std::printf("[ FIGURES  ] %.0f samples short for drops; the first reason %s\n", dropped,
+              first_reason.c_str());
+  EXPECT_GE(dropped, static_cast<double>(drops_in_storm) / 2)
+      << read_text(out_ + "/flamebpf-stats.jsonl");
+  auto warnings = lines_with(read_text(log), "its profile covers");
+  ASSERT_EQ(warnings.size(), 1u) << read_text(log);
+  EXPECT_NE(warnings[0].find("is " + first_reason + ": "), std::string::npos) << warnings[0];
   expect_only_whole_files(out_);
 }
 

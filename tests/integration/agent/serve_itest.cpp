@@ -158,8 +158,17 @@ TEST_F(ServeTest, GoToolPprofFetchesARangeThatEqualsMergeAndMetricsParse)
   ASSERT_TRUE(std::regex_search(metrics.out, samples, line)) << metrics.out;
   EXPECT_GT(std::stod(samples[1]), 0) << metrics.out;
   for (const char* name : {"flamebpf_cpu_seconds_total", "flamebpf_resident_memory_bytes",
-                           "flamebpf_dropped_samples_total", "flamebpf_intervals_total"})
+                           "flamebpf_dropped_samples_total", "flamebpf_intervals_total",
+                           "flamebpf_whole_samples_total", "flamebpf_target_cpu_seconds_total",
+                           "flamebpf_coverage_shortfall_ratio"})
     EXPECT_NE(metrics.out.find(std::string(name) + "\t"), std::string::npos) << name;
+  // The last interval is a whole one of a busy burner: its samples are its CPU time.
+  std::smatch coverage;
+  std::regex ratio("flamebpf_coverage_ratio\t\\{\"target\": \"" + target + "\"\\}\t([0-9.]+)");
+  ASSERT_TRUE(std::regex_search(metrics.out, coverage, ratio)) << metrics.out;
+  std::printf("[ FIGURES  ] coverage %s\n", coverage[1].str().c_str());
+  EXPECT_GE(std::stod(coverage[1]), 0.9) << metrics.out << read_text(log_);
+  EXPECT_LE(std::stod(coverage[1]), 1.1) << metrics.out << read_text(log_);
 }
 
 TEST_F(ServeTest, SecondsIsTheNextSecondsWithTheWorkloadsSplitForGoToolPprofAndScrapers)

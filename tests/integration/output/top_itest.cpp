@@ -203,7 +203,8 @@ TEST_F(TopTest, BatchModeThroughAPipePrintsOneParseableSnapshotPerInterval)
                          {}, 60s);
   ASSERT_EQ(run.status, 0) << run.err;
   std::regex header(
-      R"(^flamebpf top - \S+Z, interval ([0-9.]+) s at 499 Hz, flamebpf ([0-9.]+)% CPU, (\d+) drops$)");
+      R"(^flamebpf top - \S+Z, interval ([0-9.]+) s at 499 Hz, flamebpf ([0-9.]+)% CPU, (\d+) drops)"
+      R"(, coverage (\d+%|-)( \(\w+\))?$)");
   std::regex row(R"(^([0-9.]+) ([0-9.]+) (\d+) (JIT|inlined|interp|kernel|native|unknown) (.+)$)");
   std::istringstream lines(run.out);
   int snapshots = 0;

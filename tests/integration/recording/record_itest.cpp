@@ -132,12 +132,12 @@ TEST_F(RecordTest, CgroupTargetShowsCallChainAndExcludesOtherProcesses)
   wait_until_busy(other.pid(), "burner_out");
 
   std::string out = dir_.path().string() + "/out.folded";
-  auto run = run_flamebpf({"--cgroup", target.path(), "-d", "5", "-o", out});
+  auto run = run_flamebpf({"--cgroup", target.path(), "-F", "199", "-d", "2.5", "-o", out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   auto folded = read_folded(out);
   uint64_t total = total_count(folded);
-  // One busy CPU at 99 Hz for 5 s is about 495 samples; the machine may be shared.
+  // One busy CPU at 199 Hz for 2.5 s is about 497 samples; the machine may be shared.
   uint64_t in_target = expect_workload_chain(folded, "burner_in", 150, run.output);
   EXPECT_GE(in_target * 100, total * 90) << "less than 90% of samples attributed to the workload";
   EXPECT_EQ(count_with_prefix(folded, "burner_out"), 0u)

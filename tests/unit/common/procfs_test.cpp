@@ -305,5 +305,42 @@ TEST(LiveStartTime, ParsesPastAnyNameAndRefusesTheDead)
   EXPECT_EQ(live_start_time(self, "/nonexistent"), std::nullopt);
 }
 
+TEST(CpuTicksInStat, UserAndSystemTimePastAnyName)
+{
+  std::string stat = "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 19 0 "
+                     "987654 4000000000 9000 18446744073709551615\n";
+  EXPECT_EQ(cpu_ticks_in_stat(stat), 8u);
+  // A zombie's time still counts: it is the process's until it is reaped.
+  std::string zombie = stat;
+  zombie[zombie.find(") S ") + 2] = 'Z';
+  EXPECT_EQ(cpu_ticks_in_stat(zombie), 8u);
+  EXPECT_EQ(cpu_ticks_in_stat("4242 (w) S 1 2 3 4 5 6 7 8 9 10 11\n"), std::nullopt); // cut
+  EXPECT_EQ(cpu_ticks_in_stat("4242 (w) S 1 2 3 4 5 6 7 8 9 10 -1 3\n"), std::nullopt);
+  EXPECT_EQ(cpu_ticks_in_stat("4242 (w) S 1 2 3 4 5 6 7 8 9 10 18446744073709551615 1\n"),
+            std::nullopt); // the sum does not fit
+  EXPECT_EQ(cpu_ticks_in_stat("4242 (w) S 1 2 3 4 5 6 7 8 9 10 1x 3\n"), std::nullopt);
+  EXPECT_EQ(cpu_ticks_in_stat("no parenthesis"), std::nullopt);
+  EXPECT_EQ(cpu_ticks_in_stat(""), std::nullopt);
+}
+
+TEST(CgroupCpuUsage, UsageUsecOfWholeLinesOnly)
+{
+  EXPECT_EQ(cgroup_cpu_usage_usec("usage_usec 95890287568\nuser_usec 88205667689\n"
+                                  "system_usec 7684619878\nnice_usec 0\n"),
+            95890287568u);
+  // Not first, and among lines this parser does not know.
+  EXPECT_EQ(cgroup_cpu_usage_usec("nr_periods 0\ncore_sched.force_idle_usec 0\nusage_usec 7\n"),
+            7u);
+  // A line cut by the read's budget is no number to trust: "usage_usec 12" of "usage_usec 1234".
+  EXPECT_EQ(cgroup_cpu_usage_usec("user_usec 1\nusage_usec 12"), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec("usage_usec\n"), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec("usage_usec -5\n"), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec("usage_usec 99999999999999999999999\n"), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec("usage_usec 5 6\n"), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec("usage_usecs 5\n"), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec(std::string("usage_usec \0 5\n", 15)), std::nullopt);
+  EXPECT_EQ(cgroup_cpu_usage_usec(""), std::nullopt);
+}
+
 } // namespace
 } // namespace flamebpf::procfs

@@ -17,6 +17,7 @@ public:
     std::vector<CountEntry> counts;
     std::map<int32_t, std::vector<uint64_t>> stacks;
     std::map<uint64_t, std::vector<uint64_t>> unwound; // by hash
+    std::map<uint64_t, bool> cut;                      // by hash: the unwinder stopped early
   };
 
   Result<int> switch_buffer() override
@@ -44,13 +45,13 @@ public:
     return it->second;
   }
 
-  Result<std::vector<uint64_t>> read_user_stack(int buffer, uint64_t hash) override
+  Result<UnwoundStack> read_user_stack(int buffer, uint64_t hash) override
   {
     ++unwound_reads;
     auto it = buffers[buffer].unwound.find(hash);
     if (it == buffers[buffer].unwound.end())
       return fail(system_error(ENOENT, "cannot read unwound stack"));
-    return it->second;
+    return UnwoundStack{it->second, buffers[buffer].cut[hash]};
   }
 
   Result<> clear_stacks(int buffer) override
@@ -131,6 +132,32 @@ TEST(Drainer, ReadsUnwoundUserStacksByHashOnceEach)
   EXPECT_EQ(sample_of(*raw, 13)->user_frames, (std::vector<uint64_t>{0x999000}));
   EXPECT_EQ(maps.unwound_reads, 2);
   EXPECT_EQ(maps.reads_of(0), 0u);
+}
+
+TEST(Drainer, MarksUnwoundStacksTheUnwinderCutShort)
+{
+  FakeMaps maps;
+  maps.buffers[0].unwound = {{0xabc1, {0x401000, 0x402000}}, {0xabc3, {0x401000}}};
+  maps.buffers[0].cut = {{0xabc3, true}};
+  auto whole = entry(10, -EFAULT, 0, 4);
+  whole.key.user_stack_hash = 0xabc1;
+  auto cut = entry(11, -EFAULT, 0, 2);
+  cut.key.user_stack_hash = 0xabc3;
+  auto cut_again = entry(12, -EFAULT, 0, 1);
+  cut_again.key.user_stack_hash = 0xabc3; // read once: the flag comes from the first read
+  auto missing = entry(13, -EFAULT, 0, 1);
+  missing.key.user_stack_hash = 0xdead; // lost, which is not cut
+  maps.buffers[0].counts = {whole, cut, cut_again, missing};
+  Drainer drainer(maps);
+
+  auto raw = drainer.drain();
+  ASSERT_TRUE(raw.has_value()) << raw.error().message;
+  EXPECT_FALSE(sample_of(*raw, 10)->user_stack_cut);
+  EXPECT_TRUE(sample_of(*raw, 11)->user_stack_cut);
+  EXPECT_TRUE(sample_of(*raw, 12)->user_stack_cut);
+  EXPECT_FALSE(sample_of(*raw, 13)->user_stack_cut);
+  EXPECT_TRUE(sample_of(*raw, 13)->user_stack_lost);
+  EXPECT_EQ(maps.unwound_reads, 3);
 }
 
 TEST(Drainer, ResolvesStackIdsToFramesReadingEachStackOnce)

@@ -338,6 +338,52 @@ TEST(Stats, OneJsonLinePerInterval)
                                  "frames: native 4.0%, JIT 2.0%; flamebpf CPU 0.05 s, RSS 30 MB");
 }
 
+std::vector<profile::TargetCoverage> coverage_of_web_and_db()
+{
+  profile::SymbolizedProfile profile;
+  profile.frequency_hz = 100;
+  profile.stacks = {{10, "nginx", "web", {{"main", "", FrameKind::kNative}}, 97},
+                    {20, "postgres", "db", {{"db+0x10", "", FrameKind::kUnknown}}, 50}};
+  return profile::measure_coverage(profile, {{"web", 1.0}, {"db", 0.5}});
+}
+
+TEST(Stats, EachTargetsCoverageInTheJsonAndTheLine)
+{
+  auto profile = interval(97, 50);
+  IntervalStats stats;
+  stats.window = window(0);
+  stats.profile = &profile;
+  stats.coverage = coverage_of_web_and_db();
+  std::string json = stats_json(stats);
+  EXPECT_NE(
+      json.find("\"coverage\":{\"db\":{\"cpu_seconds\":0.500,\"expected_samples\":50.0,"
+                "\"samples\":50,\"whole_samples\":0,\"coverage\":0.0000,\"judged\":true,"
+                "\"shortfall\":{\"drops\":0.0,\"unwinding\":0.0,\"naming\":50.0,"
+                "\"sampling_rate\":0.0},\"reason\":\"naming\"},\"web\":{\"cpu_seconds\":1.000,"),
+      std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"coverage\":0.9700,\"judged\":true"), std::string::npos) << json;
+  EXPECT_NE(summary_line(stats).find("; coverage db 0% (naming), web 97%; flamebpf CPU"),
+            std::string::npos)
+      << summary_line(stats);
+}
+
+TEST(DumpWriter, EachFlameGraphsSubtitleHasItsTargetsCoverage)
+{
+  TempDir dir;
+  DumpOptions options;
+  options.directory = dir.path().string();
+  options.formats = {emit::Format::kSvg};
+  DumpWriter writer = open_writer(options);
+  writer.write(interval(97, 50), window(0), coverage_of_web_and_db());
+  std::string web = contents(dir.path() / "web" / "latest.svg");
+  EXPECT_NE(web.find("99 Hz \xC2\xB7 97 samples \xC2\xB7 coverage 97%</text>"), std::string::npos)
+      << web.substr(0, 2000);
+  std::string db = contents(dir.path() / "db" / "latest.svg");
+  EXPECT_NE(db.find("\xC2\xB7 coverage 0% (naming)</text>"), std::string::npos)
+      << db.substr(0, 2000);
+}
+
 TEST(Stats, JsonStringsAreValidUtf8)
 {
   EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");

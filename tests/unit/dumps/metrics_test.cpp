@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "dumps/metrics.h"
@@ -49,6 +51,61 @@ TEST(Metrics, CountersAddUpOverIntervalsWithTheTargetsLabels)
   EXPECT_NE(text.find("flamebpf_intervals_total 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE flamebpf_samples_total counter\n"), std::string::npos);
   EXPECT_EQ(text.back(), '\n');
+}
+
+// The family of each sample line is the one its TYPE line announced last, and no family is
+// announced twice: Prometheus' text format has a family's samples together after its TYPE.
+void expect_families_in_one_piece(const std::string& text)
+{
+  std::istringstream lines(text);
+  std::set<std::string> announced;
+  std::string family;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("# TYPE ")) {
+      family = line.substr(7, line.find(' ', 7) - 7);
+      EXPECT_TRUE(announced.insert(family).second) << "announced twice: " << family;
+    } else if (!line.starts_with("#")) {
+      std::string name = line.substr(0, line.find_first_of("{ "));
+      EXPECT_EQ(name, family) << line;
+    }
+  }
+}
+
+TEST(Metrics, CoverageGaugesOfTheLastIntervalAndCountersOfItsParts)
+{
+  Metrics metrics;
+  profile::SymbolizedProfile profile = interval_of("web", 90);
+  profile.frequency_hz = 100;
+  profile.stacks.push_back(profile.stacks[0]);
+  profile.stacks[1].count = 10;
+  profile.stacks[1].cut_samples = 10;
+  IntervalStats stats;
+  stats.profile = &profile;
+  stats.coverage = profile::measure_coverage(profile, {{"web", 1.0}, {"idle", 0.01}});
+  metrics.add(stats);
+  metrics.add(stats);
+  std::string text = metrics.text();
+  EXPECT_NE(text.find("flamebpf_coverage_ratio{target=\"web\"} 0.9000\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("flamebpf_coverage_shortfall_ratio{target=\"web\",reason=\"unwinding\"} "
+                      "0.1000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("flamebpf_coverage_shortfall_ratio{target=\"web\",reason=\"naming\"} "
+                      "0.0000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("flamebpf_whole_samples_total{target=\"web\"} 180\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("flamebpf_target_cpu_seconds_total{target=\"web\"} 2.000000\n"),
+            std::string::npos)
+      << text;
+  // Too little CPU time to judge: counted, but no ratio.
+  EXPECT_NE(text.find("flamebpf_target_cpu_seconds_total{target=\"idle\"} 0.020000\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("flamebpf_coverage_ratio{target=\"idle\"}"), std::string::npos) << text;
+  expect_families_in_one_piece(text);
 }
 
 TEST(Metrics, HostileTargetNamesAreEscapedValidUtf8)

@@ -41,6 +41,22 @@ const Stack* find(const SymbolizedProfile& profile, uint32_t pid, const std::str
   return nullptr;
 }
 
+TEST(Accumulator, EqualStacksAddTheirLostAndCutSamples)
+{
+  Accumulator total;
+  auto first = stack_of(10, {"main", "run"}, 5);
+  first.cut_samples = 5;
+  auto second = stack_of(10, {"main", "run"}, 3);
+  second.lost_samples = 1;
+  total.add(interval(0, 1, {first}));
+  total.add(interval(1, 2, {second}));
+  const Stack* merged = find(total.total(), 10, "run");
+  ASSERT_NE(merged, nullptr);
+  EXPECT_EQ(merged->count, 8u);
+  EXPECT_EQ(merged->cut_samples, 5u);
+  EXPECT_EQ(merged->lost_samples, 1u);
+}
+
 TEST(Accumulator, LaterLabelsOfATargetWinAndTheNodeIsKept)
 {
   Accumulator accumulator;

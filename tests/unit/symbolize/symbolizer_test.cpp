@@ -231,6 +231,25 @@ TEST_F(SymbolizerSelf, LostStacksAreMarked)
   EXPECT_EQ(frames[2], (Frame{"[kernel stack lost]", "", FrameKind::kKernel}));
 }
 
+TEST_F(SymbolizerSelf, LostAndCutStacksCountTheirSamples)
+{
+  auto raw = one_sample({address_of(&symbolizer_test_leaf)}, {});
+  raw.samples.push_back(raw.samples[0]);
+  raw.samples[0].kernel_stack_lost = true;
+  raw.samples[0].user_stack_cut = true; // lost wins: a sample is short for one reason
+  raw.samples.push_back(raw.samples[1]);
+  raw.samples[1].user_stack_cut = true;
+  auto symbolized = symbolizer_->symbolize(raw, targets_);
+  ASSERT_TRUE(symbolized.has_value());
+  ASSERT_EQ(symbolized->stacks.size(), 3u);
+  EXPECT_EQ(symbolized->stacks[0].lost_samples, 3u);
+  EXPECT_EQ(symbolized->stacks[0].cut_samples, 0u);
+  EXPECT_EQ(symbolized->stacks[1].lost_samples, 0u);
+  EXPECT_EQ(symbolized->stacks[1].cut_samples, 3u);
+  EXPECT_EQ(symbolized->stacks[2].lost_samples, 0u);
+  EXPECT_EQ(symbolized->stacks[2].cut_samples, 0u);
+}
+
 TEST_F(SymbolizerSelf, TargetNamesComeFromCgroupIdsAndPids)
 {
   auto raw = one_sample({}, {0xffffffff81200000});

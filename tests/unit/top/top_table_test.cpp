@@ -207,5 +207,16 @@ TEST(TopTable, BatchSnapshotIsAHeaderTargetsAndRows)
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
 }
 
+TEST(TopTable, BatchHeaderEndsWithTheCoverageItsTargetsNamesMadeSafe)
+{
+  TopModel model;
+  auto last = compact_interval(interval({stack("web", {"main"}, 3)}), model.names());
+  last.coverage = "coverage web\x1b[2J 62% (naming)";
+  model.add(std::move(last));
+  std::string text = batch_snapshot(model, TopWindow::kInterval, TopOrder::kSelf, 10);
+  EXPECT_NE(text.find(" drops, coverage web?[2J 62% (naming)\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+}
+
 } // namespace
 } // namespace flamebpf::top

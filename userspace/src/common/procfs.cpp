@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <iterator>
+#include <span>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -265,27 +266,68 @@ std::optional<uint32_t> read_ns_pid(uint32_t pid, const std::string& proc_root)
   return status_field(*text, "Pid");
 }
 
-std::optional<uint64_t> live_start_time_in_stat(std::string_view stat)
+namespace {
+
+// Fields 3 (state) onwards of /proc/<pid>/stat text, as many as fields holds; false if there are
+// fewer. "<pid> (<comm>) <state> <ppid> ...": comm may hold spaces and parentheses, so the fields
+// start after the last ')'.
+bool stat_fields(std::string_view stat, std::span<std::string_view> fields)
 {
-  // "<pid> (<comm>) <state> <ppid> ...": comm may hold spaces and parentheses, so the fields
-  // start after the last ')'.
   size_t close = stat.rfind(')');
   if (close == std::string_view::npos)
-    return std::nullopt;
+    return false;
   std::string_view rest = stat.substr(close + 1);
-  // Fields 3 (state) to 22 (starttime) follow, one space before each.
-  std::string_view fields[20];
   for (auto& field : fields) {
     if (rest.empty() || rest.front() != ' ')
-      return std::nullopt;
+      return false;
     rest.remove_prefix(1);
     size_t end = rest.find_first_of(" \n");
     field = rest.substr(0, end);
     rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
   }
+  return true;
+}
+
+} // namespace
+
+std::optional<uint64_t> live_start_time_in_stat(std::string_view stat)
+{
+  // Fields 3 (state) to 22 (starttime).
+  std::string_view fields[20];
+  if (!stat_fields(stat, fields))
+    return std::nullopt;
   if (fields[0] == "Z" || fields[0] == "X")
     return std::nullopt;
   return text::parse_number<uint64_t>(fields[19]);
+}
+
+std::optional<uint64_t> cpu_ticks_in_stat(std::string_view stat)
+{
+  // Fields 3 (state) to 15 (stime); 14 is utime.
+  std::string_view fields[13];
+  if (!stat_fields(stat, fields))
+    return std::nullopt;
+  auto user = text::parse_number<uint64_t>(fields[11]);
+  auto system = text::parse_number<uint64_t>(fields[12]);
+  if (!user || !system || *user > UINT64_MAX - *system)
+    return std::nullopt;
+  return *user + *system;
+}
+
+std::optional<uint64_t> cgroup_cpu_usage_usec(std::string_view cpu_stat)
+{
+  // A line without its newline may have been cut by the read's budget.
+  while (!cpu_stat.empty()) {
+    size_t end = cpu_stat.find('\n');
+    if (end == std::string_view::npos)
+      break;
+    std::string_view line = cpu_stat.substr(0, end);
+    cpu_stat.remove_prefix(end + 1);
+    auto fields = text::split_fields(line);
+    if (fields.size() == 2 && fields[0] == "usage_usec")
+      return text::parse_number<uint64_t>(fields[1]);
+  }
+  return std::nullopt;
 }
 
 std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_root)

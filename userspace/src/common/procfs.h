@@ -73,6 +73,17 @@ std::optional<uint64_t> live_start_time(uint32_t pid, const std::string& proc_ro
 // The same from the text of /proc/<pid>/stat.
 std::optional<uint64_t> live_start_time_in_stat(std::string_view stat);
 
+// utime + stime (fields 14 and 15) of /proc/<pid>/stat text, in clock ticks (sysconf(_SC_CLK_TCK)
+// a second): the CPU time of every thread of the process, those that exited included. nullopt if
+// the text is malformed.
+std::optional<uint64_t> cpu_ticks_in_stat(std::string_view stat);
+
+// usage_usec of a cgroup2 cpu.stat text ("usage_usec 1234\nuser_usec ..."): the CPU time of every
+// task of the cgroup and its descendants, in microseconds. Only lines ending in a newline count
+// (a read cut short may end in a partial one); nullopt if there is no such line or its value is
+// no number.
+std::optional<uint64_t> cgroup_cpu_usage_usec(std::string_view cpu_stat);
+
 // What follows the colon of the line "<field>:\t<values…>" of /proc/<pid>/status text; nullopt if
 // there is no such line.
 std::optional<std::string_view> status_line(std::string_view status, std::string_view field);

@@ -60,9 +60,18 @@ Result<profile::RawProfile> Drainer::drain()
         stacks, stack_id, [&](int32_t id) { return maps_.read_stack(*idle, id); }, lost);
   };
   std::unordered_map<uint64_t, std::vector<uint64_t>> unwound;
-  auto frames_unwound = [&](uint64_t hash, bool& lost) -> std::vector<uint64_t> {
-    return read_once(
-        unwound, hash, [&](uint64_t key) { return maps_.read_user_stack(*idle, key); }, lost);
+  std::unordered_map<uint64_t, bool> unwound_cut;
+  auto frames_unwound = [&](uint64_t hash, bool& lost, bool& cut) -> std::vector<uint64_t> {
+    auto read = [&](uint64_t key) -> Result<std::vector<uint64_t>> {
+      auto stack = maps_.read_user_stack(*idle, key);
+      if (!stack)
+        return fail(stack.error());
+      unwound_cut[key] = stack->cut;
+      return std::move(stack->frames);
+    };
+    auto frames = read_once(unwound, hash, read, lost);
+    cut = !lost && unwound_cut[hash];
+    return frames;
   };
 
   raw.samples.reserve(counts->size());
@@ -73,7 +82,8 @@ Result<profile::RawProfile> Drainer::drain()
     sample.target_cgroup_id = entry.key.target_cgroup_id;
     sample.kernel_frames = frames_of(entry.key.kernel_stack_id, sample.kernel_stack_lost);
     sample.user_frames = entry.key.user_stack_hash != 0
-                             ? frames_unwound(entry.key.user_stack_hash, sample.user_stack_lost)
+                             ? frames_unwound(entry.key.user_stack_hash, sample.user_stack_lost,
+                                              sample.user_stack_cut)
                              : frames_of(entry.key.user_stack_id, sample.user_stack_lost);
     sample.count = entry.count;
     raw.samples.push_back(std::move(sample));

@@ -11,6 +11,12 @@
 
 namespace flamebpf::drain {
 
+// A user stack the program unwound itself.
+struct UnwoundStack {
+  std::vector<uint64_t> frames; // innermost first
+  bool cut = false;             // the unwinder stopped before the outermost frame
+};
+
 // One entry of a count map.
 struct CountEntry {
   fb_sample_key key{};
@@ -28,10 +34,8 @@ public:
   [[nodiscard]] virtual Result<std::vector<CountEntry>> take_counts(int buffer) = 0;
   // Frame addresses of stack_id in buffer's stack map, innermost first.
   [[nodiscard]] virtual Result<std::vector<uint64_t>> read_stack(int buffer, int32_t stack_id) = 0;
-  // Frame addresses of the stack the program unwound itself, by its hash, in buffer's
-  // unwound-stack map.
-  [[nodiscard]] virtual Result<std::vector<uint64_t>> read_user_stack(int buffer,
-                                                                      uint64_t hash) = 0;
+  // The stack the program unwound itself, by its hash, in buffer's unwound-stack map.
+  [[nodiscard]] virtual Result<UnwoundStack> read_user_stack(int buffer, uint64_t hash) = 0;
   // Removes every stack of buffer's stack maps (both kinds).
   [[nodiscard]] virtual Result<> clear_stacks(int buffer) = 0;
   // Event counter totals since the program was loaded, summed over CPUs.

@@ -58,7 +58,8 @@ Result<DumpWriter::TargetWritten>
 DumpWriter::write_target(const std::string& target,
                          const std::string& directory,
                          const profile::SymbolizedProfile& profile,
-                         const Window& window)
+                         const Window& window,
+                         const std::vector<profile::TargetCoverage>& coverage)
 {
   std::string shown = options_.directory + "/" + directory;
   auto opened = open_private_subdirectory(directory_.get(), directory, true, shown);
@@ -67,7 +68,7 @@ DumpWriter::write_target(const std::string& target,
   int dir_fd = opened->get();
   std::string base = window_name(window);
   emit::SvgOptions svg = options_.svg;
-  svg.subtitle = emit::describe_profile(profile);
+  svg.subtitle = emit::describe_profile(profile, profile::coverage_of(coverage, target));
   TargetWritten written;
   auto write = [&](const std::string& file, std::string_view extension,
                    const ContentWriter& write_content) -> Result<> {
@@ -131,7 +132,8 @@ DumpReport DumpWriter::drain_pending(DumpReport report)
     Interval& interval = pending_.front();
     for (auto it = interval.targets.begin(); it != interval.targets.end();) {
       const std::string& directory = interval.directories.at(it->first);
-      auto written = write_target(it->first, directory, it->second, interval.window);
+      auto written =
+          write_target(it->first, directory, it->second, interval.window, interval.coverage);
       if (!written && written.error().errno_value == kRefusedErrno) {
         // Not a passing failure: keeping the dump would only stop every other target's.
         // The message names the directory, whose name is safe to show, not the target.
@@ -159,11 +161,13 @@ DumpReport DumpWriter::drain_pending(DumpReport report)
   return report;
 }
 
-DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval, const Window& window)
+DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval,
+                             const Window& window,
+                             const std::vector<profile::TargetCoverage>& coverage)
 {
   // Earlier intervals first: if their writes work again, nothing needs to give way.
   DumpReport report = drain_pending(DumpReport{});
-  Interval next{window, profile::split_by_target(interval), {}};
+  Interval next{window, profile::split_by_target(interval), {}, coverage};
   std::set<std::string> targets;
   for (const auto& [target, part] : next.targets)
     targets.insert(target);

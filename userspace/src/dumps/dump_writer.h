@@ -22,6 +22,7 @@
 #include "dumps/dump_files.h"
 #include "dumps/retention.h"
 #include "emit/formats.h"
+#include "profile/coverage.h"
 #include "profile/symbolized_profile.h"
 
 namespace flamebpf::dumps {
@@ -59,8 +60,11 @@ public:
   // the target directories.
   [[nodiscard]] static Result<DumpWriter> open(DumpOptions options);
 
-  // Writes interval, split by target, as the dumps of window; retries earlier failed ones first.
-  DumpReport write(const profile::SymbolizedProfile& interval, const Window& window);
+  // Writes interval, split by target, as the dumps of window, each flame graph's subtitle with
+  // its target's coverage; retries earlier failed ones first.
+  DumpReport write(const profile::SymbolizedProfile& interval,
+                   const Window& window,
+                   const std::vector<profile::TargetCoverage>& coverage = {});
 
   // Writes what is still pending (at exit); returns the report of that last attempt.
   DumpReport flush();
@@ -75,6 +79,7 @@ private:
     Window window;
     std::map<std::string, profile::SymbolizedProfile> targets; // by target name
     std::map<std::string, std::string> directories;            // target name -> directory name
+    std::vector<profile::TargetCoverage> coverage;
   };
   // What writing one target's dump did.
   struct TargetWritten {
@@ -88,7 +93,8 @@ private:
   Result<TargetWritten> write_target(const std::string& target,
                                      const std::string& directory,
                                      const profile::SymbolizedProfile& profile,
-                                     const Window& window);
+                                     const Window& window,
+                                     const std::vector<profile::TargetCoverage>& coverage);
   size_t apply_retention(int dir_fd, const std::string& shown);
   void clean_stale_temporaries();
   DumpReport drain_pending(DumpReport report);

@@ -63,6 +63,12 @@ void Metrics::add(const IntervalStats& stats)
     totals.samples += stack.count;
     totals.last_interval = intervals_;
   }
+  for (const auto& coverage : stats.coverage) {
+    auto& totals = targets_[coverage.target];
+    totals.cpu_seconds += coverage.cpu_seconds;
+    totals.whole_samples += coverage.whole_samples;
+    totals.last_interval = intervals_;
+  }
   for (auto& [name, totals] : targets_) {
     if (auto found = profile.target_labels.find(name); found != profile.target_labels.end())
       totals.labels = found->second;
@@ -95,30 +101,74 @@ std::string Metrics::render() const
   std::string out;
   describe(out, "flamebpf_samples_total", "counter",
            "Samples taken of each target (host: of no target), since flamebpf started.");
-  for (const auto& [name, totals] : targets_) {
+  auto target_labels = [](const std::string& name, const TargetTotals& totals) {
     const auto& tags = totals.labels;
-    out += fmt::format("flamebpf_samples_total{} {}\n",
-                       labels({{"target", target_label(name)},
-                               {"container", tags.container},
-                               {"container_id", tags.container_id},
-                               {"namespace", tags.namespace_name},
-                               {"pod", tags.pod}}),
-                       totals.samples);
+    return labels({{"target", target_label(name)},
+                   {"container", tags.container},
+                   {"container_id", tags.container_id},
+                   {"namespace", tags.namespace_name},
+                   {"pod", tags.pod}});
+  };
+  for (const auto& [name, totals] : targets_)
+    out +=
+        fmt::format("flamebpf_samples_total{} {}\n", target_labels(name, totals), totals.samples);
+  describe(out, "flamebpf_whole_samples_total", "counter",
+           "Samples of each target kept whole (no stack lost or cut short, every frame named), "
+           "over the intervals its CPU time was measured.");
+  for (const auto& [name, totals] : targets_)
+    out += fmt::format("flamebpf_whole_samples_total{} {}\n", target_labels(name, totals),
+                       totals.whole_samples);
+  describe(out, "flamebpf_target_cpu_seconds_total", "counter",
+           "CPU time the kernel accounted to each target (its cgroup's cpu.stat, or its process's "
+           "stat), over the intervals it was measured.");
+  for (const auto& [name, totals] : targets_)
+    out += fmt::format("flamebpf_target_cpu_seconds_total{} {:.6f}\n", target_labels(name, totals),
+                       totals.cpu_seconds);
+  describe(out, "flamebpf_coverage_ratio", "gauge",
+           "Each target's whole samples over the samples its CPU time stands for at the sampling "
+           "frequency, in the last interval; targets with too little CPU time to judge are left "
+           "out.");
+  for (const auto& coverage : last_.coverage) {
+    if (!profile::judged(coverage))
+      continue;
+    auto totals = targets_.find(coverage.target);
+    out +=
+        fmt::format("flamebpf_coverage_ratio{} {:.4f}\n",
+                    totals == targets_.end() ? labels({{"target", target_label(coverage.target)}})
+                                             : target_labels(coverage.target, totals->second),
+                    coverage.coverage);
+  }
+  describe(out, "flamebpf_coverage_shortfall_ratio", "gauge",
+           "What each kind of shortfall cost each target in the last interval, as a share of the "
+           "samples its CPU time stands for.");
+  for (const auto& coverage : last_.coverage) {
+    if (!profile::judged(coverage))
+      continue;
+    for (const auto& [reason, samples] :
+         {std::pair{profile::Shortfall::kDrops, coverage.drops},
+          std::pair{profile::Shortfall::kUnwinding, coverage.unwinding},
+          std::pair{profile::Shortfall::kNaming, coverage.naming},
+          std::pair{profile::Shortfall::kSamplingRate, coverage.sampling}})
+      out += fmt::format("flamebpf_coverage_shortfall_ratio{} {:.4f}\n",
+                         labels({{"target", target_label(coverage.target)},
+                                 {"reason", profile::shortfall_name(reason)}}),
+                         samples / coverage.expected_samples);
   }
   describe(out, "flamebpf_dropped_samples_total", "counter",
            "Samples whose stack or count was lost, by why.");
   for (const auto& [kind, count] : drops_)
     out += fmt::format("flamebpf_dropped_samples_total{} {}\n", labels({{"kind", kind}}), count);
+  // Each family's samples together after its TYPE, as the text format has them.
+  auto by_code = {std::tuple{"native", frames_.native_frames, frames_.native_unnamed},
+                  std::tuple{"jit", frames_.jit_frames, frames_.jit_unnamed}};
   describe(out, "flamebpf_user_frames_total", "counter",
            "User frames symbolized, by where the code was: in an ELF file (native) or JIT code.");
+  for (const auto& [code, frames, unnamed] : by_code)
+    out += fmt::format("flamebpf_user_frames_total{{code=\"{}\"}} {}\n", code, frames);
   describe(out, "flamebpf_unnamed_user_frames_total", "counter",
            "User frames no symbol or perf map named, by where the code was.");
-  for (const auto& [code, frames, unnamed] :
-       {std::tuple{"native", frames_.native_frames, frames_.native_unnamed},
-        std::tuple{"jit", frames_.jit_frames, frames_.jit_unnamed}}) {
-    out += fmt::format("flamebpf_user_frames_total{{code=\"{}\"}} {}\n", code, frames);
+  for (const auto& [code, frames, unnamed] : by_code)
     out += fmt::format("flamebpf_unnamed_user_frames_total{{code=\"{}\"}} {}\n", code, unnamed);
-  }
   describe(out, "flamebpf_truncated_names_total", "counter",
            "Frame names a budget cut short (they end in [truncated]).");
   out += fmt::format("flamebpf_truncated_names_total {}\n", frames_.truncated_names);

@@ -1,7 +1,8 @@
 // Agent mode's statistics in Prometheus' text format (version 0.0.4), as --listen serves them at
-// /metrics: counters over the whole run (samples by target, drops by kind, frames and unnamed
-// frames by where the code was, flamebpf's CPU time) and gauges of the last interval (perf map
-// ages, memory, open files), each target's samples labelled as pprof labels them.
+// /metrics: counters over the whole run (samples, whole samples and CPU time by target, drops by
+// kind, frames and unnamed frames by where the code was, flamebpf's CPU time) and gauges of the
+// last interval (each target's coverage and its shortfalls, perf map ages, memory, open files),
+// each target's samples labelled as pprof labels them.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,9 @@ private:
 
   struct TargetTotals {
     uint64_t samples = 0;
-    uint64_t last_interval = 0; // the last with samples
+    uint64_t last_interval = 0; // the last with samples, or with its CPU time measured
+    double cpu_seconds = 0;     // CPU time the kernel accounted while it was measured
+    uint64_t whole_samples = 0; // samples kept whole while it was measured (profile/coverage.h)
     profile::TargetLabels labels;
   };
   std::map<std::string, TargetTotals> targets_; // by name; "" is the host

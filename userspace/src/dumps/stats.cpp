@@ -177,6 +177,21 @@ std::string stats_json(const IntervalStats& stats)
   json += fmt::format(",\"native_inlined_frames\":{}", frames.native_inlined_frames);
   json += fmt::format(",\"truncated\":{{\"names\":{},\"stacks\":{}}}", frames.truncated_names,
                       frames.truncated_stacks);
+  // What each target's samples stand for against the CPU time it used (profile/coverage.h).
+  json += ",\"coverage\":{";
+  first = true;
+  for (const auto& target : stats.coverage) {
+    json += fmt::format(
+        "{}{}:{{\"cpu_seconds\":{:.3f},\"expected_samples\":{:.1f},\"samples\":{},"
+        "\"whole_samples\":{},\"coverage\":{:.4f},\"judged\":{},\"shortfall\":{{\"drops\":{:.1f},"
+        "\"unwinding\":{:.1f},\"naming\":{:.1f},\"sampling_rate\":{:.1f}}},\"reason\":\"{}\"}}",
+        first ? "" : ",", json_string(target.target), target.cpu_seconds, target.expected_samples,
+        target.samples, target.whole_samples, target.coverage, profile::judged(target),
+        target.drops, target.unwinding, target.naming, target.sampling,
+        profile::shortfall_name(target.reason));
+    first = false;
+  }
+  json += "}";
   json += ",\"perf_maps\":[";
   first = true;
   for (const auto& map : stats.perf_maps) {
@@ -206,14 +221,15 @@ std::string summary_line(const IntervalStats& stats)
   for (const auto& stack : profile.stacks)
     targets.insert(stack.target);
   const auto& frames = profile.symbolize_stats;
-  return fmt::format("interval {}\xE2\x80\x93{}: {} samples in {} targets, {} drops, unnamed "
-                     "frames: native {:.1f}%, JIT {:.1f}%; flamebpf CPU {:.2f} s, RSS {} MB",
-                     clock_time(stats.window.start), clock_time(stats.window.end),
-                     profile.total_samples(), targets.size(),
-                     profile::total_drops(profile.counters),
-                     100 * share(frames.native_unnamed, frames.native_frames),
-                     100 * share(frames.jit_unnamed, frames.jit_frames), stats.interval_cpu_seconds,
-                     stats.usage.rss_bytes >> 20);
+  std::string coverage = profile::coverage_summary(stats.coverage);
+  return fmt::format(
+      "interval {}\xE2\x80\x93{}: {} samples in {} targets, {} drops, unnamed "
+      "frames: native {:.1f}%, JIT {:.1f}%; {}{}flamebpf CPU {:.2f} s, RSS {} MB",
+      clock_time(stats.window.start), clock_time(stats.window.end), profile.total_samples(),
+      targets.size(), profile::total_drops(profile.counters),
+      100 * share(frames.native_unnamed, frames.native_frames),
+      100 * share(frames.jit_unnamed, frames.jit_frames), coverage, coverage.empty() ? "" : "; ",
+      stats.interval_cpu_seconds, stats.usage.rss_bytes >> 20);
 }
 
 } // namespace flamebpf::dumps

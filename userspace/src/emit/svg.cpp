@@ -222,6 +222,14 @@ std::string describe_profile(const profile::SymbolizedProfile& profile)
   return line;
 }
 
+std::string describe_profile(const profile::SymbolizedProfile& profile,
+                             const std::vector<profile::TargetCoverage>& coverage)
+{
+  std::string line = describe_profile(profile);
+  std::string covered = profile::coverage_summary(coverage);
+  return covered.empty() ? line : line + " \xC2\xB7 " + covered;
+}
+
 namespace {
 
 struct Drawn {

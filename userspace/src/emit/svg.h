@@ -12,6 +12,7 @@
 #include "emit/emitter.h"
 #include "emit/flame_tree.h"
 #include "emit/palette.h"
+#include "profile/coverage.h"
 
 namespace flamebpf::emit {
 
@@ -75,5 +76,10 @@ std::string frame_label(std::string_view name, double width_px);
 
 // "target web · 2026-11-22 10:00:00–10:01:00 UTC · 99 Hz · 5940 samples".
 std::string describe_profile(const profile::SymbolizedProfile& profile);
+
+// The same, then how the samples cover the targets' CPU time (profile::coverage_summary):
+// "target web · … · 5940 samples · coverage 98%".
+std::string describe_profile(const profile::SymbolizedProfile& profile,
+                             const std::vector<profile::TargetCoverage>& coverage);
 
 } // namespace flamebpf::emit

@@ -35,7 +35,7 @@ void DumpSink::targets_added(const std::vector<target::Target>& added)
 Result<> DumpSink::consume(const profile::SymbolizedProfile& interval, IntervalFacts& facts)
 {
   ++intervals_;
-  dumps::DumpReport report = writer_->write(interval, facts.window);
+  dumps::DumpReport report = writer_->write(interval, facts.window, facts.coverage);
   files_ += report.files;
   // A full disk is said once per interval; sampling goes on and the writes are retried.
   if (!report.error.empty())

@@ -14,6 +14,7 @@
 #include "dumps/dump_files.h"
 #include "dumps/dump_writer.h"
 #include "dumps/stats.h"
+#include "profile/coverage.h"
 #include "profile/symbolized_profile.h"
 #include "target/target_set.h"
 
@@ -53,6 +54,9 @@ struct IntervalFacts {
   // The kernel maps' and the symbolizer's occupancy at the interval's end.
   dumps::Occupancy occupancy;
   std::vector<PerfMapFact> perf_maps;
+  // Each target's samples against the CPU time it used over the interval, for the targets
+  // followed for all of it (profile/coverage.h).
+  std::vector<profile::TargetCoverage> coverage;
   // Added by DumpSink: the dumps written (and pending) for this interval.
   std::optional<dumps::DumpReport> dumps;
   // Added by StatsSink: the interval's statistics, whose profile pointer is the interval's.

@@ -53,8 +53,7 @@ void ProfileFileSink::targets_added(const std::vector<target::Target>& added)
     target_names_.insert(target.name);
 }
 
-Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
-                                  IntervalFacts& /*facts*/)
+Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval, IntervalFacts& facts)
 {
   auto parts = profile::split_by_target(interval);
   for (const auto& name : target_names_)
@@ -69,6 +68,7 @@ Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
       // Several targets in one stream stay apart only with their names as root frames.
       emit::SvgOptions graph = graph_;
       graph.target_frame = graph_.target_frame || per_target_;
+      graph.subtitle = emit::describe_profile(interval, facts.coverage);
       if (auto written = write_profile(output, interval, graph); !written)
         return fail(written.error());
       summary_.outputs.push_back({output, interval.total_samples(), processes});
@@ -76,7 +76,9 @@ Result<> ProfileFileSink::consume(const profile::SymbolizedProfile& interval,
     }
     for (const auto& [name, part] : parts) {
       std::string path = output_path_for_target(output, file_names.at(name));
-      if (auto written = write_profile(path, part, graph_); !written)
+      emit::SvgOptions graph = graph_;
+      graph.subtitle = emit::describe_profile(part, profile::coverage_of(facts.coverage, name));
+      if (auto written = write_profile(path, part, graph); !written)
         return fail(written.error());
       summary_.outputs.push_back({path, part.total_samples(), process_count(part)});
     }

@@ -1,20 +1,24 @@
 #include "pipeline/recorder.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <signal.h>
 #include <sys/utsname.h>
+#include <utility>
 
 #include "common/log.h"
 #include "common/meanwhile.h"
 #include "common/memory_account.h"
 #include "common/procfs.h"
 #include "pipeline/outputs.h"
+#include "profile/coverage.h"
 #include "profile/drop_report.h"
 #include "runtimes/runtimes.h"
 #include "serve/http_server.h"
 #include "symbolize/debuginfod.h"
+#include "target/cpu_time.h"
 
 namespace flamebpf::pipeline {
 
@@ -124,6 +128,8 @@ Result<> Recorder::start()
   if (!sampler)
     return fail(sampler.error());
   sampler_.emplace(std::move(*sampler));
+  // Sampling has started: the first interval's CPU time counts from here.
+  cpu_at_interval_start_ = read_cpu_times();
   if (auto* table_maps = sampler_->table_maps())
     unwind_tables_.emplace(*table_maps);
   spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler_->scope(),
@@ -253,6 +259,14 @@ void Recorder::refresh_targets(bool reresolve)
 {
   last_refresh_ = Steady::now();
   auto changes = targets_.refresh(reresolve);
+  // A target that joins is measured from the next interval on; one that leaves, no more. (A name
+  // may come back as another cgroup, which counts its CPU time from 0.)
+  for (const auto& changed : {&changes.added, &changes.removed}) {
+    for (const auto& target : *changed) {
+      cpu_at_interval_start_.erase(target.name);
+      cpu_at_last_drain_.erase(target.name);
+    }
+  }
   for (const auto& removed : changes.removed) {
     if (removed.pid != 0)
       sampler_->remove_pid_target(removed.pid);
@@ -278,12 +292,15 @@ void Recorder::watch_targets()
                                             : std::vector<std::string>{});
 }
 
-Result<> Recorder::collect()
+Result<> Recorder::collect(bool ends_interval)
 {
   // Pending notices first, so processes are captured before their samples are symbolized.
   if (auto taken = take_notices(std::chrono::milliseconds(0)); !taken)
     return fail(taken.error());
   size_t dropped_before = targets_.dropped_mark();
+  // As close to the switch of buffers as can be: the samples and the CPU time end together.
+  if (ends_interval)
+    cpu_at_last_drain_ = read_cpu_times();
   auto raw = drainer_->drain();
   if (!raw)
     return fail(raw.error());
@@ -305,6 +322,43 @@ Result<> Recorder::collect()
     forget_image(image);
   log_unwind_tables();
   return {};
+}
+
+std::map<std::string, double> Recorder::read_cpu_times()
+{
+  std::map<std::string, double> times;
+  for (const auto& target : targets_.live()) {
+    auto used = target::cpu_seconds_used(target);
+    if (used) {
+      times[target.name] = *used;
+      continue;
+    }
+    // A target that is gone is dropped at the next refresh; any other failure is said once.
+    if (used.error().errno_value != ENOENT && cpu_time_unread_.insert(target.name).second)
+      spdlog::warn("target {}: no coverage: {}", target.name, used.error().message);
+  }
+  return times;
+}
+
+std::vector<profile::TargetCoverage>
+Recorder::measure_coverage(const profile::SymbolizedProfile& profile)
+{
+  std::map<std::string, double> used;
+  for (const auto& [name, now] : cpu_at_last_drain_) {
+    // A counter that went back is another cgroup or process under the same name.
+    if (auto before = cpu_at_interval_start_.find(name);
+        before != cpu_at_interval_start_.end() && now >= before->second)
+      used[name] = now - before->second;
+  }
+  cpu_at_interval_start_ = std::exchange(cpu_at_last_drain_, {});
+  auto coverage = profile::measure_coverage(profile, used);
+  if (!coverage.empty())
+    spdlog::debug("{}", profile::coverage_summary(coverage));
+  for (const auto& target : coverage) {
+    if (profile::falls_short(target) && coverage_warned_.insert(target.target).second)
+      spdlog::warn("{}", profile::coverage_warning(target, profile.frequency_hz));
+  }
+  return coverage;
 }
 
 void Recorder::report_drops(const profile::RawProfile& raw) const
@@ -398,15 +452,17 @@ Result<> Recorder::end_interval(Wall::time_point end, bool last)
   // Names that arrived during the interval (debug files, inline indexes, perf maps) name its
   // earlier drains' frames too; a recording's one interval waits a little for the inline indexes
   // still being built, since its files are written once.
-  auto profile = accumulator_.take();
+  auto interval = accumulator_.take();
   auto wait_until =
       last && !sinks_.interval() ? Steady::now() + kLastNamesWait : Steady::time_point{};
-  symbolizer_->name_late(profile, wait_until);
+  symbolizer_->name_late(interval, wait_until);
   // Later intervals are symbolized with what is known now; the frames of an agent's window, once
   // it is written, are not named again.
   if (sinks_.interval())
     symbolizer_->forget_late_frames();
-  return sinks_.consume(profile, std::move(facts));
+  // Measured on the names as written.
+  facts.coverage = measure_coverage(interval);
+  return sinks_.consume(interval, std::move(facts));
 }
 
 Result<RecordSummary> Recorder::run()
@@ -446,7 +502,7 @@ Result<RecordSummary> Recorder::run()
       schedule.drain_by(*wanted);
     if (schedule.drain_due(now)) {
       bool ends_interval = schedule.ends_interval(Wall::now());
-      if (auto drained = collect(); !drained)
+      if (auto drained = collect(ends_interval); !drained)
         return fail(drained.error());
       if (ends_interval) {
         if (auto consumed = end_interval(schedule.interval_end(), false); !consumed)
@@ -483,7 +539,7 @@ Result<RecordSummary> Recorder::run()
   service_.stopping();
   // Runtimes' helpers (one attaching an agent) get the chance to name the last interval's frames.
   symbolizer_->stop_runtimes();
-  if (auto drained = collect(); !drained)
+  if (auto drained = collect(true); !drained)
     return fail(drained.error());
   std::chrono::duration<double> sampled = Steady::now() - started;
   if (auto consumed = end_interval(Wall::now(), true); !consumed)

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "cli/options.h"
 #include "common/capabilities.h"
@@ -74,8 +75,15 @@ private:
   void hold_images();
   void forget_image(const symbolize::ImageKey& image);
   // Collects the kernel's counts into the interval's profile: drained, named, and what the
-  // drain taught the other stages handed on to them.
-  [[nodiscard]] Result<> collect();
+  // drain taught the other stages handed on to them. With ends_interval, the targets' CPU time is
+  // read just before the drain, which ends the interval's samples.
+  [[nodiscard]] Result<> collect(bool ends_interval);
+  // The CPU time each live target has used so far, by name; a target whose time cannot be read
+  // is left out (and said once).
+  std::map<std::string, double> read_cpu_times();
+  // Each target's coverage over the interval that ends with profile, from its CPU times at the
+  // interval's start and end; a target that falls short is said once.
+  std::vector<profile::TargetCoverage> measure_coverage(const profile::SymbolizedProfile& profile);
   // Says what the kernel lost and cut in the drain.
   void report_drops(const profile::RawProfile& raw) const;
   // Names the drain's frames, with the targets' labels as they were at the drain, which ended at
@@ -105,6 +113,12 @@ private:
   std::vector<std::function<void(const symbolize::ImageKey&)>> image_holders_;
   target::CgroupWatcher watcher_;
   profile::Accumulator accumulator_; // the current interval
+  // The CPU time each target had used at the current interval's start, and just before its last
+  // drain, by name.
+  std::map<std::string, double> cpu_at_interval_start_;
+  std::map<std::string, double> cpu_at_last_drain_;
+  std::set<std::string> cpu_time_unread_; // targets whose CPU time could not be read, said once
+  std::set<std::string> coverage_warned_; // targets whose coverage fell short, said once
   Schedule::Wall::time_point interval_start_;
   Schedule::Steady::time_point last_refresh_;
   std::string node_; // the host's name, for the profiles' labels

@@ -44,6 +44,7 @@ Result<> StatsSink::consume(const profile::SymbolizedProfile& interval, Interval
   stats.window = facts.window;
   stats.profile = &interval;
   stats.perf_maps = perf_map_ages(facts.perf_maps, interval);
+  stats.coverage = facts.coverage;
   stats.usage = dumps::own_usage();
   stats.occupancy = facts.occupancy;
   stats.interval_cpu_seconds = stats.usage.cpu_seconds - usage_before_.cpu_seconds;

@@ -139,17 +139,19 @@ double TopSink::own_cpu_percent()
   return percent;
 }
 
-Result<> TopSink::consume(const profile::SymbolizedProfile& interval, IntervalFacts&)
+Result<> TopSink::consume(const profile::SymbolizedProfile& interval, IntervalFacts& facts)
 {
   summary_.samples += interval.total_samples();
   summary_.drops += profile::total_drops(interval.counters);
   double cpu = own_cpu_percent();
+  std::string coverage = profile::coverage_summary(facts.coverage);
   if (screen_) {
-    screen_->add(interval, cpu);
+    screen_->add(interval, cpu, std::move(coverage));
     return {};
   }
   auto compact = top::compact_interval(interval, model_.names());
   compact.own_cpu_percent = cpu;
+  compact.coverage = std::move(coverage);
   model_.add(std::move(compact));
   std::string text =
       top::batch_snapshot(model_, top::TopWindow::kInterval, top::TopOrder::kSelf, kBatchRows);

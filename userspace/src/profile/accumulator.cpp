@@ -62,7 +62,10 @@ void Accumulator::add(SymbolizedProfile interval)
       held_bytes_ += held_by(stack, it->first);
       total_.stacks.push_back(std::move(stack));
     } else {
-      total_.stacks[it->second].count += stack.count;
+      Stack& same = total_.stacks[it->second];
+      same.count += stack.count;
+      same.lost_samples += stack.lost_samples;
+      same.cut_samples += stack.cut_samples;
     }
   }
 }

@@ -19,6 +19,7 @@ struct RawSample {
   std::vector<uint64_t> user_frames;   // innermost first
   bool kernel_stack_lost = false;      // the kernel stack existed but could not be stored
   bool user_stack_lost = false;        // the user stack existed but could not be stored
+  bool user_stack_cut = false;         // the unwinder stopped before the outermost frame
   uint64_t count = 0;                  // samples
 };
 

@@ -56,6 +56,9 @@ struct Stack {
   uint64_t count = 0;
   // Where the target is a Kubernetes pod: the ID of the pod's container the process ran in.
   std::string pod_container_id;
+  // Of count, the samples whose stack is incomplete (their coverage, profile/coverage.h):
+  uint64_t lost_samples = 0; // the kernel could not keep the kernel or the user stack
+  uint64_t cut_samples = 0;  // not lost, but the unwinder or a budget cut off outer frames
 };
 
 // How many user frames the symbolizer could not name, by where the code was, and what the

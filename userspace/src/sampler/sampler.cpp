@@ -84,14 +84,14 @@ public:
     return stack;
   }
 
-  Result<std::vector<uint64_t>> read_user_stack(int buffer, uint64_t hash) override
+  Result<drain::UnwoundStack> read_user_stack(int buffer, uint64_t hash) override
   {
     bpf_map* map = buffer == 0 ? skeleton_->maps.ustacks_0 : skeleton_->maps.ustacks_1;
     fb_user_stack stack;
     if (bpf_map_lookup_elem(bpf_map__fd(map), &hash, &stack) != 0)
       return fail(system_error(errno, "cannot read unwound stack " + std::to_string(hash)));
     uint32_t length = std::min<uint32_t>(stack.length, FB_MAX_STACK_DEPTH);
-    return std::vector<uint64_t>(stack.frames, stack.frames + length);
+    return drain::UnwoundStack{{stack.frames, stack.frames + length}, stack.cut != 0};
   }
 
   Result<> clear_stacks(int buffer) override

@@ -351,6 +351,9 @@ Result<profile::SymbolizedProfile> Symbolizer::symbolize(const profile::RawProfi
     }
     profile_bytes += bytes;
     out.symbolize_stats.truncated_stacks += cut;
+    bool lost = sample.user_stack_lost || sample.kernel_stack_lost;
+    stack.lost_samples = lost ? sample.count : 0;
+    stack.cut_samples = !lost && (cut || sample.user_stack_cut) ? sample.count : 0;
     out.stacks.push_back(std::move(stack));
   }
   for (const auto& runtime : processes_.runtimes())

@@ -150,11 +150,14 @@ void TopScreen::start()
   thread_ = caps::start_thread(caps::Role::kScreen, "flamebpf-screen", [this] { run(); });
 }
 
-void TopScreen::add(const profile::SymbolizedProfile& interval, double own_cpu_percent)
+void TopScreen::add(const profile::SymbolizedProfile& interval,
+                    double own_cpu_percent,
+                    std::string coverage)
 {
   std::lock_guard lock(mutex_);
   auto compact = compact_interval(interval, model_.names());
   compact.own_cpu_percent = own_cpu_percent;
+  compact.coverage = std::move(coverage);
   if (paused_) {
     if (held_.size() < kMaxHeldIntervals)
       held_.push_back(std::move(compact));
@@ -354,8 +357,9 @@ void TopScreen::draw_list()
   std::string header =
       fmt::format("flamebpf top{}  {}  sort: {}  {}", paused_ ? " [paused]" : "",
                   window_name(window_), order_ == TopOrder::kSelf ? "self" : "total",
-                  last ? fmt::format("{} Hz, flamebpf {:.1f}% CPU, {} drops", last->frequency,
-                                     last->own_cpu_percent, last->drops)
+                  last ? fmt::format("{} Hz, flamebpf {:.1f}% CPU, {} drops{}{}", last->frequency,
+                                     last->own_cpu_percent, last->drops,
+                                     last->coverage.empty() ? "" : ", ", last->coverage)
                        : std::string("waiting for the first interval"));
   put(0, 0, terminal_safe(header, width, ascii_only_), A_BOLD);
   int row = 1;

@@ -41,8 +41,10 @@ public:
 
   // Takes the terminal (standard output) and starts the view's thread.
   void start();
-  // From the recording's thread: an interval, and targets that stopped or started.
-  void add(const profile::SymbolizedProfile& interval, double own_cpu_percent);
+  // From the recording's thread: an interval (with flamebpf's CPU over it, and how its samples
+  // cover the targets' CPU time: TopInterval), and targets that stopped or started.
+  void
+  add(const profile::SymbolizedProfile& interval, double own_cpu_percent, std::string coverage);
   void targets_changed(const std::vector<std::string>& stopped,
                        const std::vector<std::string>& started);
 

@@ -553,9 +553,11 @@ std::string batch_snapshot(const TopModel& model, TopWindow window, TopOrder ord
   if (!last)
     return out;
   out += fmt::format("flamebpf top - {:%Y-%m-%dT%H:%M:%S}Z, interval {:.1f} s at {} Hz, "
-                     "flamebpf {:.1f}% CPU, {} drops\n",
+                     "flamebpf {:.1f}% CPU, {} drops{}{}\n",
                      std::chrono::floor<std::chrono::seconds>(last->end), last->seconds,
-                     last->frequency, last->own_cpu_percent, last->drops);
+                     last->frequency, last->own_cpu_percent, last->drops,
+                     last->coverage.empty() ? "" : ", ",
+                     terminal_safe(last->coverage, 400, true)); // it names targets
   out += "TARGET SAMPLES/S CPU% STATE\n";
   for (const auto& target : model.targets())
     out += fmt::format("{} {:.0f} {:.1f} {}\n", terminal_safe(target.name, 200, true),

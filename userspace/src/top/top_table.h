@@ -60,6 +60,8 @@ struct TopInterval {
   std::vector<uint32_t> frames; // every stack's, one after the other: one allocation, not one each
   uint64_t drops = 0;           // samples lost in the kernel
   double own_cpu_percent = 0;   // flamebpf's own CPU over the interval, 100 = one CPU
+  // How the targets' samples cover their CPU time (profile::coverage_summary); empty if unknown.
+  std::string coverage;
 
   std::span<const uint32_t> frames_of(const CompactStack& stack) const
   {
