@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,6 +73,22 @@ inline GoSplitShares go_split_shares(const std::map<std::string, uint64_t>& stac
     shares.through_cgo += through_cgo ? count : 0;
   }
   return shares;
+}
+
+// What every profile of the split workload shows: >= 99 % of samples named, >= 95 % rooted where
+// Go's stacks are, and heavy's share three times light's within 10 %. context goes with a failure.
+inline void expect_named_rooted_and_split(const GoSplitShares& shares, const std::string& context)
+{
+  EXPECT_GE(shares.named * 100, shares.total * 99)
+      << shares.named << " of " << shares.total << " named; e.g. "
+      << (shares.unnamed_examples.empty() ? "" : shares.unnamed_examples[0]) << "\n"
+      << context;
+  EXPECT_GE(shares.rooted * 100, shares.total * 95)
+      << shares.rooted << " of " << shares.total << " reach runtime.goexit or runtime.main";
+  ASSERT_GT(shares.light, 0u) << context;
+  double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
+  EXPECT_GT(ratio, 2.7) << shares.heavy << " under heavy, " << shares.light << " under light";
+  EXPECT_LT(ratio, 3.3) << shares.heavy << " under heavy, " << shares.light << " under light";
 }
 
 } // namespace flamebpf::testing

@@ -33,15 +33,7 @@ TEST(GoContainerTest, StrippedGoServiceIsNamedAndRootedWithItsSplit)
 
   GoSplitShares shares = go_split_shares(read_folded(folded));
   ASSERT_GT(shares.total, 1000u) << run.output;
-  EXPECT_GE(shares.named * 100, shares.total * 99)
-      << shares.named << " of " << shares.total << " named; e.g. "
-      << (shares.unnamed_examples.empty() ? "" : shares.unnamed_examples[0]);
-  EXPECT_GE(shares.rooted * 100, shares.total * 95)
-      << shares.rooted << " of " << shares.total << " reach runtime.goexit or runtime.main";
-  ASSERT_GT(shares.light, 0u);
-  double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
-  EXPECT_GT(ratio, 2.7) << shares.heavy << " under heavy, " << shares.light << " under light";
-  EXPECT_LT(ratio, 3.3) << shares.heavy << " under heavy, " << shares.light << " under light";
+  expect_named_rooted_and_split(shares, run.output);
 }
 
 } // namespace

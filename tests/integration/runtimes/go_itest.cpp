@@ -51,16 +51,7 @@ TEST_P(GoBinaries, EveryFunctionNamedEveryStackRootedAndTheSplitShows)
     ASSERT_EQ(run.status, 0) << run.out << run.err;
     GoSplitShares shares = go_split_shares(read_folded(folded));
     ASSERT_GT(shares.total, 8000u) << run.err;
-    EXPECT_GE(shares.named * 100, shares.total * 99)
-        << shares.named << " of " << shares.total << " named; e.g. "
-        << (shares.unnamed_examples.empty() ? "" : shares.unnamed_examples[0]) << "\n"
-        << run.err;
-    EXPECT_GE(shares.rooted * 100, shares.total * 95)
-        << shares.rooted << " of " << shares.total << " reach runtime.goexit or runtime.main";
-    ASSERT_GT(shares.light, 0u);
-    double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
-    EXPECT_GT(ratio, 2.7) << shares.heavy << " under heavy, " << shares.light << " under light";
-    EXPECT_LT(ratio, 3.3) << shares.heavy << " under heavy, " << shares.light << " under light";
+    expect_named_rooted_and_split(shares, run.err);
     uint64_t under_split = shares.heavy + shares.light;
     switch (variant.leaf) {
     case Leaf::kInlinedWork:
