@@ -91,7 +91,7 @@ int main(int argc, char** argv)
 
     started = std::chrono::steady_clock::now();
     auto cfi = unwind::build_cfi_table(*elf);
-    unwind::GoRows rows = unwind::go_rows(**table);
+    unwind::GoRows rows = unwind::go_rows(**table, *elf);
     std::optional<unwind::UnwindTable> merged;
     if (cfi)
       merged = unwind::merge_rows(cfi->table, rows, unwind::kMaxCfiRows);
@@ -99,9 +99,9 @@ int main(int argc, char** argv)
     size_t cfi_rows = cfi ? cfi->table.rows.size() : 0;
     size_t all_rows = merged ? merged->rows.size() : 0;
     fmt::print("  unwind rows: {} from CFI, {} with Go's ({:.2f} MiB of map at {} bytes a row; "
-               "{} stack switches, {} malformed), built in {:.3f} s\n",
+               "{} of {} functions framed, {} stack switches, {} malformed), built in {:.3f} s\n",
                cfi_rows, all_rows, mib(all_rows * sizeof(fb_unwind_row)), sizeof(fb_unwind_row),
-               rows.stack_switches, rows.malformed, rows_seconds);
+               rows.framed, rows.functions, rows.stack_switches, rows.malformed, rows_seconds);
 
     started = std::chrono::steady_clock::now();
     std::vector<std::string> problems;

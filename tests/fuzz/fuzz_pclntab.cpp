@@ -3,7 +3,9 @@
 // budget, and the rows stay sorted and end with a frame-pointer row.
 // Input: byte 0's low two bits pick the layout (Go 1.2, 1.16, 1.18, 1.20); with bit 2 the rest
 // is the whole table, else it is edits of a sound table of that layout, three bytes each (a 16-bit
-// offset into the table and a byte xored there), so that the fuzzer works near real tables.
+// offset into the table and a byte xored there), so that the fuzzer works near real tables. With
+// bit 3 the table lies in .data.rel.ro of a Go binary (position-independent, found by searching).
+// The code holds Go's framing where the sound table's framed function adjusts its stack.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -38,7 +40,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
   }
   testing::SyntheticElf elf;
-  elf.sections.emplace_back(".gopclntab", table);
+  // sub rsp, 24; mov [rsp+16], rbp; lea rbp, [rsp+16]: main.framed's frame from its 4th byte.
+  elf.code = "\x48\x83\xec\x18\x48\x89\x6c\x24\x10\x48\x8d\x6c\x24\x10";
+  if (data[0] & 8) {
+    elf.sections.emplace_back(".go.buildinfo", std::string(32, '\0'));
+    elf.sections.emplace_back(".data.rel.ro", std::string(24, '\0') + table);
+  } else {
+    elf.sections.emplace_back(".gopclntab", table);
+  }
   std::string image = elf.bytes();
   auto reader = ElfReader::open(ElfBytes::memory(image), "fuzzed");
   if (!reader)
@@ -66,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     (void)go.flags(i);
     (void)go.inline_tree(i, runs, calls);
   }
-  unwind::GoRows rows = unwind::go_rows(go);
+  unwind::GoRows rows = unwind::go_rows(go, *reader);
   unwind::UnwindTable cfi;
   cfi.base_address = testing::SyntheticElf::kCodeOffset;
   cfi.rows.resize(1);

@@ -1,8 +1,9 @@
-// Go binaries as they ship, stripped or not, inlined or not: every Go function named from the
-// binary's own pclntab, frameless leaves unwound by its stack-pointer tables, inlined calls named
-// from its inline tree, and every stack rooted where Go's own are (runtime.goexit for goroutines,
-// runtime.main under it), so that the split of two callers of one leaf shows as their work is;
-// and cgo, where C frames on a thread's system stack sit above the goroutine's Go frames.
+// Go binaries as they ship, stripped or not, inlined or not, position-independent or not: every Go
+// function named from the binary's own pclntab, frameless leaves unwound by its stack-pointer
+// tables, inlined calls named from its inline tree, and every stack rooted where Go's own are
+// (runtime.goexit for goroutines, runtime.main under it), so that the split of two callers of one
+// leaf shows as their work is; and cgo, where C frames on a thread's system stack sit above the
+// goroutine's Go frames.
 #include <csignal>
 #include <gtest/gtest.h>
 #include <map>
@@ -29,6 +30,11 @@ struct Variant {
   Leaf leaf;
 };
 
+// Each recording's length: 7,500 samples at 4999 Hz. Inlined calls are named once the inline
+// index is built in the background, and the recording's intervals symbolized before are named
+// again at its end.
+constexpr double kSeconds = 1.5;
+
 class GoBinaries : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoBinaries, EveryFunctionNamedEveryStackRootedAndTheSplitShows)
@@ -37,20 +43,23 @@ TEST_P(GoBinaries, EveryFunctionNamedEveryStackRootedAndTheSplitShows)
   for (Variant variant :
        {Variant{"split", Leaf::kInlinedWork}, Variant{"split.stripped", Leaf::kInlinedWork},
         Variant{"split.noinline", Leaf::kFramedWork},
-        Variant{"split.noinline.stripped", Leaf::kFramedWork}, Variant{"cgo", Leaf::kC}}) {
+        Variant{"split.noinline.stripped", Leaf::kFramedWork},
+        Variant{"split.pie.external", Leaf::kInlinedWork}, Variant{"cgo", Leaf::kC}}) {
     SCOPED_TRACE(variant.file);
     std::string binary = go_split(GetParam(), variant.file);
     Child workload({binary});
     wait_until_busy(workload.pid(), std::string(variant.file).substr(0, 15));
     std::string folded = (dir.path() / (std::string(variant.file) + ".folded")).string();
-    auto run = run_process({FLAMEBPF_BINARY, "--pid", std::to_string(workload.pid()), "-d", "2",
-                            "--interval", "0.5", "-F", "4999", "-o", folded},
-                           {}, std::chrono::seconds(60));
+    auto run =
+        run_process({FLAMEBPF_BINARY, "--pid", std::to_string(workload.pid()), "-d",
+                     std::to_string(kSeconds), "--interval", "0.5", "-F", "4999", "-o", folded},
+                    {}, std::chrono::seconds(60));
     workload.signal(SIGKILL);
     workload.wait();
     ASSERT_EQ(run.status, 0) << run.out << run.err;
     GoSplitShares shares = go_split_shares(read_folded(folded));
-    ASSERT_GT(shares.total, 8000u) << run.err;
+    // Some samples are lost to a busy machine: 80 % must be there.
+    ASSERT_GT(static_cast<double>(shares.total), 4999 * 0.8 * kSeconds) << run.err;
     expect_named_rooted_and_split(shares, run.err);
     uint64_t under_split = shares.heavy + shares.light;
     switch (variant.leaf) {

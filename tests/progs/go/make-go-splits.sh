@@ -7,6 +7,10 @@
 #   OUT/<version>/split.noinline.stripped
 #   OUT/<version>/split.nosections  split.stripped without its section headers (found by the
 #                                   pclntab's magic)
+#   OUT/<version>/split.pie       -buildmode=pie -ldflags='-s -w': Go's linker, its table in
+#                                 .data.rel.ro.gopclntab, its module data filled by relocations
+#   OUT/<version>/split.pie.external  the same linked by the system's linker (-linkmode=external,
+#                                 as Debian's dockerd is): the table merged into .data.rel.ro
 #   OUT/<version>/cgo             cgo_split.go: the leaf in C, called through cgo
 # and OUT/versions, one line per toolchain: its directory name. CACHE is Go's build cache, which
 # the plain and sanitized builds share (their Go programs are the same).
@@ -33,7 +37,10 @@ for go in /usr/lib/go/bin/go /usr/lib/go-1.2*/bin/go; do
     "$go" build -o split split.go &&
     "$go" build -ldflags='-s -w' -o split.stripped split.go &&
     "$go" build -gcflags=-l -o split.noinline split.go &&
-    "$go" build -gcflags=-l -ldflags='-s -w' -o split.noinline.stripped split.go)
+    "$go" build -gcflags=-l -ldflags='-s -w' -o split.noinline.stripped split.go &&
+    "$go" build -buildmode=pie -ldflags='-s -w' -o split.pie split.go &&
+    CGO_ENABLED=1 "$go" build -buildmode=pie -ldflags='-s -w -linkmode=external' \
+      -o split.pie.external split.go)
   cp "$cgo_source" "$dir/cgo_split.go"
   (cd "$dir" && CGO_ENABLED=1 "$go" build -o cgo cgo_split.go)
   rm "$dir/split.go" "$dir/cgo_split.go"

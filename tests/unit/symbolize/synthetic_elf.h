@@ -3,6 +3,7 @@
 // offset 0 at address 0, so a symbol's value is also its file offset.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <elf.h>
@@ -44,6 +45,8 @@ struct SyntheticElf {
   static constexpr uint64_t kCodeSize = 0x1000;
 
   std::vector<SyntheticSymbol> symbols; // in .symtab, names in .strtab
+  // The code's first bytes (at most kCodeSize); nops follow.
+  std::string code;
   // Further PROGBITS sections, by name and content, and the header flags of some of them
   // (SHF_COMPRESSED, whose content then starts with an Elf64_Chdr).
   std::vector<std::pair<std::string, std::string>> sections;
@@ -58,6 +61,7 @@ struct SyntheticElf {
   {
     std::string image(kCodeOffset + kCodeSize, '\0');
     std::memset(image.data() + kCodeOffset, 0x90, kCodeSize); // nop
+    image.replace(kCodeOffset, std::min<size_t>(code.size(), kCodeSize), code, 0, kCodeSize);
 
     // Each name once, as linkers write them: symbols of one name share its offset.
     std::string strtab(1, '\0');

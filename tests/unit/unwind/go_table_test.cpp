@@ -6,7 +6,9 @@
 #include "common/elf_reader.h"
 #include "go_splits.h"
 #include "runtimes/go/pclntab.h"
+#include "runtimes/go/synthetic_pclntab.h"
 #include "runtimes/go_abi.h"
+#include "symbolize/synthetic_elf.h"
 #include "unwind/go_table.h"
 
 namespace flamebpf::unwind {
@@ -67,7 +69,7 @@ TEST(GoTable, FramelessLeavesFramedCallersAndTheStacksRoots)
 {
   GoBinary binary;
   load(binary);
-  GoRows rows = go_rows(*binary.table);
+  GoRows rows = go_rows(*binary.table, *binary.elf);
   EXPECT_EQ(rows.functions, binary.table->size());
   EXPECT_EQ(rows.malformed, 0u);
   EXPECT_GT(rows.stack_switches, 0u); // systemstack, mcall, asmcgocall
@@ -87,19 +89,23 @@ TEST(GoTable, FramelessLeavesFramedCallersAndTheStacksRoots)
     ASSERT_EQ(row.cfa_offset, 8) << std::hex << at;
     ASSERT_EQ(row.fp_offset_words, 0) << std::hex << at;
   }
-  // heavy has a frame: inside it the CFA is further up, the caller's fp saved below the return
-  // address.
+  // heavy has a frame: from its entry until it adjusts its stack, its caller's sp is the return
+  // address's one word up; from there on the frame pointer finds its caller (the one or two
+  // instructions before rbp points at the frame are the frame pointer's too, go_table.h).
   go::GoFunction heavy = named(*binary.table, "main.heavy");
+  EXPECT_EQ(row_at(rows, heavy.entry).kind, FB_UNWIND_CFA_SP);
   EXPECT_EQ(row_at(rows, heavy.entry).cfa_offset, 8);
   bool framed = false;
   for (uint64_t at = heavy.entry; at < heavy.end; ++at) {
     fb_unwind_row row = row_at(rows, at);
-    if (row.kind == FB_UNWIND_CFA_SP && row.cfa_offset > 8) {
-      framed = true;
-      EXPECT_EQ(row.fp_offset_words, -2);
-    }
+    EXPECT_TRUE(row.kind == FB_UNWIND_FRAME_POINTER ||
+                (row.kind == FB_UNWIND_CFA_SP && row.cfa_offset == 8))
+        << std::hex << at;
+    framed = framed || row.kind == FB_UNWIND_FRAME_POINTER;
   }
   EXPECT_TRUE(framed);
+  // Most of Go's functions keep a frame pointer.
+  EXPECT_GT(rows.framed * 2, rows.functions);
   EXPECT_EQ(row_at(rows, named(*binary.table, "runtime.goexit").entry).kind, FB_UNWIND_STOP);
   // The stack switches leave their caller to the frame pointer, on another stack.
   for (const char* name : {"runtime.systemstack", "runtime.asmcgocall", "runtime.mcall"})
@@ -111,7 +117,7 @@ TEST(GoTable, CfiKeepsTheCodeItsFdesDescribeAndGoFillsTheRest)
 {
   GoBinary binary;
   load(binary);
-  GoRows rows = go_rows(*binary.table);
+  GoRows rows = go_rows(*binary.table, *binary.elf);
   go::GoFunction spin = named(*binary.table, "main.spin");
   // A CFI table whose one FDE covers spin (as a cgo binary's C code would be covered), and the
   // frame pointer elsewhere.
@@ -138,6 +144,105 @@ TEST(GoTable, CfiKeepsTheCodeItsFdesDescribeAndGoFillsTheRest)
   EXPECT_EQ(row_at(*merged, rows.end).kind, FB_UNWIND_FRAME_POINTER) << "past Go's text";
   // No room: the merge says so rather than cutting the table.
   EXPECT_FALSE(merge_rows(cfi, rows, 10));
+}
+
+// Code bytes for the synthetic functions below, at their offsets from the text's start.
+void put_code(std::string& code, size_t at, std::string_view bytes)
+{
+  if (code.size() < at + bytes.size())
+    code.resize(at + bytes.size(), '\x90');
+  code.replace(at, bytes.size(), bytes);
+}
+
+TEST(GoTable, FramedFunctionsTakeRowsForTheirEntryAndTailOnly)
+{
+  using testing::SyntheticElf;
+  testing::SyntheticPclntab table(go::PclntabLayout::kGo120, SyntheticElf::kCodeOffset);
+  std::string code;
+  // Go 1.21+: push rbp at 4, mov rbp, rsp at 5, sub rsp, 16 at 8; add, pop rbp and ret at
+  // 36-41, more of the body, and the stack-growth tail at 56.
+  table.add({"main.pushes", 64, {{5, 0}, {7, 8}, {28, 24}, {1, 8}, {1, 0}, {14, 24}, {8, 0}}});
+  put_code(code, 4, "\x55\x48\x89\xe5\x48\x83\xec\x10");
+  put_code(code, 36, "\x48\x83\xc4\x10\x5d\xc3");
+  // Go 1.20 and before: sub rsp, 24 at 4; mov [rsp+16], rbp at 8; lea rbp, [rsp+16] at 13.
+  table.add({"main.stores", 64, {{8, 0}, {41, 24}, {1, 0}, {6, 24}, {8, 0}}});
+  put_code(code, 64 + 4, "\x48\x83\xec\x18\x48\x89\x6c\x24\x10\x48\x8d\x6c\x24\x10");
+  // The same with no locals: the slot at rsp itself, no displacement.
+  table.add({"main.stores0", 32, {{8, 0}, {16, 8}, {8, 0}}});
+  put_code(code, 128 + 4, "\x48\x83\xec\x08\x48\x89\x2c\x24\x48\x8d\x2c\x24");
+  // A frameless leaf, and a frameless function that pushes another register than rbp.
+  table.add({"main.leaf", 16, {{16, 0}}});
+  table.add({"main.pushesrax", 16, {{1, 0}, {14, 8}, {1, 0}}});
+  put_code(code, 176, "\x50");
+  SyntheticElf elf;
+  elf.code = code;
+  elf.sections.emplace_back(".gopclntab", table.bytes());
+  std::string image = elf.bytes();
+  auto reader = ElfReader::open(ElfBytes::memory(image), "synthetic");
+  ASSERT_TRUE(reader);
+  auto pclntab = go::Pclntab::open(*reader);
+  ASSERT_TRUE(pclntab && *pclntab);
+  GoRows rows = go_rows(**pclntab, *reader);
+  EXPECT_EQ(rows.framed, 3u);
+  EXPECT_EQ(rows.malformed, 0u);
+  auto expect = [&](uint64_t offset, uint8_t kind, int16_t cfa = 0, int8_t fp = 0) {
+    fb_unwind_row row = row_at(rows, SyntheticElf::kCodeOffset + offset);
+    EXPECT_EQ(row.kind, kind) << offset;
+    EXPECT_EQ(row.cfa_offset, cfa) << offset;
+    EXPECT_EQ(row.fp_offset_words, fp) << offset;
+  };
+  expect(0, FB_UNWIND_CFA_SP, 8);
+  expect(4, FB_UNWIND_CFA_SP, 8); // the push
+  expect(5, FB_UNWIND_FRAME_POINTER);
+  expect(8, FB_UNWIND_FRAME_POINTER);
+  expect(41, FB_UNWIND_FRAME_POINTER); // the ret after pop rbp
+  expect(55, FB_UNWIND_FRAME_POINTER);
+  expect(56, FB_UNWIND_CFA_SP, 8); // the tail
+  expect(64 + 7, FB_UNWIND_CFA_SP, 8);
+  expect(64 + 8, FB_UNWIND_FRAME_POINTER);
+  expect(64 + 18, FB_UNWIND_FRAME_POINTER);
+  expect(64 + 56, FB_UNWIND_CFA_SP, 8);
+  expect(128 + 7, FB_UNWIND_CFA_SP, 8);
+  expect(128 + 8, FB_UNWIND_FRAME_POINTER);
+  expect(128 + 24, FB_UNWIND_CFA_SP, 8);
+  expect(160, FB_UNWIND_CFA_SP, 8);
+  // Not Go's framing: every run keeps its row.
+  expect(176, FB_UNWIND_CFA_SP, 8);
+  expect(177, FB_UNWIND_CFA_SP, 16, -2);
+  expect(191, FB_UNWIND_CFA_SP, 8);
+  // Two rows for each framed function (a tail and the next entry share one), the first entry's,
+  // and two for the push of rax and after it.
+  EXPECT_EQ(rows.rows.size(), 3u * 2 + 1 + 2);
+}
+
+TEST(GoTable, CodeThatIsNotGosFramingKeepsEveryRun)
+{
+  using testing::SyntheticElf;
+  testing::SyntheticPclntab table(go::PclntabLayout::kGo120, SyntheticElf::kCodeOffset);
+  // A table that claims a frame where the code stores rbp at another slot than the frame's top,
+  // and one whose frame would be set up past the end of the file's code.
+  table.add({"main.elsewhere", 32, {{8, 0}, {16, 24}, {8, 0}}});
+  std::string code;
+  put_code(code, 4, "\x48\x83\xec\x18\x48\x89\x6c\x24\x08\x48\x8d\x6c\x24\x08");
+  uint32_t filler = static_cast<uint32_t>(SyntheticElf::kCodeSize) - 32 - 8;
+  table.add({"main.filler", filler, {{filler, 0}}});
+  table.add({"main.edge", 32, {{12, 0}, {12, 8}, {8, 0}}});
+  SyntheticElf elf;
+  elf.code = code;
+  elf.sections.emplace_back(".gopclntab", table.bytes());
+  std::string image = elf.bytes();
+  auto reader = ElfReader::open(ElfBytes::memory(image), "synthetic");
+  ASSERT_TRUE(reader);
+  auto pclntab = go::Pclntab::open(*reader);
+  ASSERT_TRUE(pclntab && *pclntab);
+  GoRows rows = go_rows(**pclntab, *reader);
+  EXPECT_EQ(rows.framed, 0u);
+  fb_unwind_row row = row_at(rows, SyntheticElf::kCodeOffset + 8);
+  EXPECT_EQ(row.kind, FB_UNWIND_CFA_SP);
+  EXPECT_EQ(row.cfa_offset, 32);
+  row = row_at(rows, SyntheticElf::kCodeOffset + SyntheticElf::kCodeSize + 4);
+  EXPECT_EQ(row.kind, FB_UNWIND_CFA_SP);
+  EXPECT_EQ(row.cfa_offset, 16);
 }
 
 } // namespace

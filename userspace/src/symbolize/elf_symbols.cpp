@@ -327,8 +327,10 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     }
   }
   // A Go binary without DWARF (stripped, or linked with -w) still has its inline tree.
-  bool go_binary =
-      reader->section_named(".gopclntab") != nullptr || symbols->symbols_from_ == ".gopclntab";
+  bool go_binary = reader->section_named(".gopclntab") != nullptr ||
+                   reader->section_named(".data.rel.ro.gopclntab") != nullptr ||
+                   reader->section_named(".go.buildinfo") != nullptr ||
+                   symbols->symbols_from_ == ".gopclntab";
   if (!symbols->inline_source_ && go_binary)
     symbols->inline_source_ = go_inline_source(fd.get(), shown);
 

@@ -33,7 +33,7 @@ void add_go_rows(const ElfReader& elf, CfiTable& cfi, std::string& trouble)
   }
   if (!*pclntab)
     return;
-  GoRows go = go_rows(**pclntab);
+  GoRows go = go_rows(**pclntab, elf);
   auto merged = merge_rows(cfi.table, go, kMaxCfiRows);
   if (!merged) {
     trouble = "its Go functions' rows do not fit a table: they unwind by the frame pointer";

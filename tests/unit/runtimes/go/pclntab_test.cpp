@@ -54,7 +54,8 @@ protected:
 
 TEST_P(PclntabTest, NamesEveryFunctionOfStrippedAndUnstrippedBinaries)
 {
-  for (const char* variant : {"split", "split.stripped", "split.nosections"}) {
+  for (const char* variant :
+       {"split", "split.stripped", "split.nosections", "split.pie", "split.pie.external"}) {
     SCOPED_TRACE(variant);
     Binary binary = load(path(variant));
     open_elf(binary, variant);
@@ -130,7 +131,9 @@ TEST_P(PclntabTest, StackDeltasShowAFramelessLeafAndFramedCallers)
 
 TEST_P(PclntabTest, InlineTreesNameTheCallsInlinedIntoAFunction)
 {
-  for (const char* variant : {"split", "split.stripped"}) {
+  // A position-independent binary's module data, which locates the trees, is filled at load
+  // time: Go's linker leaves zeros and relocations in the file, the system's writes both.
+  for (const char* variant : {"split", "split.stripped", "split.pie", "split.pie.external"}) {
     SCOPED_TRACE(variant);
     Binary binary = load(path(variant));
     open_elf(binary, variant);
@@ -167,6 +170,50 @@ TEST_P(PclntabTest, InlineTreesNameTheCallsInlinedIntoAFunction)
   (*table)->inline_tree(*heavy, runs, calls);
   for (const auto& call : calls)
     EXPECT_NE(call.name, "main.work");
+}
+
+TEST_P(PclntabTest, PositionIndependentBinariesTablesAreFoundWhereTheirLinkerPutThem)
+{
+  // Go's linker keeps a section of the table's own; the system's merges it into .data.rel.ro,
+  // where it is searched for, and where a Go binary's table that cannot be found is an error.
+  Binary internal = load(path("split.pie"));
+  open_elf(internal, "split.pie");
+  EXPECT_TRUE(internal.elf->section_named(".data.rel.ro.gopclntab"));
+  Binary external = load(path("split.pie.external"));
+  open_elf(external, "split.pie.external");
+  const ElfSection* relro = external.elf->section_named(".data.rel.ro");
+  ASSERT_TRUE(relro);
+  EXPECT_FALSE(external.elf->section_named(".gopclntab"));
+  auto table = Pclntab::open(*external.elf);
+  ASSERT_TRUE(table && *table);
+  auto spin = function_named(**table, "main.spin");
+  ASSERT_TRUE(spin);
+  EXPECT_EQ((*table)->find((*table)->function(*spin).entry), spin);
+  // As lld links it: the header's text start left to the loader, written by a relocation only.
+  // .text starts with the C runtime's code, so only the relocation places Go's functions.
+  Binary zeroed{external.bytes, std::nullopt};
+  uint64_t entry = (*table)->function(*spin).entry;
+  size_t header =
+      zeroed.bytes.find(std::string("\xf1\xff\xff\xff\x00\x00\x01\x08", 8), relro->offset);
+  if (header == std::string::npos)
+    header = zeroed.bytes.find(std::string("\xf0\xff\xff\xff\x00\x00\x01\x08", 8), relro->offset);
+  ASSERT_NE(header, std::string::npos);
+  zeroed.bytes.replace(header + 8 + 2 * 8, 8, std::string(8, '\0'));
+  open_elf(zeroed, "zeroed");
+  auto relocated = Pclntab::open(*zeroed.elf);
+  ASSERT_TRUE(relocated && *relocated);
+  auto relocated_spin = function_named(**relocated, "main.spin");
+  ASSERT_TRUE(relocated_spin);
+  EXPECT_EQ((*relocated)->function(*relocated_spin).entry, entry);
+  // The same bytes with every header's magic spoiled: a Go binary whose table is not found.
+  Binary spoiled{external.bytes, std::nullopt};
+  for (size_t at = relro->offset; at + 8 <= relro->offset + relro->size; at += 8)
+    if (spoiled.bytes.compare(at, 4, std::string("\xf1\xff\xff\xff", 4)) == 0 ||
+        spoiled.bytes.compare(at, 4, std::string("\xf0\xff\xff\xff", 4)) == 0)
+      spoiled.bytes[at] = 0;
+  open_elf(spoiled, "spoiled");
+  auto none = Pclntab::open(*spoiled.elf);
+  EXPECT_FALSE(none);
 }
 
 TEST_P(PclntabTest, SpoiledTablesAreRefusedOrReadWithinTheirBounds)

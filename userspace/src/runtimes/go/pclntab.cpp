@@ -35,6 +35,11 @@ constexpr size_t kMaxPcValueTableBytes = 1 << 20;
 constexpr uint64_t kMaxSearchBytes = 128ull << 20;
 constexpr uint64_t kMaxModuleSearchBytes = 64ull << 20;
 constexpr size_t kSearchStep = 1 << 20;
+// A position-independent binary's dynamic relocations read at most (a large Go program has a few
+// hundred thousand, 24 bytes each), and the words found pointing at the table's header that are
+// taken for its module data.
+constexpr uint64_t kMaxRelocationBytes = 64ull << 20;
+constexpr size_t kMaxModuleCandidates = 8;
 // runtime.moduledata: the words before gofunc (pcHeader, six slices, findfunctab, minpc, maxpc,
 // text, etext, eight data bounds, [Go 1.20+: covctrs, ecovctrs], end, gcdata, gcbss, types, etypes,
 // rodata); funcnametab's data is word 1, text word 22.
@@ -89,40 +94,62 @@ std::string_view Pclntab::layout_name() const
   return "Go";
 }
 
+std::optional<Pclntab>
+Pclntab::search(const ElfReader& elf, uint64_t offset, uint64_t vaddr, uint64_t size)
+{
+  uint64_t searched = std::min(size, kMaxSearchBytes);
+  std::string chunk;
+  for (uint64_t at = 0; at < searched; at += kSearchStep) {
+    size_t length = static_cast<size_t>(std::min<uint64_t>(kSearchStep + 8, searched - at));
+    if (!elf.bytes().read(offset + at, length, chunk))
+      break;
+    for (size_t i = 0; i + 8 <= chunk.size(); i += 8) {
+      if (!looks_like_header(std::string_view(chunk).substr(i, 8)))
+        continue;
+      Pclntab candidate(elf);
+      candidate.vaddr_ = vaddr + at + i;
+      if (candidate.read_header(offset + at + i, size - at - i))
+        return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
 Result<std::optional<Pclntab>> Pclntab::open(const ElfReader& elf)
 {
-  Pclntab table(elf);
-  if (const ElfSection* section = elf.section_named(".gopclntab")) {
+  // Go's linker names the table's section .gopclntab, or .data.rel.ro.gopclntab in a
+  // position-independent binary, whose relocations write into it.
+  for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
+    const ElfSection* section = elf.section_named(name);
+    if (!section)
+      continue;
     if (section->type == SHT_NOBITS || section->size < 16)
-      return fail(error(".gopclntab of " + elf.shown() + " is empty"));
+      return fail(error(std::string(name) + " of " + elf.shown() + " is empty"));
+    Pclntab table(elf);
     table.vaddr_ = section->address;
     if (auto read = table.read_header(section->offset, section->size); !read)
-      return fail(error(".gopclntab of " + elf.shown() + ": " + read.error().message));
+      return fail(error(std::string(name) + " of " + elf.shown() + ": " + read.error().message));
     return std::optional<Pclntab>(std::move(table));
   }
-  // A file with section headers says where its table would be: it has none. One without (stripped
-  // of them, as sstrip and some packers do) is searched: the table starts a read-only segment's
-  // piece, aligned as the linker aligns it.
-  if (elf.sections().size() > 1)
-    return std::optional<Pclntab>();
+  if (elf.sections().size() > 1) {
+    // A position-independent Go binary linked by the system's linker: that linker merged Go's
+    // section into .data.rel.ro, where the table's header is searched for. Other files with
+    // section headers would have named their table.
+    const ElfSection* relro = elf.section_named(".data.rel.ro");
+    bool go_binary = elf.section_named(".go.buildinfo") || elf.section_named(".note.go.buildid");
+    if (!go_binary || !relro || relro->type == SHT_NOBITS || relro->size < 16)
+      return std::optional<Pclntab>();
+    if (auto found = search(elf, relro->offset, relro->address, relro->size))
+      return std::optional<Pclntab>(std::move(*found));
+    return fail(error("no pclntab found in the .data.rel.ro of Go binary " + elf.shown()));
+  }
+  // One without (stripped of them, as sstrip and some packers do) is searched: the table starts
+  // a read-only segment's piece, aligned as the linker aligns it.
   for (const auto& segment : elf.segments()) {
     if (segment.type != PT_LOAD || (segment.flags & (PF_W | PF_X)) || segment.file_size < 16)
       continue;
-    uint64_t searched = std::min(segment.file_size, kMaxSearchBytes);
-    std::string chunk;
-    for (uint64_t at = 0; at < searched; at += kSearchStep) {
-      size_t length = static_cast<size_t>(std::min<uint64_t>(kSearchStep + 8, searched - at));
-      if (!elf.bytes().read(segment.offset + at, length, chunk))
-        break;
-      for (size_t i = 0; i + 8 <= chunk.size(); i += 8) {
-        if (!looks_like_header(std::string_view(chunk).substr(i, 8)))
-          continue;
-        Pclntab candidate(elf);
-        candidate.vaddr_ = segment.vaddr + at + i;
-        if (candidate.read_header(segment.offset + at + i, segment.file_size - at - i))
-          return std::optional<Pclntab>(std::move(candidate));
-      }
-    }
+    if (auto found = search(elf, segment.offset, segment.vaddr, segment.file_size))
+      return std::optional<Pclntab>(std::move(*found));
   }
   return std::optional<Pclntab>();
 }
@@ -179,12 +206,19 @@ Result<> Pclntab::read_header(uint64_t start, uint64_t size)
   if (functions == 0 || functions > kMaxGoFunctions)
     return fail(error(std::to_string(functions) + " functions"));
   if ((layout_ == PclntabLayout::kGo118 || layout_ == PclntabLayout::kGo120) && text_start_ == 0) {
-    // A position-independent binary's header is relocated at run time: its text is where the
-    // sections say.
-    const ElfSection* text = elf_->section_named(".text");
-    if (!text)
+    // A position-independent binary's header is written at load time, as its relocations say
+    // (linkers that also write the value into the file, Go's and GNU ld, spare the search). The
+    // section is a last resort: an external linker puts C code at its start.
+    std::vector<uint64_t> at_words = {vaddr_ + 8 + 2 * pointer_size_};
+    std::vector<std::optional<uint64_t>> found(1);
+    relocated_words(at_words, found);
+    if (found[0]) {
+      text_start_ = *found[0];
+    } else if (const ElfSection* text = elf_->section_named(".text")) {
+      text_start_ = text->address;
+    } else {
       return fail(error("its text start is relocated and the binary has no .text section"));
-    text_start_ = text->address;
+    }
   }
   size_t entry_bytes =
       layout_ == PclntabLayout::kGo118 || layout_ == PclntabLayout::kGo120 ? 8 : 2 * pointer_size_;
@@ -398,20 +432,38 @@ bool Pclntab::stack_deltas(size_t index, std::vector<PcValueRun>& runs)
   return decode(index, found->pcsp, runs, UINT64_MAX);
 }
 
+Pclntab::Flags Pclntab::flags_of(const Record& record)
+{
+  Flags flags;
+  if (record.flag) {
+    flags.top_frame = *record.flag & kFlagTopFrame;
+    flags.sp_write = *record.flag & kFlagSpWrite;
+  } else {
+    std::string name = string_at(record.name_offset);
+    flags.top_frame =
+        std::find(std::begin(kTopFrames), std::end(kTopFrames), name) != std::end(kTopFrames);
+  }
+  return flags;
+}
+
 std::optional<Pclntab::Flags> Pclntab::flags(size_t index)
 {
   auto found = record(index);
   if (!found)
     return std::nullopt;
-  Flags flags;
-  if (found->flag) {
-    flags.top_frame = *found->flag & kFlagTopFrame;
-    flags.sp_write = *found->flag & kFlagSpWrite;
-  } else {
-    std::string name = string_at(found->name_offset);
-    flags.top_frame =
-        std::find(std::begin(kTopFrames), std::end(kTopFrames), name) != std::end(kTopFrames);
+  return flags_of(*found);
+}
+
+std::optional<Pclntab::Flags> Pclntab::frame(size_t index, std::vector<PcValueRun>& runs)
+{
+  auto found = record(index);
+  if (!found) {
+    ++malformed_;
+    return std::nullopt;
   }
+  Flags flags = flags_of(*found);
+  if (!decode(index, found->pcsp, runs, UINT64_MAX))
+    return std::nullopt;
   return flags;
 }
 
@@ -444,6 +496,67 @@ std::optional<uint64_t> Pclntab::funcdata_base()
       }
     }
   }
+  // A position-independent binary's module data holds zeros in the file: its pointers are
+  // written at load time, as its relocations say.
+  funcdata_base_ = relocated_funcdata_base(gofunc_word);
+  return funcdata_base_;
+}
+
+template <class Visit> void Pclntab::each_relative_relocation(Visit&& visit) const
+{
+  const ElfSection* relocations = elf_->section_named(".rela.dyn");
+  if (!relocations)
+    relocations = elf_->section_named(".rela"); // Go's own linker's name
+  if (!relocations || relocations->type != SHT_RELA || !elf_->is_64() ||
+      elf_->machine() != EM_X86_64 || pointer_size_ != 8)
+    return;
+  constexpr size_t kEntry = sizeof(Elf64_Rela);
+  constexpr size_t kChunk = kSearchStep / kEntry * kEntry;
+  uint64_t size = std::min(relocations->size, kMaxRelocationBytes) / kEntry * kEntry;
+  std::string chunk;
+  for (uint64_t at = 0; at < size; at += kChunk) {
+    size_t length = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+    if (!elf_->bytes().read(relocations->offset + at, length, chunk))
+      return;
+    for (size_t i = 0; i + kEntry <= chunk.size(); i += kEntry) {
+      ByteCursor entry(chunk, i);
+      uint64_t offset = entry.fixed<uint64_t>();
+      uint64_t info = entry.fixed<uint64_t>();
+      uint64_t addend = entry.fixed<uint64_t>();
+      if (ELF64_R_TYPE(info) == R_X86_64_RELATIVE)
+        visit(offset, addend);
+    }
+  }
+}
+
+void Pclntab::relocated_words(const std::vector<uint64_t>& at,
+                              std::vector<std::optional<uint64_t>>& found) const
+{
+  each_relative_relocation([&](uint64_t offset, uint64_t addend) {
+    for (size_t i = 0; i < at.size(); ++i)
+      if (offset == at[i])
+        found[i] = addend;
+  });
+}
+
+std::optional<uint64_t> Pclntab::relocated_funcdata_base(size_t gofunc_word)
+{
+  // The module data's first word points at the table's header, its second at the names.
+  std::vector<uint64_t> modules;
+  each_relative_relocation([&](uint64_t offset, uint64_t addend) {
+    if (addend == vaddr_ && modules.size() < kMaxModuleCandidates)
+      modules.push_back(offset);
+  });
+  std::vector<uint64_t> words;
+  for (uint64_t module : modules) {
+    words.push_back(module + pointer_size_);
+    words.push_back(module + gofunc_word * pointer_size_);
+  }
+  std::vector<std::optional<uint64_t>> found(words.size());
+  relocated_words(words, found);
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (found[2 * i] == vaddr_ + (names_ - start_) && found[2 * i + 1])
+      return found[2 * i + 1];
   return std::nullopt;
 }
 

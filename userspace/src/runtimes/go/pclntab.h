@@ -46,9 +46,11 @@ struct PcValueRun {
 
 class Pclntab {
 public:
-  // The pclntab of elf: its .gopclntab section, else (section headers stripped) the table whose
-  // header is found at the start of a read-only load segment's page-aligned pieces. nullopt if elf
-  // is no Go binary; an error if its table is malformed. elf's bytes must outlive this.
+  // The pclntab of elf: its .gopclntab section (.data.rel.ro.gopclntab in a position-independent
+  // binary), else the table whose header is found in the .data.rel.ro of a position-independent
+  // Go binary linked by the system's linker, or (section headers stripped) in a read-only load
+  // segment. nullopt if elf is no Go binary; an error if its table is malformed or, in a Go
+  // binary, not found. elf's bytes must outlive this.
   [[nodiscard]] static Result<std::optional<Pclntab>> open(const ElfReader& elf);
 
   PclntabLayout layout() const { return layout_; }
@@ -73,6 +75,9 @@ public:
     bool sp_write = false;
   };
   std::optional<Flags> flags(size_t index);
+  // Both from one read of the function's record: its flags, and its stack-pointer runs in runs;
+  // nullopt where stack_deltas would say false.
+  std::optional<Flags> frame(size_t index, std::vector<PcValueRun>& runs);
   // One call inlined into a function: its name, and the call it was inlined into (an index in the
   // same tree), -1 if the function itself.
   struct InlinedCall {
@@ -82,7 +87,7 @@ public:
   // The function's inline tree, as far as its pcs refer to it (calls[i] is the tree's entry i,
   // empty where unused), and the runs of its pcs' index in it (-1: in no inlined call). False if
   // the function has no inline tree or it cannot be found (Go 1.2-1.15 records do not say where;
-  // a position-independent Go 1.18+ binary's module data is relocated at run time).
+  // a position-independent Go 1.18+ binary's module data is found through its .rela.dyn).
   bool inline_tree(size_t index, std::vector<PcValueRun>& runs, std::vector<InlinedCall>& calls);
   // Functions skipped because their records were malformed.
   uint64_t malformed() const { return malformed_; }
@@ -104,14 +109,26 @@ private:
   };
 
   explicit Pclntab(const ElfReader& elf) : elf_(&elf) {}
+  // The first table whose header checks, at an 8-byte boundary of the size bytes at file offset
+  // (virtual address vaddr).
+  static std::optional<Pclntab>
+  search(const ElfReader& elf, uint64_t offset, uint64_t vaddr, uint64_t size);
   Result<> read_header(uint64_t start, uint64_t size);
   Result<> read_function_table();
   std::optional<Record> record(size_t index);
+  Flags flags_of(const Record& record);
   bool decode(size_t index, uint64_t table, std::vector<PcValueRun>& runs, uint64_t stop_after);
   // The string at offset in the name table.
   std::string string_at(uint64_t offset);
   // Where the inline trees' funcdata offsets count from (Go 1.18+: the go:func.* symbol).
   std::optional<uint64_t> funcdata_base();
+  // The same from the dynamic relocations that fill a position-independent binary's module data.
+  std::optional<uint64_t> relocated_funcdata_base(size_t gofunc_word);
+  // Each R_X86_64_RELATIVE relocation of the binary (within a byte budget): visit(where, value).
+  template <class Visit> void each_relative_relocation(Visit&& visit) const;
+  // The values relocations write at the virtual addresses at (found[i] for at[i]), where any do.
+  void relocated_words(const std::vector<uint64_t>& at,
+                       std::vector<std::optional<uint64_t>>& found) const;
   // Bytes at file offset, within the table's bounds (or within limit, for reads outside it);
   // the view lives until the next read.
   std::optional<std::string_view> read(uint64_t offset, size_t length);
