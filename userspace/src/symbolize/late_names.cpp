@@ -4,7 +4,7 @@ namespace flamebpf::symbolize {
 
 uint32_t LateFrames::note(const ImageKey& image,
                           uint64_t address,
-                          std::shared_ptr<const ElfSymbols> symbols,
+                          const std::shared_ptr<const ElfSymbols>& symbols,
                           uint64_t file_offset)
 {
   Where where{(uint64_t{image.pid} << 32) | image.image_id, address};
@@ -16,7 +16,7 @@ uint32_t LateFrames::note(const ImageKey& image,
     return 0;
   uint32_t number = next_++;
   numbers_.emplace(where, number);
-  entries_.emplace(number, Entry{image, address, std::move(symbols), file_offset});
+  entries_.emplace(number, Entry{image, address, symbols, file_offset});
   return number;
 }
 

@@ -1,9 +1,9 @@
 // Frames named incompletely when their interval was symbolized: code of an ELF file whose symbols,
 // debug file or inline index had not arrived yet, or a JIT's code its perf map or records did not
 // hold yet. Each is given a number, kept in its Frame (profile::Frame::late), and what names it
-// again is kept here: the process image and the address, and the file's symbols with the byte's
-// offset in the file, for a process that exited meanwhile. A profile is named again from whatever
-// arrived before it is written (Symbolizer::name_late).
+// again is kept here: the process image and the address, and the file's symbols (while the ELF
+// cache holds them) with the byte's offset in the file, for a process that exited meanwhile. A
+// profile is named again from whatever arrived before it is written (Symbolizer::name_late).
 #pragma once
 
 #include <cstddef>
@@ -21,8 +21,9 @@ public:
   struct Entry {
     ImageKey image;
     uint64_t address = 0; // in the process, as symbolized (a call site)
-    // The file's symbols as found, and the byte's offset in the file; null for code no file holds.
-    std::shared_ptr<const ElfSymbols> symbols;
+    // The file's symbols as found, and the byte's offset in the file; none for code no file holds.
+    // Not held: what the ELF cache lets go (its budget) is not kept alive here.
+    std::weak_ptr<const ElfSymbols> symbols;
     uint64_t file_offset = 0;
   };
 
@@ -30,7 +31,7 @@ public:
   // which marks a final frame, when kMaxFrames are held.
   uint32_t note(const ImageKey& image,
                 uint64_t address,
-                std::shared_ptr<const ElfSymbols> symbols = nullptr,
+                const std::shared_ptr<const ElfSymbols>& symbols = nullptr,
                 uint64_t file_offset = 0);
   // The frame numbered number, if it is still held.
   const Entry* find(uint32_t number) const;
@@ -39,8 +40,8 @@ public:
   void clear();
   size_t size() const { return entries_.size(); }
 
-  // Frames held at most: a recording's distinct unnamed addresses, far beyond a real one's; the
-  // symbols they hold belong to files the processes map anyway.
+  // Frames held at most (about 100 bytes each): a recording's distinct unnamed addresses, far
+  // beyond a real one's.
   static constexpr size_t kMaxFrames = 1 << 16;
 
 private:

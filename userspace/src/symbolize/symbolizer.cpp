@@ -370,9 +370,9 @@ Symbolizer::name_again(const profile::Frame& frame, profile::SymbolizedProfile& 
   std::vector<profile::Frame> frames;
   if (processes_.find(entry->image)) {
     add_user_frames(entry->image, entry->address, frames, profile);
-  } else if (entry->symbols) {
+  } else if (auto symbols = entry->symbols.lock()) {
     // The process exited: its file's symbols, as they stand, name it.
-    auto match = entry->symbols->match_file_offset(entry->file_offset);
+    auto match = symbols->match_file_offset(entry->file_offset);
     if (!match)
       return std::nullopt;
     bool cut = add_native_frames(entry->image, std::move(*match), frame.module, entry->file_offset,
