@@ -30,10 +30,10 @@ struct Variant {
   Leaf leaf;
 };
 
-// Each recording's length: 7,500 samples at 4999 Hz. Inlined calls are named once the inline
+// Each recording's length: 6,250 samples at 4999 Hz. Inlined calls are named once the inline
 // index is built in the background, and the recording's intervals symbolized before are named
 // again at its end.
-constexpr double kSeconds = 1.5;
+constexpr double kSeconds = 1.25;
 
 class GoBinaries : public ::testing::TestWithParam<std::string> {};
 

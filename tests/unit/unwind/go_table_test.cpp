@@ -154,6 +154,20 @@ void put_code(std::string& code, size_t at, std::string_view bytes)
   code.replace(at, bytes.size(), bytes);
 }
 
+// The rows of a synthetic Go binary: table as its .gopclntab, code as its text.
+void rows_of(const testing::SyntheticPclntab& table, const std::string& code, GoRows& rows)
+{
+  testing::SyntheticElf elf;
+  elf.code = code;
+  elf.sections.emplace_back(".gopclntab", table.bytes());
+  std::string image = elf.bytes();
+  auto reader = ElfReader::open(ElfBytes::memory(image), "synthetic");
+  ASSERT_TRUE(reader);
+  auto pclntab = go::Pclntab::open(*reader);
+  ASSERT_TRUE(pclntab && *pclntab);
+  rows = go_rows(**pclntab, *reader);
+}
+
 TEST(GoTable, FramedFunctionsTakeRowsForTheirEntryAndTailOnly)
 {
   using testing::SyntheticElf;
@@ -174,15 +188,8 @@ TEST(GoTable, FramedFunctionsTakeRowsForTheirEntryAndTailOnly)
   table.add({"main.leaf", 16, {{16, 0}}});
   table.add({"main.pushesrax", 16, {{1, 0}, {14, 8}, {1, 0}}});
   put_code(code, 176, "\x50");
-  SyntheticElf elf;
-  elf.code = code;
-  elf.sections.emplace_back(".gopclntab", table.bytes());
-  std::string image = elf.bytes();
-  auto reader = ElfReader::open(ElfBytes::memory(image), "synthetic");
-  ASSERT_TRUE(reader);
-  auto pclntab = go::Pclntab::open(*reader);
-  ASSERT_TRUE(pclntab && *pclntab);
-  GoRows rows = go_rows(**pclntab, *reader);
+  GoRows rows;
+  ASSERT_NO_FATAL_FAILURE(rows_of(table, code, rows));
   EXPECT_EQ(rows.framed, 3u);
   EXPECT_EQ(rows.malformed, 0u);
   auto expect = [&](uint64_t offset, uint8_t kind, int16_t cfa = 0, int8_t fp = 0) {
@@ -227,15 +234,8 @@ TEST(GoTable, CodeThatIsNotGosFramingKeepsEveryRun)
   uint32_t filler = static_cast<uint32_t>(SyntheticElf::kCodeSize) - 32 - 8;
   table.add({"main.filler", filler, {{filler, 0}}});
   table.add({"main.edge", 32, {{12, 0}, {12, 8}, {8, 0}}});
-  SyntheticElf elf;
-  elf.code = code;
-  elf.sections.emplace_back(".gopclntab", table.bytes());
-  std::string image = elf.bytes();
-  auto reader = ElfReader::open(ElfBytes::memory(image), "synthetic");
-  ASSERT_TRUE(reader);
-  auto pclntab = go::Pclntab::open(*reader);
-  ASSERT_TRUE(pclntab && *pclntab);
-  GoRows rows = go_rows(**pclntab, *reader);
+  GoRows rows;
+  ASSERT_NO_FATAL_FAILURE(rows_of(table, code, rows));
   EXPECT_EQ(rows.framed, 0u);
   fb_unwind_row row = row_at(rows, SyntheticElf::kCodeOffset + 8);
   EXPECT_EQ(row.kind, FB_UNWIND_CFA_SP);

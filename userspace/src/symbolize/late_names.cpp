@@ -26,6 +26,15 @@ const LateFrames::Entry* LateFrames::find(uint32_t number) const
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+bool LateFrames::awaits_inlines() const
+{
+  for (const auto& [number, entry] : entries_) {
+    if (auto symbols = entry.symbols.lock(); symbols && symbols->inlines_pending())
+      return true;
+  }
+  return false;
+}
+
 void LateFrames::clear()
 {
   numbers_.clear();

@@ -39,6 +39,8 @@ public:
   // finds nothing for it.
   void clear();
   size_t size() const { return entries_.size(); }
+  // Whether a frame held waits for its file's inline index, still being built.
+  bool awaits_inlines() const;
 
   // Frames held at most (about 100 bytes each): a recording's distinct unnamed addresses, far
   // beyond a real one's.

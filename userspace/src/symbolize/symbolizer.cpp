@@ -388,7 +388,9 @@ void Symbolizer::name_late(profile::SymbolizedProfile& profile,
                            std::chrono::steady_clock::time_point wait_until)
 {
   processes_.take_arrivals();
-  while (processes_.inline_builds_pending() > 0 && std::chrono::steady_clock::now() < wait_until) {
+  // Only the indexes that frames of the profile wait for are waited for.
+  while (std::chrono::steady_clock::now() < wait_until && processes_.inline_builds_pending() > 0 &&
+         late_.awaits_inlines()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     processes_.take_arrivals();
   }

@@ -105,8 +105,8 @@ public:
 
   // Names again the frames of profile that were named incompletely (late_names.h) from what
   // arrived since (debug files, symbols, inline indexes, perf maps and runtimes' records), waiting
-  // up to wait_until for inline indexes still being built, before profile is written: its frames
-  // are final then, and stacks that read alike are merged.
+  // up to wait_until for the inline indexes its frames wait for, before profile is written: its
+  // frames are final then, and stacks that read alike are merged.
   void name_late(profile::SymbolizedProfile& profile,
                  std::chrono::steady_clock::time_point wait_until = {});
   // Forgets the frames to be named again: profiles symbolized so far are written.
