@@ -99,8 +99,6 @@ std::string Metrics::text() const
 std::string Metrics::render() const
 {
   std::string out;
-  describe(out, "flamebpf_samples_total", "counter",
-           "Samples taken of each target (host: of no target), since flamebpf started.");
   auto target_labels = [](const std::string& name, const TargetTotals& totals) {
     const auto& tags = totals.labels;
     return labels({{"target", target_label(name)},
@@ -109,21 +107,24 @@ std::string Metrics::render() const
                    {"namespace", tags.namespace_name},
                    {"pod", tags.pod}});
   };
-  for (const auto& [name, totals] : targets_)
-    out +=
-        fmt::format("flamebpf_samples_total{} {}\n", target_labels(name, totals), totals.samples);
-  describe(out, "flamebpf_whole_samples_total", "counter",
-           "Samples of each target kept whole (no stack lost or cut short, every frame named), "
-           "over the intervals its CPU time was measured.");
-  for (const auto& [name, totals] : targets_)
-    out += fmt::format("flamebpf_whole_samples_total{} {}\n", target_labels(name, totals),
-                       totals.whole_samples);
-  describe(out, "flamebpf_target_cpu_seconds_total", "counter",
-           "CPU time the kernel accounted to each target (its cgroup's cpu.stat, or its process's "
-           "stat), over the intervals it was measured.");
-  for (const auto& [name, totals] : targets_)
-    out += fmt::format("flamebpf_target_cpu_seconds_total{} {:.6f}\n", target_labels(name, totals),
-                       totals.cpu_seconds);
+  // A counter with a line for each target, its value as value_of gives it.
+  auto per_target_counter = [&](std::string_view metric, std::string_view help, auto value_of) {
+    describe(out, metric, "counter", help);
+    for (const auto& [name, totals] : targets_)
+      out += fmt::format("{}{} {}\n", metric, target_labels(name, totals), value_of(totals));
+  };
+  per_target_counter("flamebpf_samples_total",
+                     "Samples taken of each target (host: of no target), since flamebpf started.",
+                     [](const TargetTotals& totals) { return totals.samples; });
+  per_target_counter("flamebpf_whole_samples_total",
+                     "Samples of each target kept whole (no stack lost or cut short, every frame "
+                     "named), over the intervals its CPU time was measured.",
+                     [](const TargetTotals& totals) { return totals.whole_samples; });
+  per_target_counter(
+      "flamebpf_target_cpu_seconds_total",
+      "CPU time the kernel accounted to each target (its cgroup's cpu.stat, or its process's "
+      "stat), over the intervals it was measured.",
+      [](const TargetTotals& totals) { return fmt::format("{:.6f}", totals.cpu_seconds); });
   describe(out, "flamebpf_coverage_ratio", "gauge",
            "Each target's whole samples over the samples its CPU time stands for at the sampling "
            "frequency, in the last interval; targets with too little CPU time to judge are left "
