@@ -160,21 +160,25 @@ TEST_F(ElfCacheFallback, FifoAtThePathIsNotOpened)
 
 TEST_F(ElfCacheFallback, HoldsNoMoreSymbolsThanItsBudget)
 {
-  for (const char* name : {"a.so", "b.so", "c.so"})
-    copy_fixture(root_ / "lib" / name);
+  // Files that name alike share one table (below): these name differently.
+  copy_fixture(root_ / "lib/a.so");
+  fs::copy_file(FLAMEBPF_ELF_FIXTURE_SHIFTED, root_ / "lib/b.so");
+  fs::copy_file(FLAMEBPF_ELF_FIXTURE_SHIFTED, root_ / "lib/c.so");
   auto mapping = [&](const char* name) {
     return mapping_of(std::string("/lib/") + name, inode_of(root_ / "lib" / name));
   };
   // Room for one file's symbols.
-  size_t one_file = 0;
+  size_t a_bytes = 0;
+  size_t b_bytes = 0;
   {
     ElfCache probe(proc());
-    one_file = probe.get(kPid, mapping("a.so"))->memory_bytes();
+    a_bytes = probe.get(kPid, mapping("a.so"))->memory_bytes();
+    b_bytes = probe.get(kPid, mapping("b.so"))->memory_bytes();
   }
-  ElfCache cache(proc(), one_file + one_file / 2);
+  ElfCache cache(proc(), std::max(a_bytes, b_bytes) + std::min(a_bytes, b_bytes) / 2);
   auto a = cache.get(kPid, mapping("a.so"));
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(cache.held_bytes(), one_file);
+  EXPECT_EQ(cache.held_bytes(), a_bytes);
   // a is in use: b does not fit.
   EXPECT_EQ(cache.get(kPid, mapping("b.so")), nullptr);
   EXPECT_EQ(cache.size(), 1u);
@@ -182,7 +186,78 @@ TEST_F(ElfCacheFallback, HoldsNoMoreSymbolsThanItsBudget)
   a.reset();
   EXPECT_NE(cache.get(kPid, mapping("c.so")), nullptr);
   EXPECT_EQ(cache.size(), 1u);
-  EXPECT_EQ(cache.held_bytes(), one_file);
+  EXPECT_EQ(cache.held_bytes(), b_bytes);
+}
+
+// Copies of one file (one image's library in many containers: a different file to the kernel
+// each) hold one table, charged once; a file that names differently holds its own. The table goes
+// when no copy is used any more.
+TEST_F(ElfCacheFallback, CopiesOfOneFileShareOneTable)
+{
+  copy_fixture(root_ / "lib/a.so");
+  copy_fixture(root_ / "lib/copy-of-a.so");
+  fs::copy_file(FLAMEBPF_ELF_FIXTURE_SHIFTED, root_ / "lib/other.so");
+  auto mapping = [&](const char* name) {
+    return mapping_of(std::string("/lib/") + name, inode_of(root_ / "lib" / name));
+  };
+  auto account = MemoryAccount::create(16 << 20);
+  ElfCache cache(proc(), ElfCache::kMaxHeldBytes, 0); // keeps no table no process maps
+  auto a = cache.get(kPid, mapping("a.so"), account->share("first"));
+  ASSERT_NE(a, nullptr);
+  size_t one_table = cache.held_bytes();
+  auto copy = cache.get(kPid, mapping("copy-of-a.so"), account->share("second"));
+  EXPECT_EQ(copy, a);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.held_bytes(), one_table);
+  EXPECT_EQ(account->held(), one_table);
+  auto other = cache.get(kPid, mapping("other.so"));
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other, a);
+  EXPECT_EQ(cache.held_bytes(), one_table + other->memory_bytes());
+
+  // While one copy is used, the table stays for both; it goes, and is given back once, when
+  // neither is.
+  a.reset();
+  cache.trim();
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_TRUE(names_alpha(*copy));
+  copy.reset();
+  other.reset();
+  // The reading thread lets go of its result a moment after handing it over.
+  for (int tries = 0; tries < 1000 && cache.size() > 0; ++tries) {
+    cache.trim();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.held_bytes(), 0u);
+  EXPECT_EQ(account->held(), 0u);
+}
+
+// Files no process maps are kept for processes to come, within a byte budget as well as a count.
+TEST_F(ElfCacheFallback, UnusedFilesAreKeptWithinTheirBytes)
+{
+  copy_fixture(root_ / "lib/a.so");
+  fs::copy_file(FLAMEBPF_ELF_FIXTURE_SHIFTED, root_ / "lib/b.so");
+  auto mapping = [&](const char* name) {
+    return mapping_of(std::string("/lib/") + name, inode_of(root_ / "lib" / name));
+  };
+  size_t a_bytes = 0;
+  {
+    ElfCache probe(proc());
+    a_bytes = probe.get(kPid, mapping("a.so"))->memory_bytes();
+  }
+  // Room for a, the newer, alone.
+  ElfCache cache(proc(), ElfCache::kMaxHeldBytes, a_bytes);
+  cache.get(kPid, mapping("b.so"));
+  cache.get(kPid, mapping("a.so"));
+  auto still_used = cache.get(kPid, mapping("b.so"));
+  cache.trim();
+  EXPECT_EQ(cache.size(), 2u); // b is in use
+  still_used.reset();
+  cache.get(kPid, mapping("a.so"));
+  cache.trim();
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.held_bytes(), a_bytes);
 }
 
 // The inline index of a file with DWARF, built in the background, counts in the cache's budget;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <span>
 #include <string_view>
+#include <sys/random.h>
 
 namespace flamebpf {
 
@@ -112,5 +113,20 @@ private:
   uint64_t tail_ = 0;
   uint64_t length_ = 0;
 };
+
+// The SipHash key of flamebpf's content hashes (drawn at random once per process), by which
+// copies of one file in many targets share what was built from it, and a target cannot make
+// another's file look like its own.
+inline const std::array<uint64_t, 2>& content_hash_key()
+{
+  static const std::array<uint64_t, 2> key = [] {
+    std::array<uint64_t, 2> drawn{};
+    // getrandom of 16 bytes from the urandom pool neither blocks after boot nor returns short.
+    if (getrandom(drawn.data(), sizeof drawn, 0) != static_cast<ssize_t>(sizeof drawn))
+      drawn = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+    return drawn;
+  }();
+  return key;
+}
 
 } // namespace flamebpf

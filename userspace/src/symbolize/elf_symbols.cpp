@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/elf_reader.h"
+#include "common/hashing.h"
 #include "runtimes/go/pclntab.h"
 #include "symbolize/debuginfod.h"
 #include "symbolize/name_cut.h"
@@ -355,6 +356,40 @@ size_t ElfSymbols::memory_bytes() const
   for (const auto& [offset, name] : demangled_)
     bytes += sizeof offset + sizeof name + name.text.capacity();
   return bytes;
+}
+
+bool ElfSymbols::names_alike(const ElfSymbols& other) const
+{
+  auto same_segment = [](const Segment& a, const Segment& b) {
+    return a.offset == b.offset && a.file_size == b.file_size && a.vaddr == b.vaddr;
+  };
+  auto same_symbol = [](const Symbol& a, const Symbol& b) {
+    return a.address == b.address && a.size == b.size && a.name_offset == b.name_offset &&
+           a.name_size == b.name_size && a.name_cut == b.name_cut;
+  };
+  return build_id_ == other.build_id_ && symbols_from_ == other.symbols_from_ &&
+         names_ == other.names_ && std::ranges::equal(segments_, other.segments_, same_segment) &&
+         std::ranges::equal(symbols_, other.symbols_, same_symbol);
+}
+
+uint64_t ElfSymbols::content_hash() const
+{
+  SipHash hash(content_hash_key());
+  hash.update(build_id_);
+  hash.update(symbols_from_);
+  hash.update(names_);
+  for (const auto& segment : segments_) {
+    hash.update(segment.offset);
+    hash.update(segment.file_size);
+    hash.update(segment.vaddr);
+  }
+  for (const auto& symbol : symbols_) {
+    hash.update(symbol.address);
+    hash.update(symbol.size);
+    hash.update(uint64_t{symbol.name_offset} << 32 | uint64_t{symbol.name_size} << 1 |
+                uint64_t{symbol.name_cut});
+  }
+  return hash.finish();
 }
 
 std::optional<uint64_t> ElfSymbols::file_offset_to_vaddr(uint64_t file_offset) const

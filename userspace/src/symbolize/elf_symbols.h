@@ -101,6 +101,12 @@ public:
   // not counted.
   size_t memory_bytes() const;
 
+  // Whether other names every byte as this does: the same segments, symbols, names, build ID and
+  // source (copies of one file in several containers' images, each its own file to the kernel).
+  bool names_alike(const ElfSymbols& other) const;
+  // A hash of what names_alike compares, keyed so that a target cannot choose a collision.
+  uint64_t content_hash() const;
+
   // A function symbol, its name in names_.
   struct Symbol {
     uint64_t address;     // link-time address in the ELF file

@@ -37,7 +37,7 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid,
   ++uses_;
   if (auto it = files_.find(key); it != files_.end()) {
     it->second.last_use = uses_;
-    return it->second.symbols;
+    return it->second.held->symbols;
   }
   if (failed_.contains(key) || over_share_.contains(key))
     return nullptr;
@@ -107,6 +107,11 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
   const std::shared_ptr<const ElfSymbols>& symbols = *opened;
   if (!symbols->problems().empty())
     spdlog::warn("{}: {}", shown, fmt::join(symbols->problems(), "; "));
+  uint64_t content_hash = symbols->content_hash();
+  if (auto alike = held_alike(*symbols, content_hash)) {
+    files_.emplace(key, Cached{alike, uses_});
+    return alike->symbols;
+  }
   size_t bytes = symbols->memory_bytes();
   if (held_bytes_ + bytes > max_held_bytes_)
     evict_unused(held_bytes_ + bytes - max_held_bytes_);
@@ -130,9 +135,23 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
     }
   }
   held_bytes_ += bytes;
-  files_.emplace(key, Cached{symbols, uses_, bytes, std::move(charge)});
+  auto held = std::make_shared<Held>(Held{symbols, bytes, std::move(charge)});
+  held_by_content_[content_hash] = held;
+  files_.emplace(key, Cached{std::move(held), uses_});
   queue_inlines(key, symbols);
   return symbols;
+}
+
+std::shared_ptr<ElfCache::Held> ElfCache::held_alike(const ElfSymbols& symbols,
+                                                     uint64_t content_hash) const
+{
+  auto it = held_by_content_.find(content_hash);
+  if (it == held_by_content_.end())
+    return nullptr;
+  auto held = it->second.lock();
+  if (!held || !held->symbols->names_alike(symbols))
+    return nullptr;
+  return held;
 }
 
 void ElfCache::queue_inlines(const FileKey& key, const std::shared_ptr<const ElfSymbols>& symbols)
@@ -210,7 +229,7 @@ void ElfCache::install_inlines()
       // so is another file that came to have its key.
       auto symbols = file.lock();
       if (auto cached = files_.find(key);
-          cached != files_.end() && cached->second.symbols == symbols)
+          cached != files_.end() && cached->second.held->symbols == symbols)
         use_inlines(key, index);
       if (symbols)
         symbols->set_inlines_pending(false); // given, or left out for room: nothing more comes
@@ -239,10 +258,11 @@ void ElfCache::use_inlines(const FileKey& key, const std::shared_ptr<const Inlin
   }
   // The caller holds the file's symbols, so evicting made room without it.
   it = files_.find(key);
-  if (!it->second.charge.grow(bytes))
+  Held& held = *it->second.held;
+  if (!held.charge.grow(bytes))
     return; // its target's share is taken: said once by the share
-  it->second.symbols->use_inlines(index);
-  it->second.bytes += bytes;
+  held.symbols->use_inlines(index);
+  held.bytes += bytes;
   held_bytes_ += bytes;
 }
 
@@ -250,7 +270,7 @@ void ElfCache::evict_unused(size_t bytes)
 {
   std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
   for (const auto& [key, cached] : files_) {
-    if (cached.symbols.use_count() == 1)
+    if (cached.held->symbols.use_count() == 1)
       unused.emplace_back(cached.last_use, key);
   }
   std::sort(unused.begin(), unused.end());
@@ -267,23 +287,35 @@ size_t ElfCache::erase(const FileKey& key)
   auto it = files_.find(key);
   if (it == files_.end())
     return 0;
-  size_t bytes = it->second.bytes;
-  held_bytes_ -= bytes;
+  std::shared_ptr<Held> held = std::move(it->second.held);
   files_.erase(it);
-  return bytes;
+  if (held.use_count() > 1)
+    return 0;
+  held_bytes_ -= held->bytes;
+  return held->bytes;
 }
 
 void ElfCache::trim()
 {
   std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
   for (const auto& [key, cached] : files_) {
-    if (cached.symbols.use_count() == 1)
+    if (cached.held->symbols.use_count() == 1)
       unused.emplace_back(cached.last_use, key);
   }
-  if (unused.size() > kUnusedKept) {
-    std::sort(unused.begin(), unused.end());
-    for (size_t i = 0; i < unused.size() - kUnusedKept; ++i)
-      erase(unused[i].second);
+  // Newest first; copies of a kept table cost nothing more.
+  std::sort(unused.begin(), unused.end(), std::greater<>());
+  std::set<const Held*> kept;
+  size_t kept_bytes = 0;
+  for (const auto& [last_use, key] : unused) {
+    const Held* held = files_.at(key).held.get();
+    if (kept.contains(held))
+      continue;
+    if (kept.size() < kUnusedKept && kept_bytes + held->bytes <= unused_kept_bytes_) {
+      kept.insert(held);
+      kept_bytes += held->bytes;
+    } else {
+      erase(key);
+    }
   }
   if (held_bytes_ < max_held_bytes_ / 2)
     full_reported_ = false;
@@ -292,6 +324,7 @@ void ElfCache::trim()
   if (failed_.size() > kFailuresKept)
     failed_.clear();
   over_share_.clear();
+  std::erase_if(held_by_content_, [](const auto& entry) { return entry.second.expired(); });
 }
 
 ProcessTable::ProcessTable(std::string proc_root, std::shared_ptr<MemoryAccount> account)
@@ -520,14 +553,13 @@ const ProcessImage* ProcessTable::find(const ImageKey& key) const
 
 void ElfCache::forget_build_id(const std::string& build_id)
 {
-  for (auto it = files_.begin(); it != files_.end();) {
-    if (it->second.symbols && it->second.symbols->build_id() == build_id) {
-      held_bytes_ -= it->second.bytes;
-      it = files_.erase(it);
-    } else {
-      ++it;
-    }
+  std::vector<FileKey> forgotten;
+  for (const auto& [key, cached] : files_) {
+    if (cached.held->symbols->build_id() == build_id)
+      forgotten.push_back(key);
   }
+  for (const auto& key : forgotten)
+    erase(key);
 }
 
 void ProcessTable::fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher)

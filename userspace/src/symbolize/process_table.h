@@ -76,9 +76,13 @@ struct ProcessImage {
 // file stays open: ElfSymbols reads what it needs and closes it.
 class ElfCache {
 public:
-  // The cache reads processes below proc_root and holds at most max_held_bytes of symbols.
-  explicit ElfCache(std::string proc_root, size_t max_held_bytes = kMaxHeldBytes)
-      : proc_root_(std::move(proc_root)), max_held_bytes_(max_held_bytes)
+  // The cache reads processes below proc_root and holds at most max_held_bytes of symbols, of
+  // them at most unused_kept_bytes of files no process maps.
+  explicit ElfCache(std::string proc_root,
+                    size_t max_held_bytes = kMaxHeldBytes,
+                    size_t unused_kept_bytes = kUnusedKeptBytes)
+      : proc_root_(std::move(proc_root)), max_held_bytes_(max_held_bytes),
+        unused_kept_bytes_(unused_kept_bytes)
   {
   }
 
@@ -96,7 +100,8 @@ public:
   size_t size() const { return files_.size(); }
   // The memory the cached symbols and inline indexes take, roughly.
   size_t held_bytes() const { return held_bytes_; }
-  // Forgets files no process holds beyond the kUnusedKept most recently used, and forgets old
+  // Forgets the tables no process holds beyond the most recently used kUnusedKept, or
+  // unused_kept_bytes of them (a table serves every copy of its file), and forgets old
   // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
   void trim();
   // Debug files no debug root holds are asked of fetcher from now on.
@@ -113,6 +118,9 @@ public:
   size_t inline_builds_pending() const { return indexer_ ? indexer_->pending() : 0; }
 
   static constexpr size_t kUnusedKept = 64;
+  // Enough for short-lived processes' usual files (a shell's, a libc's); a JVM's libjvm alone
+  // takes more, and reading it again takes tens of milliseconds.
+  static constexpr size_t kUnusedKeptBytes = size_t{4} << 20;
   static constexpr size_t kFailuresKept = 1024;
   // The symbols of all cached files together: past it, files no process holds are forgotten, and
   // if that is not enough, further files are not read (each file has its own budgets, but a
@@ -129,15 +137,22 @@ private:
                                          const OpenedSymbols& opened,
                                          const std::string& shown,
                                          const std::shared_ptr<MemoryShare>& share);
-  struct Cached {
+  // One table of symbols, held for every copy of its file: copies of one file in several
+  // containers' images are different files to the kernel, and each would hold the same table.
+  struct Held {
     std::shared_ptr<const ElfSymbols> symbols;
-    uint64_t last_use = 0;
     size_t bytes = 0;    // symbols->memory_bytes() when cached, and its inline index's once built
-    MemoryCharge charge; // bytes, charged to the share of the first process that mapped it
+    MemoryCharge charge; // bytes, charged to the share of the first process that mapped a copy
   };
+  struct Cached {
+    std::shared_ptr<Held> held; // shared by the file's copies
+    uint64_t last_use = 0;
+  };
+  // The held table that names every byte as symbols does, if any.
+  std::shared_ptr<Held> held_alike(const ElfSymbols& symbols, uint64_t content_hash) const;
   // Forgets files no process holds, least recently used first, until bytes are freed.
   void evict_unused(size_t bytes);
-  // Forgets one file; returns the bytes it held.
+  // Forgets one file; returns the bytes it held (none while another copy's key holds them).
   size_t erase(const FileKey& key);
   // Queues the build of the inline index of a file just read, if it has DWARF and no file of its
   // build ID has it built or queued already.
@@ -149,8 +164,10 @@ private:
 
   std::string proc_root_;
   size_t max_held_bytes_;
+  size_t unused_kept_bytes_;
   std::shared_ptr<DebugFetcher> fetcher_;
   std::map<FileKey, Cached> files_;
+  std::unordered_map<uint64_t, std::weak_ptr<Held>> held_by_content_; // by content_hash()
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   // Files their target's share had no room for: tried again after the next trim().
   std::set<FileKey> over_share_;

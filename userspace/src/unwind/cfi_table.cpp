@@ -6,7 +6,6 @@
 #include <elf.h>
 #include <limits>
 #include <optional>
-#include <sys/random.h>
 #include <unordered_map>
 #include <vector>
 
@@ -614,18 +613,6 @@ Result<UnwindTable> Builder::build()
 }
 
 } // namespace
-
-const std::array<uint64_t, 2>& content_hash_key()
-{
-  static const std::array<uint64_t, 2> key = [] {
-    std::array<uint64_t, 2> drawn{};
-    // getrandom of 16 bytes from the urandom pool neither blocks after boot nor returns short.
-    if (getrandom(drawn.data(), sizeof drawn, 0) != static_cast<ssize_t>(sizeof drawn))
-      drawn = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
-    return drawn;
-  }();
-  return key;
-}
 
 Result<CfiTable> build_cfi_table(const CfiSection& cfi)
 {

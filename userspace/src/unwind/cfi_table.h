@@ -76,10 +76,6 @@ struct CfiSection {
   const std::vector<ElfSegment>* load_segments = nullptr;
 };
 
-// The key of every content_key (drawn at random once per process): tables built from more than
-// CFI hash what they add with it.
-const std::array<uint64_t, 2>& content_hash_key();
-
 // Builds the table of one CFI section; content_key covers every field of cfi (the table is a
 // function of them alone). Fails only when the code spans more than 4 GiB.
 [[nodiscard]] Result<CfiTable> build_cfi_table(const CfiSection& cfi);
