@@ -3,8 +3,10 @@
 // loaded with -agentpath), as root, as another user, as a non-PID-1 process, on JDK 17 and 25,
 // across a recompilation and past the JVM's exit; and a container that plants a symlink at its
 // perf map, which the agent replaces by a map of its own.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -414,7 +416,8 @@ TEST_F(JvmContainerTest, SymlinkedPerfMapIsReplacedAndReadsNothingOfTheHost)
   std::ofstream(secret) << "0 7fffffffffff HostSecret.leaked()\n";
   auto jvm = run_jvm("jvm-hostile");
   std::string planted = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/perf-1.map";
-  ASSERT_EQ(::symlink(secret.c_str(), planted.c_str()), 0);
+  ASSERT_EQ(::symlink(secret.c_str(), planted.c_str()), 0)
+      << planted << ": " << std::strerror(errno);
 
   auto result = profile("jvm-hostile", {"-d", "4"});
   EXPECT_EQ(count_containing(result.folded, "HostSecret"), 0u);
