@@ -13,8 +13,10 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -162,6 +164,39 @@ TEST_F(ServeTest, GoToolPprofFetchesARangeThatEqualsMergeAndMetricsParse)
                            "flamebpf_whole_samples_total", "flamebpf_target_cpu_seconds_total",
                            "flamebpf_coverage_shortfall_ratio"})
     EXPECT_NE(metrics.out.find(std::string(name) + "\t"), std::string::npos) << name;
+  // The memory breakdown has every kind, the burner's symbols among them, and its total is their
+  // sum; so has the stats file's last line.
+  const std::set<std::string> kinds = {"symbols",       "inlines", "perf_maps", "jvm_records",
+                                       "unwind_tables", "dumps",   "answers",   "container_names"};
+  std::regex kind_line("flamebpf_memory_bytes\t\\{\"kind\": \"([a-z_]+)\"\\}\t([-0-9.e+]+)");
+  std::set<std::string> found;
+  double sum = 0;
+  for (auto it = std::sregex_iterator(metrics.out.begin(), metrics.out.end(), kind_line);
+       it != std::sregex_iterator(); ++it) {
+    double bytes = std::stod((*it)[2]);
+    EXPECT_GE(bytes, 0) << (*it)[0];
+    if ((*it)[1] == "symbols") {
+      EXPECT_GT(bytes, 0) << metrics.out;
+    }
+    found.insert((*it)[1]);
+    sum += bytes;
+  }
+  EXPECT_EQ(found, kinds) << metrics.out;
+  std::smatch accounted;
+  ASSERT_TRUE(std::regex_search(metrics.out, accounted,
+                                std::regex("flamebpf_memory_accounted_bytes\t\\{\\}\t([0-9.e+]+)")))
+      << metrics.out;
+  EXPECT_EQ(std::stod(accounted[1]), sum) << metrics.out;
+  std::string stats_lines = read_text(out_ + "/flamebpf-stats.jsonl");
+  std::string last_line = stats_lines.substr(stats_lines.rfind('\n', stats_lines.size() - 2) + 1);
+  auto memory = nlohmann::json::parse(last_line)["flamebpf"]["memory_bytes"];
+  uint64_t stats_sum = 0;
+  for (const auto& kind : kinds) {
+    ASSERT_TRUE(memory.contains(kind)) << last_line;
+    stats_sum += memory[kind].get<uint64_t>();
+  }
+  EXPECT_GT(memory["symbols"].get<uint64_t>(), 0u) << last_line;
+  EXPECT_EQ(memory["total"].get<uint64_t>(), stats_sum) << last_line;
   // The last interval is a whole one of a busy burner: its samples are its CPU time.
   std::smatch coverage;
   std::regex ratio("flamebpf_coverage_ratio\t\\{\"target\": \"" + target + "\"\\}\t([0-9.]+)");

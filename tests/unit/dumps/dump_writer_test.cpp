@@ -335,7 +335,14 @@ TEST(Stats, OneJsonLinePerInterval)
       << json;
   EXPECT_EQ(summary_line(stats), "interval 16:20:00\xE2\x80\x93"
                                  "16:21:00: 8 samples in 2 targets, 2 drops, unnamed "
-                                 "frames: native 4.0%, JIT 2.0%; flamebpf CPU 0.05 s, RSS 30 MB");
+                                 "frames: native 4.0%, JIT 2.0%; flamebpf CPU 0.05 s, RSS 30 MB, "
+                                 "memory 0.0 MiB");
+  // Kinds under 0.05 MiB read 0.0 and are left out of the line (the JSON has them all).
+  stats.memory.bytes[static_cast<size_t>(MemoryKind::kSymbols)] = 3 << 19;
+  stats.memory.bytes[static_cast<size_t>(MemoryKind::kPerfMaps)] = 1 << 19;
+  stats.memory.bytes[static_cast<size_t>(MemoryKind::kDumps)] = 1000;
+  EXPECT_TRUE(summary_line(stats).ends_with("memory 2.0 MiB (symbols 1.5, perf_maps 0.5)"))
+      << summary_line(stats);
 }
 
 std::vector<profile::TargetCoverage> coverage_of_web_and_db()

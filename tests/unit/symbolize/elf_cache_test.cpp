@@ -97,10 +97,10 @@ TEST_F(ElfCacheFallback, FileIsChargedToTheShareOfItsFirstProcess)
   auto mapping = mapping_of("/lib/libfixture.so", inode_of(root_ / "lib/libfixture.so"));
   auto account = MemoryAccount::create(16 << 20);
   auto crowded = account->share("crowded");
-  ASSERT_TRUE(crowded->charge((16 << 20) - 64));
+  ASSERT_TRUE(crowded->charge(MemoryKind::kSymbols, (16 << 20) - 64));
   ElfCache cache(proc());
   EXPECT_EQ(cache.get(kPid, mapping, crowded), nullptr);
-  crowded->release((16 << 20) - 64);
+  crowded->release(MemoryKind::kSymbols, (16 << 20) - 64);
   EXPECT_EQ(cache.get(kPid, mapping, crowded), nullptr); // not retried before the trim
   cache.trim();
   auto symbols = cache.get(kPid, mapping, crowded);
@@ -109,6 +109,10 @@ TEST_F(ElfCacheFallback, FileIsChargedToTheShareOfItsFirstProcess)
   EXPECT_GT(held, 0u);
   EXPECT_EQ(cache.get(kPid, mapping, account->share("other")), symbols);
   EXPECT_EQ(account->held(), held);
+  // The file's symbols are charged as symbols (its inline index, once built, as inlines).
+  auto breakdown = account->breakdown();
+  EXPECT_GT(breakdown.of(MemoryKind::kSymbols), 0u);
+  EXPECT_EQ(breakdown.of(MemoryKind::kSymbols) + breakdown.of(MemoryKind::kInlines), held);
 }
 
 // The path names another file than the one mapped (replaced since the maps were read).

@@ -84,6 +84,7 @@ TEST(PerfMapTable, HoldsWhatItsShareAllowsAndGivesItBack)
   EXPECT_EQ(share->held(), 10 * each);
   EXPECT_TRUE(table.insert({0x1000, 0x10a0, name, false}));
   EXPECT_EQ(share->held(), each);
+  EXPECT_EQ(account->breakdown().of(MemoryKind::kPerfMaps), each);
 }
 
 TEST(PerfMapLine, MalformedLines)

@@ -14,7 +14,43 @@ double mib(uint64_t bytes)
   return static_cast<double>(bytes) / (1 << 20);
 }
 
+size_t index(MemoryKind kind)
+{
+  return static_cast<size_t>(kind);
+}
+
 } // namespace
+
+const char* memory_kind_name(MemoryKind kind)
+{
+  switch (kind) {
+  case MemoryKind::kSymbols:
+    return "symbols";
+  case MemoryKind::kInlines:
+    return "inlines";
+  case MemoryKind::kPerfMaps:
+    return "perf_maps";
+  case MemoryKind::kJvmRecords:
+    return "jvm_records";
+  case MemoryKind::kUnwindTables:
+    return "unwind_tables";
+  case MemoryKind::kContainerNames:
+    return "container_names";
+  case MemoryKind::kDumps:
+    return "dumps";
+  case MemoryKind::kAnswers:
+    return "answers";
+  }
+  return "unknown";
+}
+
+uint64_t MemoryBreakdown::total() const
+{
+  uint64_t sum = 0;
+  for (uint64_t kind_bytes : bytes)
+    sum += kind_bytes;
+  return sum;
+}
 
 MemoryShare::MemoryShare(std::shared_ptr<MemoryAccount> account, std::string target)
     : account_(std::move(account)), target_(std::move(target))
@@ -26,7 +62,7 @@ MemoryShare::~MemoryShare()
   account_->forget(*this);
 }
 
-bool MemoryShare::charge(uint64_t bytes)
+bool MemoryShare::charge(MemoryKind kind, uint64_t bytes)
 {
   uint64_t limit = 0;
   uint64_t held = 0;
@@ -36,7 +72,9 @@ bool MemoryShare::charge(uint64_t bytes)
     bool fits = held_ + bytes <= limit && account_->held_ + bytes <= account_->total_;
     if (fits) {
       held_ += bytes;
+      by_kind_[index(kind)] += bytes;
       account_->held_ += bytes;
+      account_->by_kind_[index(kind)] += bytes;
       return true;
     }
     held = held_;
@@ -55,12 +93,14 @@ bool MemoryShare::charge(uint64_t bytes)
   return false;
 }
 
-void MemoryShare::release(uint64_t bytes)
+void MemoryShare::release(MemoryKind kind, uint64_t bytes)
 {
   std::lock_guard lock(account_->mutex_);
-  bytes = std::min(bytes, held_);
+  bytes = std::min(bytes, by_kind_[index(kind)]);
   held_ -= bytes;
+  by_kind_[index(kind)] -= bytes;
   account_->held_ -= bytes;
+  account_->by_kind_[index(kind)] -= bytes;
 }
 
 uint64_t MemoryShare::held() const
@@ -98,6 +138,23 @@ uint64_t MemoryAccount::held() const
   return held_;
 }
 
+MemoryBreakdown MemoryAccount::breakdown() const
+{
+  std::lock_guard lock(mutex_);
+  MemoryBreakdown breakdown;
+  breakdown.bytes = by_kind_;
+  breakdown.held = held_;
+  return breakdown;
+}
+
+void MemoryAccount::measure(MemoryKind kind, uint64_t added, uint64_t removed)
+{
+  std::lock_guard lock(mutex_);
+  uint64_t& held = by_kind_[index(kind)];
+  held += added;
+  held -= std::min(held, removed);
+}
+
 uint64_t MemoryAccount::share_limit_locked() const
 {
   uint64_t divided = total_ / std::max<uint64_t>(1, shares_.size());
@@ -131,13 +188,16 @@ void MemoryAccount::forget(const MemoryShare& share)
 {
   std::lock_guard lock(mutex_);
   held_ -= std::min(held_, share.held_);
+  for (size_t kind = 0; kind < kMemoryKinds; ++kind)
+    by_kind_[kind] -= std::min(by_kind_[kind], share.by_kind_[kind]);
   // A share made for the target meanwhile stays.
   if (auto it = shares_.find(share.target_); it != shares_.end() && it->second.raw == &share)
     shares_.erase(it);
 }
 
 MemoryCharge::MemoryCharge(MemoryCharge&& other) noexcept
-    : share_(std::move(other.share_)), bytes_(std::exchange(other.bytes_, 0))
+    : share_(std::move(other.share_)), account_(std::move(other.account_)), kind_(other.kind_),
+      bytes_(std::exchange(other.bytes_, 0))
 {
 }
 
@@ -146,6 +206,8 @@ MemoryCharge& MemoryCharge::operator=(MemoryCharge&& other) noexcept
   if (this != &other) {
     reset();
     share_ = std::move(other.share_);
+    account_ = std::move(other.account_);
+    kind_ = other.kind_;
     bytes_ = std::exchange(other.bytes_, 0);
   }
   return *this;
@@ -153,8 +215,10 @@ MemoryCharge& MemoryCharge::operator=(MemoryCharge&& other) noexcept
 
 bool MemoryCharge::grow(uint64_t bytes)
 {
-  if (share_ && !share_->charge(bytes))
+  if (share_ && !share_->charge(kind_, bytes))
     return false;
+  if (account_)
+    account_->measure(kind_, bytes, 0);
   bytes_ += bytes;
   return true;
 }
@@ -163,8 +227,18 @@ void MemoryCharge::shrink(uint64_t bytes)
 {
   bytes = std::min(bytes, bytes_);
   if (share_)
-    share_->release(bytes);
+    share_->release(kind_, bytes);
+  if (account_)
+    account_->measure(kind_, 0, bytes);
   bytes_ -= bytes;
+}
+
+bool MemoryCharge::set(uint64_t bytes)
+{
+  if (bytes >= bytes_)
+    return grow(bytes - bytes_);
+  shrink(bytes_ - bytes);
+  return true;
 }
 
 void MemoryCharge::reset()

@@ -10,10 +10,16 @@
 // helps), never flamebpf's life or another target's names. What a target held before more
 // targets arrived stays until its holders let go; the account as a whole is never exceeded.
 //
-// Holders run on several threads (reads of targets' files may go on in a stall guard's worker),
-// so the account is thread-safe.
+// The account also keeps what it holds by kind (MemoryKind), for the memory breakdown of the
+// stats line and /metrics, and measures the kinds that are flamebpf's own or that no target may
+// be refused (unwind tables, container names, pending dumps, answers): measured bytes are in the
+// breakdown but in no share, and never refused. The breakdown's total is the sum of its kinds.
+//
+// Holders run on several threads (reads of targets' files may go on in a stall guard's worker,
+// answers are made on the server's), so the account is thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +30,46 @@ namespace flamebpf {
 
 class MemoryAccount;
 
+// What text holds on the heap besides itself: nothing while it fits in the string (the short
+// string buffer), else its capacity and terminator. For holders that measure themselves.
+inline uint64_t heap_bytes(const std::string& text)
+{
+  const char* inside = reinterpret_cast<const char*>(&text);
+  bool in_place = text.data() >= inside && text.data() < inside + sizeof(text);
+  return in_place ? 0 : text.capacity() + 1;
+}
+
+// What a holder's bytes are, one word each as the breakdown names them (memory_kind_name).
+enum class MemoryKind : uint8_t {
+  // Charged to the share of a target, and refused when the share is taken:
+  kSymbols,    // ELF symbol tables, one per cached file
+  kInlines,    // inline indexes of ELF files with DWARF
+  kPerfMaps,   // JIT perf maps' names and ranges
+  kJvmRecords, // HotSpot's code records and methods, read from the JVM
+  // Measured only (MemoryCharge made with the account, not a share):
+  kUnwindTables,   // the unwind stage's userspace bookkeeping (its rows are in the kernel maps)
+  kContainerNames, // the cgroup inventory and the runtimes' container and pod names
+  kDumps,          // intervals whose dumps wait in memory for the disk
+  kAnswers,        // HTTP answers made and not yet sent
+};
+inline constexpr size_t kMemoryKinds = 8;
+inline constexpr std::array<MemoryKind, kMemoryKinds> kAllMemoryKinds = {
+    MemoryKind::kSymbols,    MemoryKind::kInlines,      MemoryKind::kPerfMaps,
+    MemoryKind::kJvmRecords, MemoryKind::kUnwindTables, MemoryKind::kContainerNames,
+    MemoryKind::kDumps,      MemoryKind::kAnswers};
+// "symbols", "inlines", "perf_maps", "jvm_records", "unwind_tables", "container_names", "dumps",
+// "answers".
+const char* memory_kind_name(MemoryKind kind);
+
+// What the account holds by kind at one moment, read under one lock.
+struct MemoryBreakdown {
+  std::array<uint64_t, kMemoryKinds> bytes{}; // by MemoryKind
+  uint64_t held = 0; // of them, what the targets' shares hold (MemoryAccount::held())
+  uint64_t of(MemoryKind kind) const { return bytes[static_cast<size_t>(kind)]; }
+  // Every kind's bytes together: the breakdown's sum, by construction.
+  uint64_t total() const;
+};
+
 // One target's part of the account. Made by MemoryAccount::share; lives while a holder has it.
 class MemoryShare {
 public:
@@ -32,11 +78,11 @@ public:
   MemoryShare(const MemoryShare&) = delete;
   MemoryShare& operator=(const MemoryShare&) = delete;
 
-  // Adds bytes to what the share holds if both the share's limit and the account allow it;
-  // otherwise holds nothing more, says so once for this share, and returns false.
-  [[nodiscard]] bool charge(uint64_t bytes);
-  // Gives back bytes charged before.
-  void release(uint64_t bytes);
+  // Adds bytes of kind to what the share holds if both the share's limit and the account allow
+  // it; otherwise holds nothing more, says so once for this share, and returns false.
+  [[nodiscard]] bool charge(MemoryKind kind, uint64_t bytes);
+  // Gives back bytes of kind charged before.
+  void release(MemoryKind kind, uint64_t bytes);
   uint64_t held() const;
   // Charges refused so far.
   uint64_t refusals() const;
@@ -46,8 +92,9 @@ private:
   friend class MemoryAccount;
   std::shared_ptr<MemoryAccount> account_;
   std::string target_;
-  uint64_t held_ = 0;     // guarded by the account's mutex
-  uint64_t refusals_ = 0; // likewise
+  uint64_t held_ = 0;                            // guarded by the account's mutex
+  uint64_t refusals_ = 0;                        // likewise
+  std::array<uint64_t, kMemoryKinds> by_kind_{}; // likewise; sums to held_
 };
 
 class MemoryAccount : public std::enable_shared_from_this<MemoryAccount> {
@@ -61,7 +108,10 @@ public:
   std::shared_ptr<MemoryShare> share(const std::string& target);
 
   uint64_t total() const { return total_; }
+  // What the shares hold together: the part of the breakdown the account bounds.
   uint64_t held() const;
+  // Every kind's bytes, charged and measured.
+  MemoryBreakdown breakdown() const;
   // What one share may hold now: the account divided among the live shares, at least a
   // sixteenth of it.
   uint64_t share_limit() const;
@@ -79,12 +129,16 @@ public:
 private:
   explicit MemoryAccount(uint64_t total_bytes) : total_(total_bytes) {}
   friend class MemoryShare;
+  friend class MemoryCharge;
   uint64_t share_limit_locked() const;
   void forget(const MemoryShare& share);
+  // Measured bytes of kind come and go (MemoryCharge made with the account).
+  void measure(MemoryKind kind, uint64_t added, uint64_t removed);
 
   const uint64_t total_;
   mutable std::mutex mutex_;
   uint64_t held_ = 0;
+  std::array<uint64_t, kMemoryKinds> by_kind_{}; // the shares' and the measured bytes
   struct Live {
     std::weak_ptr<MemoryShare> share;
     MemoryShare* raw = nullptr; // what a dying share compares, and what is summed meanwhile
@@ -92,13 +146,22 @@ private:
   std::map<std::string, Live> shares_; // live shares, by target
 };
 
-// What one holder has charged to a share: grows and shrinks with the holder and gives everything
-// back when destroyed or reset. Without a share it charges nothing and refuses nothing (a holder
-// made by a test, or before its target is known).
+// What one holder has charged to a share, or measured in the account, as one kind: grows and
+// shrinks with the holder and gives everything back when destroyed or reset. Made with a share,
+// it may be refused; made with the account, it is measured and never refused (the kinds that are
+// flamebpf's own or that no target may be refused: see MemoryKind). Without either it charges
+// nothing and refuses nothing (a holder made by a test, or before its target is known).
 class MemoryCharge {
 public:
   MemoryCharge() = default;
-  explicit MemoryCharge(std::shared_ptr<MemoryShare> share) : share_(std::move(share)) {}
+  MemoryCharge(std::shared_ptr<MemoryShare> share, MemoryKind kind)
+      : share_(std::move(share)), kind_(kind)
+  {
+  }
+  MemoryCharge(std::shared_ptr<MemoryAccount> account, MemoryKind kind)
+      : account_(std::move(account)), kind_(kind)
+  {
+  }
   MemoryCharge(MemoryCharge&& other) noexcept;
   MemoryCharge& operator=(MemoryCharge&& other) noexcept;
   MemoryCharge(const MemoryCharge&) = delete;
@@ -109,13 +172,19 @@ public:
   [[nodiscard]] bool grow(uint64_t bytes);
   // Gives back bytes (at most what is charged).
   void shrink(uint64_t bytes);
+  // Grows or shrinks to bytes (a holder that measures itself now and then); false (nothing
+  // changed) if the share refuses the growth.
+  [[nodiscard]] bool set(uint64_t bytes);
   // Gives everything back; the share stays.
   void reset();
   uint64_t bytes() const { return bytes_; }
+  MemoryKind kind() const { return kind_; }
   const MemoryShare* share() const { return share_.get(); }
 
 private:
   std::shared_ptr<MemoryShare> share_;
+  std::shared_ptr<MemoryAccount> account_; // measured, when made with the account
+  MemoryKind kind_ = MemoryKind::kSymbols;
   uint64_t bytes_ = 0;
 };
 

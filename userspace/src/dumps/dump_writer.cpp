@@ -14,6 +14,19 @@
 namespace flamebpf::dumps {
 namespace {
 
+// What a profile takes in memory, roughly: its stacks, their frames and names.
+uint64_t profile_bytes(const profile::SymbolizedProfile& profile)
+{
+  uint64_t bytes = sizeof(profile) + profile.stacks.capacity() * sizeof(profile::Stack);
+  for (const auto& stack : profile.stacks) {
+    bytes += heap_bytes(stack.comm) + heap_bytes(stack.target) +
+             heap_bytes(stack.pod_container_id) + stack.frames.capacity() * sizeof(profile::Frame);
+    for (const auto& frame : stack.frames)
+      bytes += heap_bytes(frame.name) + heap_bytes(frame.module);
+  }
+  return bytes;
+}
+
 const FileAccess kDumpAccess{kDumpFileMode, std::nullopt, 0};
 
 } // namespace
@@ -181,16 +194,36 @@ DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval,
     pending_.pop_front();
     ++report.dropped;
   }
-  if (!report.error.empty()) {
+  if (report.error.empty())
+    report = drain_pending(std::move(report));
+  else
     report.pending = pending_.size();
-    return report;
-  }
-  return drain_pending(std::move(report));
+  measure();
+  return report;
 }
 
 DumpReport DumpWriter::flush()
 {
-  return drain_pending(DumpReport{});
+  DumpReport report = drain_pending(DumpReport{});
+  measure();
+  return report;
+}
+
+void DumpWriter::measure_memory(std::shared_ptr<MemoryAccount> account)
+{
+  memory_ = MemoryCharge(std::move(account), MemoryKind::kDumps);
+  measure();
+}
+
+void DumpWriter::measure()
+{
+  uint64_t bytes = 0;
+  for (const auto& interval : pending_)
+    for (const auto& [target, profile] : interval.targets)
+      bytes += heap_bytes(target) + profile_bytes(profile);
+  for (const auto& [target, profile] : previous_)
+    bytes += heap_bytes(target) + profile_bytes(profile);
+  (void)memory_.set(bytes); // measured: never refused
 }
 
 Result<> DumpWriter::append_stats(const std::string& line)

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "common/memory_account.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "dumps/dump_files.h"
@@ -74,6 +75,11 @@ public:
 
   const DumpOptions& options() const { return options_; }
 
+  // What the intervals pending (and, with --diff-previous, each target's last dump) take is
+  // measured in account from now on, after each write. Measured, not charged: they are
+  // flamebpf's own, bounded by max_pending, and refusing them would lose the dumps.
+  void measure_memory(std::shared_ptr<MemoryAccount> account);
+
 private:
   struct Interval {
     Window window;
@@ -98,12 +104,14 @@ private:
   size_t apply_retention(int dir_fd, const std::string& shown);
   void clean_stale_temporaries();
   DumpReport drain_pending(DumpReport report);
+  void measure();
 
   DumpOptions options_;
   UniqueFd directory_; // DIR
   std::deque<Interval> pending_;
   std::map<std::string, profile::SymbolizedProfile> previous_; // for --diff-previous
   std::set<std::string> refused_; // target directories refused, said once until written again
+  MemoryCharge memory_;           // pending_ and previous_
 };
 
 } // namespace flamebpf::dumps

@@ -188,6 +188,16 @@ std::string Metrics::render() const
   describe(out, "flamebpf_anonymous_memory_bytes", "gauge",
            "flamebpf's anonymous resident memory (heap and stacks).");
   out += fmt::format("flamebpf_anonymous_memory_bytes {}\n", last_.usage.rss_anon_bytes);
+  describe(out, "flamebpf_memory_bytes", "gauge",
+           "What flamebpf holds in userspace, by kind: what targets made it hold (symbols, "
+           "inlines, perf_maps, jvm_records) and its own (unwind_tables, container_names, dumps, "
+           "answers). The kernel maps are not in it.");
+  for (MemoryKind kind : kAllMemoryKinds)
+    out += fmt::format("flamebpf_memory_bytes{} {}\n", labels({{"kind", memory_kind_name(kind)}}),
+                       last_.memory.of(kind));
+  describe(out, "flamebpf_memory_accounted_bytes", "gauge",
+           "The sum of flamebpf_memory_bytes over its kinds.");
+  out += fmt::format("flamebpf_memory_accounted_bytes {}\n", last_.memory.total());
   describe(out, "flamebpf_open_fds", "gauge", "File descriptors flamebpf holds open.");
   out += fmt::format("flamebpf_open_fds {}\n", last_.usage.open_fds);
   describe(out, "flamebpf_intervals_total", "counter", "Intervals recorded.");

@@ -200,9 +200,13 @@ std::string stats_json(const IntervalStats& stats)
     first = false;
   }
   json += fmt::format("],\"flamebpf\":{{\"cpu_seconds\":{:.3f},\"interval_cpu_seconds\":{:.3f},"
-                      "\"rss_bytes\":{},\"rss_anon_bytes\":{},\"open_fds\":{}}}",
+                      "\"rss_bytes\":{},\"rss_anon_bytes\":{},\"open_fds\":{}",
                       stats.usage.cpu_seconds, stats.interval_cpu_seconds, stats.usage.rss_bytes,
                       stats.usage.rss_anon_bytes, stats.usage.open_fds);
+  json += ",\"memory_bytes\":{";
+  for (MemoryKind kind : kAllMemoryKinds)
+    json += fmt::format("\"{}\":{},", memory_kind_name(kind), stats.memory.of(kind));
+  json += fmt::format("\"total\":{}}}}}", stats.memory.total());
   const Occupancy& held = stats.occupancy;
   json += fmt::format(",\"occupancy\":{{\"known_images\":{},\"cgroup_targets\":{},"
                       "\"pid_targets\":{},\"processes\":{},\"elf_files\":{},"
@@ -214,6 +218,25 @@ std::string stats_json(const IntervalStats& stats)
   return json;
 }
 
+namespace {
+
+// "12.4 MiB (symbols 10.1, inlines 2.2)": the total, and the kinds that hold 0.1 MiB or more.
+std::string memory_summary(const MemoryBreakdown& memory)
+{
+  auto mib = [](uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+  std::string kinds;
+  for (MemoryKind kind : kAllMemoryKinds) {
+    if (memory.of(kind) < (uint64_t{1} << 20) / 20)
+      continue; // 0.0 once rounded
+    kinds += fmt::format("{}{} {:.1f}", kinds.empty() ? "" : ", ", memory_kind_name(kind),
+                         mib(memory.of(kind)));
+  }
+  return fmt::format("{:.1f} MiB{}{}{}", mib(memory.total()), kinds.empty() ? "" : " (", kinds,
+                     kinds.empty() ? "" : ")");
+}
+
+} // namespace
+
 std::string summary_line(const IntervalStats& stats)
 {
   const profile::SymbolizedProfile& profile = *stats.profile;
@@ -224,12 +247,12 @@ std::string summary_line(const IntervalStats& stats)
   std::string coverage = profile::coverage_summary(stats.coverage);
   return fmt::format(
       "interval {}\xE2\x80\x93{}: {} samples in {} targets, {} drops, unnamed "
-      "frames: native {:.1f}%, JIT {:.1f}%; {}{}flamebpf CPU {:.2f} s, RSS {} MB",
+      "frames: native {:.1f}%, JIT {:.1f}%; {}{}flamebpf CPU {:.2f} s, RSS {} MB, memory {}",
       clock_time(stats.window.start), clock_time(stats.window.end), profile.total_samples(),
       targets.size(), profile::total_drops(profile.counters),
       100 * share(frames.native_unnamed, frames.native_frames),
       100 * share(frames.jit_unnamed, frames.jit_frames), coverage, coverage.empty() ? "" : "; ",
-      stats.interval_cpu_seconds, stats.usage.rss_bytes >> 20);
+      stats.interval_cpu_seconds, stats.usage.rss_bytes >> 20, memory_summary(stats.memory));
 }
 
 } // namespace flamebpf::dumps

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/memory_account.h"
 #include "dumps/dump_files.h"
 #include "profile/coverage.h"
 #include "profile/symbolized_profile.h"
@@ -50,6 +51,9 @@ struct IntervalStats {
   std::vector<profile::TargetCoverage> coverage; // of the targets followed for the whole interval
   OwnUsage usage;
   Occupancy occupancy;
+  // What flamebpf's memory account holds by kind (common/memory_account.h): the targets' charges
+  // and flamebpf's own measured beside them. The kernel maps are not in it.
+  MemoryBreakdown memory;
   double interval_cpu_seconds = 0; // flamebpf's CPU time over the interval
   size_t files_written = 0;
   size_t dumps_pending = 0;
@@ -62,7 +66,8 @@ const std::vector<std::pair<int, const char*>>& drop_kinds();
 std::string stats_json(const IntervalStats& stats);
 
 // "interval 16:20:00–16:21:00: 5940 samples in 3 targets, 0 drops, unnamed frames: native 1.2%,
-// JIT 0.0%; coverage web 98%, db 62% (naming), cache 99%; flamebpf CPU 0.03 s, RSS 28 MB".
+// JIT 0.0%; coverage web 98%, db 62% (naming), cache 99%; flamebpf CPU 0.03 s, RSS 28 MB, memory
+// 12.4 MiB (symbols 10.1, inlines 2.2, unwind_tables 0.1)": the kinds that hold 0.1 MiB or more.
 std::string summary_line(const IntervalStats& stats);
 
 // s as a JSON string literal, quotes included. JSON is UTF-8 text and s any bytes: each byte

@@ -4,7 +4,8 @@
 
 namespace flamebpf::pipeline {
 
-Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
+Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config,
+                                                 const std::shared_ptr<MemoryAccount>& memory)
 {
   dumps::DumpOptions options;
   options.directory = config.output_dir;
@@ -16,6 +17,8 @@ Result<std::unique_ptr<DumpSink>> DumpSink::open(const cli::Config& config)
   auto writer = dumps::DumpWriter::open(std::move(options));
   if (!writer)
     return fail(writer.error());
+  if (memory)
+    writer->measure_memory(memory);
   auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(config.interval_seconds));
   return std::unique_ptr<DumpSink>(

@@ -13,8 +13,10 @@ namespace flamebpf::pipeline {
 
 class DumpSink final : public IntervalSink {
 public:
-  // Opens config.output_dir (dumps::DumpWriter::open); fails with what to fix if it cannot.
-  [[nodiscard]] static Result<std::unique_ptr<DumpSink>> open(const cli::Config& config);
+  // Opens config.output_dir (dumps::DumpWriter::open); fails with what to fix if it cannot. The
+  // dumps pending are measured in memory (nothing is, if null).
+  [[nodiscard]] static Result<std::unique_ptr<DumpSink>>
+  open(const cli::Config& config, const std::shared_ptr<MemoryAccount>& memory = nullptr);
 
   std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
   // Only counts them: agent mode sees containers come and go for weeks.

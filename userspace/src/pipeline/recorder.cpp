@@ -39,7 +39,8 @@ constexpr auto kUnwindTableSlice = std::chrono::milliseconds(20);
 // the inlined functions of every interval (a large binary's takes about a second).
 constexpr auto kLastNamesWait = std::chrono::seconds(2);
 
-Result<target::TargetSet> resolve_targets(const cli::Config& config)
+Result<target::TargetSet> resolve_targets(const cli::Config& config,
+                                          const std::shared_ptr<MemoryAccount>& memory)
 {
   target::TargetOptions options;
   options.cgroups = config.cgroups;
@@ -53,7 +54,9 @@ Result<target::TargetSet> resolve_targets(const cli::Config& config)
       return fail(found.error());
     mount = *found;
   }
-  return target::TargetSet::create(options, target::ContainerDirectory(mount));
+  target::ContainerDirectory directory(mount);
+  directory.measure_memory(memory);
+  return target::TargetSet::create(options, std::move(directory));
 }
 
 sampler::CgroupFilter filter_of(const target::Target& target)
@@ -106,8 +109,13 @@ Steady::duration seconds(double value)
 
 } // namespace
 
-Recorder::Recorder(const cli::Config& config, target::TargetSet targets, SinkList sinks)
-    : config_(config), targets_(std::move(targets)), sinks_(std::move(sinks))
+Recorder::Recorder(const cli::Config& config,
+                   target::TargetSet targets,
+                   SinkList sinks,
+                   std::shared_ptr<MemoryAccount> memory)
+    : config_(config), targets_(std::move(targets)), sinks_(std::move(sinks)),
+      memory_(memory ? std::move(memory)
+                     : MemoryAccount::create(uint64_t{config.target_memory_mib} << 20))
 {
 }
 
@@ -130,8 +138,10 @@ Result<> Recorder::start()
   sampler_.emplace(std::move(*sampler));
   // Sampling has started: the first interval's CPU time counts from here.
   cpu_at_interval_start_ = read_cpu_times();
-  if (auto* table_maps = sampler_->table_maps())
+  if (auto* table_maps = sampler_->table_maps()) {
     unwind_tables_.emplace(*table_maps);
+    unwind_tables_->measure_memory(memory_);
+  }
   spdlog::debug("sampling {} at {} Hz; BPF maps take {:.1f} MiB", sampler_->scope(),
                 config_.frequency_hz,
                 static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
@@ -140,7 +150,7 @@ Result<> Recorder::start()
     return fail(kernel_names.error());
   symbolize::SymbolizerOptions symbolizer_options;
   symbolizer_options.java_signatures = config_.runtimes.java_signatures;
-  symbolizer_options.memory = MemoryAccount::create(uint64_t{config_.target_memory_mib} << 20);
+  symbolizer_options.memory = memory_;
   if (!config_.debuginfod_urls.empty()) {
     symbolize::DebuginfodOptions fetching;
     fetching.urls = config_.debuginfod_urls;
@@ -444,6 +454,8 @@ Result<> Recorder::end_interval(Wall::time_point end, bool last)
   facts.window = {interval_start_, end};
   interval_start_ = end;
   auto kernel_maps = sampler_->occupancy();
+  if (unwind_tables_)
+    unwind_tables_->measure();
   facts.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets,
                      kernel_maps.pid_targets,  symbolizer_->processes(),
                      symbolizer_->elf_files(), symbolizer_->symbol_bytes()};
@@ -569,13 +581,16 @@ caps::RunNeeds capability_needs(const cli::Config& config)
 
 Result<RecordSummary> record(const cli::Config& config)
 {
-  auto targets = resolve_targets(config);
+  // One account for every stage's memory: what targets make flamebpf hold is charged to their
+  // shares, and the rest measured beside it, so that the breakdown is the account's.
+  auto memory = MemoryAccount::create(uint64_t{config.target_memory_mib} << 20);
+  auto targets = resolve_targets(config, memory);
   if (!targets)
     return fail(targets.error());
-  auto sinks = open_sinks(config, *targets);
+  auto sinks = open_sinks(config, *targets, memory);
   if (!sinks)
     return fail(sinks.error());
-  Recorder recorder(config, std::move(*targets), std::move(*sinks));
+  Recorder recorder(config, std::move(*targets), std::move(*sinks), memory);
   return recorder.run();
 }
 

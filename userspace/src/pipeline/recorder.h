@@ -16,6 +16,7 @@
 
 #include "cli/options.h"
 #include "common/capabilities.h"
+#include "common/memory_account.h"
 #include "common/result.h"
 #include "common/service_notify.h"
 #include "drain/drain.h"
@@ -38,8 +39,13 @@ extern std::atomic<bool> g_reresolve_requested;
 
 class Recorder {
 public:
-  // Records targets as config says into sinks; config must outlive the recorder.
-  Recorder(const cli::Config& config, target::TargetSet targets, SinkList sinks);
+  // Records targets as config says into sinks; config must outlive the recorder. What the stages
+  // hold is charged to memory (one of config.target_memory_mib if null), which the sinks were
+  // given too.
+  Recorder(const cli::Config& config,
+           target::TargetSet targets,
+           SinkList sinks,
+           std::shared_ptr<MemoryAccount> memory = nullptr);
   ~Recorder();
   // The stages' callbacks point at the recorder: it stays where it was made.
   Recorder(const Recorder&) = delete;
@@ -100,6 +106,7 @@ private:
   const cli::Config& config_;
   target::TargetSet targets_;
   SinkList sinks_;
+  std::shared_ptr<MemoryAccount> memory_; // the breakdown's account, shared with the sinks
   std::optional<symbolize::Symbolizer> symbolizer_;
   std::optional<sampler::Sampler> sampler_;
   std::optional<drain::Drainer> drainer_; // reads sampler_'s maps

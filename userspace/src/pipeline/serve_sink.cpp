@@ -25,13 +25,15 @@ Result<std::string> read_token(const std::string& path)
 Result<std::unique_ptr<serve::HttpServer>>
 start_server(const cli::Config& config,
              std::shared_ptr<const dumps::Metrics> metrics,
-             std::shared_ptr<serve::LiveProfiles> live)
+             std::shared_ptr<serve::LiveProfiles> live,
+             std::shared_ptr<MemoryAccount> memory)
 {
   auto address = serve::parse_listen_address(config.listen);
   if (!address)
     return fail(address.error());
   serve::HttpServerOptions options;
   options.address = *address;
+  options.memory = std::move(memory);
   if (!config.listen_token_file.empty()) {
     auto token = read_token(config.listen_token_file);
     if (!token)
@@ -60,10 +62,11 @@ start_server(const cli::Config& config,
 } // namespace
 
 Result<std::unique_ptr<ServeSink>> ServeSink::open(const cli::Config& config,
-                                                   std::chrono::nanoseconds interval)
+                                                   std::chrono::nanoseconds interval,
+                                                   const std::shared_ptr<MemoryAccount>& memory)
 {
   std::unique_ptr<ServeSink> sink(new ServeSink(interval));
-  auto server = start_server(config, sink->metrics_, sink->live_);
+  auto server = start_server(config, sink->metrics_, sink->live_, memory);
   if (!server)
     return fail(server.error());
   sink->server_ = std::move(*server);

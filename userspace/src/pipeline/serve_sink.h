@@ -17,9 +17,12 @@ class ServeSink final : public IntervalSink {
 public:
   // Starts listening on config.listen, answering from config.output_dir, for intervals of the
   // given length (the dumps'); fails with what to fix if it cannot (an address beyond this
-  // machine without a token, a token file without one).
-  [[nodiscard]] static Result<std::unique_ptr<ServeSink>> open(const cli::Config& config,
-                                                               std::chrono::nanoseconds interval);
+  // machine without a token, a token file without one). Answers being sent are measured in
+  // memory (nothing is, if null).
+  [[nodiscard]] static Result<std::unique_ptr<ServeSink>>
+  open(const cli::Config& config,
+       std::chrono::nanoseconds interval,
+       const std::shared_ptr<MemoryAccount>& memory = nullptr);
 
   std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
   void targets_added(const std::vector<target::Target>& added) override;

@@ -71,21 +71,23 @@ Result<> SinkList::finish(RecordSummary& summary)
   return first_failure;
 }
 
-Result<SinkList> open_sinks(const cli::Config& config, const target::TargetSet& targets)
+Result<SinkList> open_sinks(const cli::Config& config,
+                            const target::TargetSet& targets,
+                            const std::shared_ptr<MemoryAccount>& memory)
 {
   std::vector<std::unique_ptr<IntervalSink>> sinks;
   if (config.mode == cli::Mode::kTop) {
     sinks.push_back(std::make_unique<TopSink>(config));
   } else if (!config.output_dir.empty()) {
-    auto dumps = DumpSink::open(config);
+    auto dumps = DumpSink::open(config, memory);
     if (!dumps)
       return fail(dumps.error());
     auto writer = (*dumps)->writer();
     auto interval = *(*dumps)->interval();
     sinks.push_back(std::move(*dumps));
-    sinks.push_back(std::make_unique<StatsSink>(std::move(writer), interval));
+    sinks.push_back(std::make_unique<StatsSink>(std::move(writer), interval, memory));
     if (!config.listen.empty()) {
-      auto served = ServeSink::open(config, interval);
+      auto served = ServeSink::open(config, interval, memory);
       if (!served)
         return fail(served.error());
       sinks.push_back(std::move(*served));

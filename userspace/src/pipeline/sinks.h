@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/options.h"
+#include "common/memory_account.h"
 #include "pipeline/interval_sink.h"
 #include "target/target_set.h"
 
@@ -35,7 +36,10 @@ private:
 
 // The sinks config asks for: top's screen; or, with --output-dir, the dumps, their statistics and
 // with --listen the server; else the recording's profile files (one per target with
-// per-target output). Fails with what to fix if one cannot be opened.
-Result<SinkList> open_sinks(const cli::Config& config, const target::TargetSet& targets);
+// per-target output). Fails with what to fix if one cannot be opened. What the dumps pending and
+// the answers being sent hold is measured in memory, whose breakdown the statistics give.
+Result<SinkList> open_sinks(const cli::Config& config,
+                            const target::TargetSet& targets,
+                            const std::shared_ptr<MemoryAccount>& memory = nullptr);
 
 } // namespace flamebpf::pipeline

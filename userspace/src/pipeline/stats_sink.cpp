@@ -28,8 +28,10 @@ std::vector<dumps::PerfMapAge> perf_map_ages(const std::vector<PerfMapFact>& per
 
 } // namespace
 
-StatsSink::StatsSink(std::shared_ptr<dumps::DumpWriter> writer, std::chrono::nanoseconds interval)
-    : writer_(std::move(writer)), interval_(interval)
+StatsSink::StatsSink(std::shared_ptr<dumps::DumpWriter> writer,
+                     std::chrono::nanoseconds interval,
+                     std::shared_ptr<const MemoryAccount> memory)
+    : writer_(std::move(writer)), interval_(interval), memory_(std::move(memory))
 {
 }
 
@@ -47,6 +49,8 @@ Result<> StatsSink::consume(const profile::SymbolizedProfile& interval, Interval
   stats.coverage = facts.coverage;
   stats.usage = dumps::own_usage();
   stats.occupancy = facts.occupancy;
+  if (memory_)
+    stats.memory = memory_->breakdown();
   stats.interval_cpu_seconds = stats.usage.cpu_seconds - usage_before_.cpu_seconds;
   usage_before_ = stats.usage;
   if (facts.dumps) {

@@ -14,8 +14,11 @@ namespace flamebpf::pipeline {
 
 class StatsSink final : public IntervalSink {
 public:
-  // Appends to the directory writer writes the dumps into; intervals of the given length.
-  StatsSink(std::shared_ptr<dumps::DumpWriter> writer, std::chrono::nanoseconds interval);
+  // Appends to the directory writer writes the dumps into; intervals of the given length; the
+  // memory breakdown is memory's (none, if null), read after the dumps of the interval.
+  StatsSink(std::shared_ptr<dumps::DumpWriter> writer,
+            std::chrono::nanoseconds interval,
+            std::shared_ptr<const MemoryAccount> memory = nullptr);
 
   std::optional<std::chrono::nanoseconds> interval() const override { return interval_; }
   void targets_added(const std::vector<target::Target>& added) override { (void)added; }
@@ -32,6 +35,7 @@ public:
 private:
   std::shared_ptr<dumps::DumpWriter> writer_;
   std::chrono::nanoseconds interval_;
+  std::shared_ptr<const MemoryAccount> memory_;
   dumps::OwnUsage usage_before_; // at the start of the interval
   std::string stats_failure_;    // the last failure to append to the stats file, said once
 };

@@ -150,12 +150,25 @@ MHD_Result collect_query(void* cls, MHD_ValueKind, const char* key, const char* 
   return MHD_YES;
 }
 
-MHD_Result queue(MHD_Connection* connection, const HttpResponse& answer)
+// An answer's body while libmicrohttpd sends it, measured as an answer until it is freed.
+struct SentBody {
+  std::string body;
+  MemoryCharge charge;
+};
+
+MHD_Result queue(MHD_Connection* connection,
+                 const HttpResponse& answer,
+                 const std::shared_ptr<MemoryAccount>& memory)
 {
-  MHD_Response* response = MHD_create_response_from_buffer(
-      answer.body.size(), const_cast<char*>(answer.body.data()), MHD_RESPMEM_MUST_COPY);
-  if (!response)
+  auto* sent = new SentBody{answer.body, MemoryCharge(memory, MemoryKind::kAnswers)};
+  (void)sent->charge.grow(sent->body.size()); // measured: never refused
+  MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+      sent->body.size(), sent->body.data(), [](void* body) { delete static_cast<SentBody*>(body); },
+      sent);
+  if (!response) {
+    delete sent;
     return MHD_NO;
+  }
   MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
   // Whatever the body, a browser must not run it as something else.
   MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
@@ -293,7 +306,8 @@ MHD_Result on_request(void* cls,
     if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
                                     MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
         (length && std::string_view(length) != "0"))
-      return queue(connection, plain_text(413, "a request body is not accepted"));
+      return queue(connection, plain_text(413, "a request body is not accepted"),
+                   server.options().memory);
     return MHD_YES;
   }
   if (*upload_data_size != 0) {
@@ -306,7 +320,8 @@ MHD_Result on_request(void* cls,
   if (state.waiting) {
     // Resumed: the deferred answer is made here, on the server's thread.
     auto answer = std::move(state.waiting->answer);
-    return queue(connection, answer ? answer() : plain_text(500, "no answer was given"));
+    return queue(connection, answer ? answer() : plain_text(500, "no answer was given"),
+                 server.options().memory);
   }
   HttpRequest request;
   request.path = url ? url : "";
@@ -320,7 +335,7 @@ MHD_Result on_request(void* cls,
     sender.local_user = local_peer_user(connection_fd(connection));
   HttpResponse response = server.answer(method ? method : "", request, sender);
   if (!response.deferred)
-    return queue(connection, response);
+    return queue(connection, response, server.options().memory);
   state.waiting = std::make_shared<HttpServer::Waiting>();
   state.waiting->connection = connection;
   state.waiting->fd = connection_fd(connection);

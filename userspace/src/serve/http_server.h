@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <thread>
 
+#include "common/memory_account.h"
 #include "common/result.h"
 
 struct MHD_Daemon;
@@ -98,6 +99,9 @@ struct HttpServerOptions {
   // answer, however it trickles them, or is closed.
   std::chrono::milliseconds headers_deadline{5000};
   size_t connection_memory = 32 * 1024; // the request line and headers must fit
+  // Where the answers' bodies are measured while they are sent (nowhere, if null). Measured, not
+  // charged: an answer is flamebpf's own, its size bounded by the routes and the handlers.
+  std::shared_ptr<MemoryAccount> memory;
 };
 
 class HttpServer {

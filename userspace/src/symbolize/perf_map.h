@@ -70,7 +70,10 @@ public:
 
   // What the table holds from now on is charged to share (names and ranges); call it while the
   // table is empty.
-  void charge_to(std::shared_ptr<MemoryShare> share) { charge_ = MemoryCharge(std::move(share)); }
+  void charge_to(std::shared_ptr<MemoryShare> share)
+  {
+    charge_ = MemoryCharge(std::move(share), MemoryKind::kPerfMaps);
+  }
   // Adds entry over whatever it overlaps (a range it splits keeps both outer parts). A name that
   // does not fit in the budget of name bytes, or that the share refuses, is held as kTruncated;
   // an entry whose range the share refuses is not added. Returns false in either case.

@@ -124,7 +124,7 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
     failed_[key] = 1;
     return nullptr;
   }
-  MemoryCharge charge(share);
+  MemoryCharge charge(share, MemoryKind::kSymbols);
   if (!charge.grow(bytes)) {
     // Files no process maps give back what they held, to this share or the account.
     evict_unused(bytes);
@@ -135,7 +135,8 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
     }
   }
   held_bytes_ += bytes;
-  auto held = std::make_shared<Held>(Held{symbols, bytes, std::move(charge)});
+  auto held = std::make_shared<Held>(
+      Held{symbols, bytes, std::move(charge), MemoryCharge(share, MemoryKind::kInlines)});
   held_by_content_[content_hash] = held;
   files_.emplace(key, Cached{std::move(held), uses_});
   queue_inlines(key, symbols);
@@ -259,7 +260,7 @@ void ElfCache::use_inlines(const FileKey& key, const std::shared_ptr<const Inlin
   // The caller holds the file's symbols, so evicting made room without it.
   it = files_.find(key);
   Held& held = *it->second.held;
-  if (!held.charge.grow(bytes))
+  if (!held.inline_charge.grow(bytes))
     return; // its target's share is taken: said once by the share
   held.symbols->use_inlines(index);
   held.bytes += bytes;

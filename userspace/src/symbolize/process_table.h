@@ -142,7 +142,9 @@ private:
   struct Held {
     std::shared_ptr<const ElfSymbols> symbols;
     size_t bytes = 0;    // symbols->memory_bytes() when cached, and its inline index's once built
-    MemoryCharge charge; // bytes, charged to the share of the first process that mapped a copy
+    MemoryCharge charge; // the symbols' bytes, charged to the share of the first process that
+                         // mapped a copy
+    MemoryCharge inline_charge; // its inline index's bytes, to the same share
   };
   struct Cached {
     std::shared_ptr<Held> held; // shared by the file's copies

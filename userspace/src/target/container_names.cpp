@@ -8,6 +8,7 @@
 
 #include "common/contained_file.h"
 #include "common/log.h"
+#include "common/memory_account.h"
 #include "common/procfs.h"
 #include "common/text.h"
 #include "target/container_cgroup.h"
@@ -531,6 +532,33 @@ std::optional<std::string> ContainerNames::name_of(const std::string& id)
   if (const NamedContainer* found = find(id))
     return found->name;
   return std::nullopt;
+}
+
+uint64_t ContainerNames::memory_bytes() const
+{
+  // A node of an unordered container: its value, the next pointer and the cached hash.
+  constexpr uint64_t kNodeBytes = 2 * sizeof(void*);
+  uint64_t bytes = all_.capacity() * sizeof(NamedContainer);
+  for (const auto& container : all_) {
+    bytes += heap_bytes(container.id) + heap_bytes(container.name) + heap_bytes(container.source);
+    if (container.pod)
+      bytes += heap_bytes(container.pod->namespace_name) + heap_bytes(container.pod->pod) +
+               heap_bytes(container.pod->container) + heap_bytes(container.pod->pod_uid);
+  }
+  bytes += by_id_.bucket_count() * sizeof(void*) +
+           by_id_.size() * (kNodeBytes + sizeof(std::pair<const std::string, size_t>));
+  for (const auto& [id, index] : by_id_)
+    bytes += heap_bytes(id);
+  bytes +=
+      warned_.bucket_count() * sizeof(void*) + warned_.size() * (kNodeBytes + sizeof(std::string));
+  for (const auto& id : warned_)
+    bytes += heap_bytes(id);
+  for (const auto* roots : {&roots_, &containerd_states_})
+    for (const auto& root : *roots)
+      bytes += sizeof(DataRoot) + heap_bytes(root.process_root) + heap_bytes(root.data_root);
+  for (const auto& root : docker_roots_)
+    bytes += sizeof(std::string) + heap_bytes(root);
+  return bytes;
 }
 
 } // namespace flamebpf::target

@@ -118,6 +118,8 @@ public:
   const NamedContainer* find(const std::string& id);
   // Docker data roots found by the last refresh, as paths readable from flamebpf.
   const std::vector<std::string>& docker_data_roots() const { return docker_roots_; }
+  // What the names take in memory, roughly: the containers, their index and the messages said.
+  uint64_t memory_bytes() const;
 
 private:
   // A daemon's state directory, seen from flamebpf.

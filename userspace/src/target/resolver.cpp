@@ -189,6 +189,28 @@ void ContainerDirectory::refresh(bool names)
   inventory_ = scan_cgroup_tree(cgroup2_mount_);
   if (names)
     names_.refresh();
+  measure();
+}
+
+void ContainerDirectory::measure_memory(std::shared_ptr<MemoryAccount> account)
+{
+  memory_ = MemoryCharge(std::move(account), MemoryKind::kContainerNames);
+  measure();
+}
+
+void ContainerDirectory::measure()
+{
+  uint64_t bytes = names_.memory_bytes();
+  bytes += inventory_.containers.capacity() * sizeof(ContainerCgroup) +
+           inventory_.pods.capacity() * sizeof(PodCgroup) +
+           inventory_.directories.capacity() * sizeof(std::string);
+  for (const auto& container : inventory_.containers)
+    bytes += heap_bytes(container.id) + heap_bytes(container.pod_uid) + heap_bytes(container.path);
+  for (const auto& pod : inventory_.pods)
+    bytes += heap_bytes(pod.uid) + heap_bytes(pod.path);
+  for (const auto& directory : inventory_.directories)
+    bytes += heap_bytes(directory);
+  (void)memory_.set(bytes); // measured: never refused
 }
 
 std::string ContainerDirectory::display_name(const std::string& container_id)

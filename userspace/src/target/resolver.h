@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/memory_account.h"
 #include "common/result.h"
 #include "profile/symbolized_profile.h"
 #include "target/container_inventory.h"
@@ -37,6 +38,10 @@ public:
 
   // Rescans the cgroup tree; with names, also rereads the runtimes' names.
   void refresh(bool names = true);
+  // What the inventory and the names take is measured in account from now on, after each
+  // refresh. Measured, not charged: they are the host's containers, bounded by the walk's and
+  // the runtimes' limits, and no target may be refused the name its samples are filed under.
+  void measure_memory(std::shared_ptr<MemoryAccount> account);
 
   const std::string& cgroup2_mount() const { return cgroup2_mount_; }
   const CgroupInventory& inventory() const { return inventory_; }
@@ -57,9 +62,13 @@ public:
   Target container_target(const ContainerCgroup& container);
 
 private:
+  // Measures the inventory and the names again.
+  void measure();
+
   std::string cgroup2_mount_;
   CgroupInventory inventory_;
   ContainerNames names_;
+  MemoryCharge memory_;
 };
 
 // Resolves one --cgroup argument against directory (refreshed by the caller). Fails with a usage

@@ -24,6 +24,8 @@ public:
   uint32_t used() const { return used_; }
   // The longest run that take() could place now.
   uint32_t largest_free() const;
+  // Free runs now (what the bookkeeping holds).
+  size_t free_runs() const { return free_.size(); }
 
 private:
   uint32_t capacity_;

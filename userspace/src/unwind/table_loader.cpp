@@ -468,6 +468,36 @@ void TableLoader::remove_code_table(uint32_t pid, uint32_t image_id, uint64_t st
   release(placed);
 }
 
+void TableLoader::measure_memory(std::shared_ptr<MemoryAccount> account)
+{
+  memory_ = MemoryCharge(std::move(account), MemoryKind::kUnwindTables);
+  measure();
+}
+
+void TableLoader::measure()
+{
+  // A node of a tree (three pointers and a colour) or of a hash table (a pointer and the hash).
+  constexpr uint64_t kTreeNode = 4 * sizeof(void*);
+  constexpr uint64_t kHashNode = 2 * sizeof(void*);
+  uint64_t bytes = free_slots_.capacity() * sizeof(uint32_t);
+  bytes += rows_.free_runs() * (kTreeNode + 2 * sizeof(uint32_t));
+  for (const auto& [key, file] : files_)
+    bytes += kTreeNode + sizeof(std::pair<const FileKey, KnownFile>) +
+             file.segments.capacity() * sizeof(LoadSegment);
+  bytes += (failed_files_.size() + reported_files_.size()) * (kTreeNode + sizeof(FileKey));
+  bytes += stalled_files_.size() *
+           (kTreeNode + sizeof(std::pair<const FileKey, std::shared_future<Result<FileTable>>>));
+  bytes += tables_.bucket_count() * sizeof(void*) +
+           tables_.size() * (kHashNode + sizeof(std::pair<const uint64_t, SharedTable>));
+  for (const auto& [key, image] : images_)
+    bytes += kTreeNode + sizeof(std::pair<const ImageKey, Image>) +
+             image.file_mappings.capacity() * sizeof(fb_unwind_mapping) +
+             image.content_keys.size() * (kTreeNode + sizeof(uint64_t)) +
+             image.code.size() * (kTreeNode + sizeof(std::pair<const uint64_t, CodeTable>));
+  bytes += queued_.size() * sizeof(ImageKey);
+  (void)memory_.set(bytes); // measured: never refused
+}
+
 size_t TableLoader::live_tables() const
 {
   size_t live = tables_.size();

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/memory_account.h"
 #include "common/proc_maps.h"
 #include "common/result.h"
 #include "common/stall_guard.h"
@@ -104,6 +105,14 @@ public:
   // Removes the table installed for the code at start, if any.
   void remove_code_table(uint32_t pid, uint32_t image_id, uint64_t start);
 
+  // What the loader holds in userspace (its bookkeeping of files, tables and images, and the
+  // free runs of the row array; the rows themselves are in the kernel maps, reported apart) is
+  // measured in account from now on, at each measure(). Measured, not charged: the kernel maps'
+  // capacity (--unwind-memory) bounds it, and the loader knows processes, not targets.
+  void measure_memory(std::shared_ptr<MemoryAccount> account);
+  // Measures what the loader holds again: once per interval, as walking it costs.
+  void measure();
+
   const LoaderCounts& counts() const { return counts_; }
   // Tables in the sampler's maps now (file tables, shared ones once, and code tables).
   size_t live_tables() const;
@@ -176,6 +185,7 @@ private:
   std::deque<ImageKey> queued_;
   LoaderCounts counts_;
   bool full_logged_ = false;
+  MemoryCharge memory_;
   // Last: destroyed first, so that its worker is done before the members it may still use go.
   StallGuard stall_guard_{kStallLimit};
 };

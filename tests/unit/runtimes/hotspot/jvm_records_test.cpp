@@ -135,6 +135,7 @@ TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
   EXPECT_EQ(share->held(), 0u);
   EXPECT_TRUE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
   EXPECT_EQ(share->held(), JvmRecords::kMethodBytes + 21);
+  EXPECT_EQ(account->breakdown().of(MemoryKind::kJvmRecords), JvmRecords::kMethodBytes + 21);
 }
 
 TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)

@@ -59,7 +59,10 @@ std::optional<JvmRecord> parse_jvm_record_line(std::string_view line);
 class JvmRecords {
 public:
   // What the records hold from now on is charged to share; call it while they are empty.
-  void charge_to(std::shared_ptr<MemoryShare> share) { charge_ = MemoryCharge(std::move(share)); }
+  void charge_to(std::shared_ptr<MemoryShare> share)
+  {
+    charge_ = MemoryCharge(std::move(share), MemoryKind::kJvmRecords);
+  }
   // Applies one record. Returns false if it was ignored for a budget (its own or the share's).
   bool apply(const JvmRecord& record);
 
