@@ -95,6 +95,7 @@ DOCKER_SOCKET=$WORK/docker.sock
 DOCKERD_PID=
 RUN_TIME_PID=  # /usr/bin/time of the flamebpf run in progress
 RUN_PID=       # that flamebpf
+CONTAINER_IDS=() # full IDs of our containers
 # What dockerd creates outside its roots (the cgroup parent of its containers in every hierarchy,
 # plugin and shim directories) and did not exist before: removed again at the end.
 CREATED_DIRS=()
@@ -122,7 +123,7 @@ stop_flamebpf_run() {
 
 cleanup() {
   set +e
-  local ids index dir
+  local ids id index dir
   stop_flamebpf_run
   if [[ -n $DOCKERD_PID ]] && kill -0 "$DOCKERD_PID" 2>/dev/null; then
     log "removing the containers, the images and dockerd"
@@ -144,12 +145,15 @@ cleanup() {
   # never reaches through a mount.
   findmnt -rn -o TARGET | awk -v work="$WORK/" 'index($0, work) == 1' | sort -r |
     xargs -r -n 1 umount -l 2>/dev/null
+  # The cgroups of our containers that a killed dockerd left behind; never another dockerd's.
+  for dir in /sys/fs/cgroup/*/docker; do
+    for id in "${CONTAINER_IDS[@]}"; do
+      [[ ! -d $dir/$id ]] || rmdir "$dir/$id" 2>/dev/null
+    done
+  done
+  # Parents last; one that another dockerd has come to use meanwhile is not empty, and stays.
   for ((index = ${#CREATED_DIRS[@]} - 1; index >= 0; index--)); do
-    dir=${CREATED_DIRS[index]}
-    [[ -d $dir ]] || continue
-    # Container cgroups a killed dockerd left behind, then the parent.
-    find "$dir" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
-    rmdir "$dir" 2>/dev/null || log "cannot remove $dir"
+    [[ ! -d ${CREATED_DIRS[index]} ]] || rmdir "${CREATED_DIRS[index]}" 2>/dev/null
   done
   if [[ -n $RESULTS_DIR && -d $WORK/runs ]]; then
     mkdir -p "$RESULTS_DIR" && cp -a "$WORK/runs/." "$RESULTS_DIR/" && log "runs kept in $RESULTS_DIR"
@@ -297,7 +301,7 @@ start_dockerd() {
 # docker run -d without a registry, a network or (but for the JVMs, whose readiness is read from
 # it) a log.
 run_container() {
-  docker_private run -d --pull=never --network=none "$@" >/dev/null
+  CONTAINER_IDS+=("$(docker_private run -d --pull=never --network=none "$@")")
 }
 
 JVM_NAMES=()
@@ -320,9 +324,9 @@ start_containers() {
   for ((n = 1; n <= JVMS; n++)); do
     JVM_NAMES+=("scale-jvm-$(printf %02d "$n")")
     # A fresh, exec-able /tmp at each start: the perf map and agent of the run before are gone.
-    docker_private create --pull=never --network=none --tmpfs /tmp:rw,exec,mode=1777 \
-      --name "${JVM_NAMES[-1]}" scale-jvm:latest java "${JAVA_ARGS[@]}" -cp /app Ticker \
-      "$JVM_BUSY_MS" >/dev/null
+    CONTAINER_IDS+=("$(docker_private create --pull=never --network=none \
+      --tmpfs /tmp:rw,exec,mode=1777 --name "${JVM_NAMES[-1]}" scale-jvm:latest \
+      java "${JAVA_ARGS[@]}" -cp /app Ticker "$JVM_BUSY_MS")")
   done
 }
 
