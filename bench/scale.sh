@@ -45,7 +45,8 @@ die() {
 [[ $(id -u) -eq 0 ]] || die "needs root (BPF, dockerd); run: sudo $0"
 ((IDLE >= 0)) || die "CONTAINERS ($CONTAINERS) is less than JVMS + BUSY + BINARIES"
 ((BUSY == 0 || BINARIES > 0)) || die "busy containers run the distinct programs: set BINARIES >= 1"
-((${#FREQ_LIST[@]} > 0 && MINUTES > 0 && INTERVAL > 0)) || die "FREQS, MINUTES and INTERVAL must be set"
+((${#FREQ_LIST[@]} > 0 && MINUTES > 0 && INTERVAL > 0)) ||
+  die "FREQS, MINUTES and INTERVAL must be set"
 [[ -z $BASELINE || -z $BASELINE_COMMIT ]] || die "give BASELINE or BASELINE_COMMIT, not both"
 
 apt_updated=0
@@ -156,7 +157,8 @@ cleanup() {
     [[ ! -d ${CREATED_DIRS[index]} ]] || rmdir "${CREATED_DIRS[index]}" 2>/dev/null
   done
   if [[ -n $RESULTS_DIR && -d $WORK/runs ]]; then
-    mkdir -p "$RESULTS_DIR" && cp -a "$WORK/runs/." "$RESULTS_DIR/" && log "runs kept in $RESULTS_DIR"
+    mkdir -p "$RESULTS_DIR" && cp -a "$WORK/runs/." "$RESULTS_DIR/" &&
+      log "runs kept in $RESULTS_DIR"
   fi
   rm -rf "$WORK"
 }
@@ -275,7 +277,7 @@ build_images() {
     'ENV JAVA_HOME=/opt/java/openjdk' 'WORKDIR /app'
 }
 
-# --- dockerd and its containers ---------------------------------------------------------------------
+# --- dockerd and its containers -------------------------------------------------------------------
 
 start_dockerd() {
   mkdir -p "$WORK/client"
@@ -358,7 +360,7 @@ start_jvms() {
   sleep "$SETTLE"
 }
 
-# --- one flamebpf run -------------------------------------------------------------------------------
+# --- one flamebpf run -----------------------------------------------------------------------------
 
 # Runs flamebpf ($2) at $3 Hz into run directory $1 and polls, every POLL seconds, its anonymous
 # memory and the memory of its BPF maps (the memlock of every map it holds: what flamebpf's
@@ -394,13 +396,13 @@ run_flamebpf() {
   ((status == 0)) || die "flamebpf exited with $status: $(tail -5 "$dir/log")"
 }
 
-# --- the runs ---------------------------------------------------------------------------------------
+# --- the runs -------------------------------------------------------------------------------------
 
 # A column's label: the name given and the commit the binary says it was built from.
 label_of() {
   local commit
-  commit=$("$1" --version 2>/dev/null | sed -n 's/.*commit \([0-9a-f]\{7\}\)[0-9a-f]*\(, modified\)\{0,1\}.*/\1\2/p' |
-    head -1) || true
+  commit=$("$1" --version 2>/dev/null |
+    sed -n 's/.*commit \([0-9a-f]\{7\}\)[0-9a-f]*\(, modified\)\{0,1\}.*/\1\2/p' | head -1) || true
   echo "${2}${commit:+ $commit}"
 }
 

@@ -4,8 +4,8 @@ targets.
 
 Usage: report.py RUNS_DIR INTERVAL
 RUNS_DIR holds one directory per run, each with `meta` (role: candidate or baseline, label,
-frequency, minutes: one `key value` a line), `time` (/usr/bin/time -f '%U %S %M %e'), `poll` (`anon_kib N` and
-`map_bytes N` lines), `log` (flamebpf's stderr) and `dumps/` (its --output-dir).
+frequency, minutes: one `key value` a line), `time` (/usr/bin/time -f '%U %S %M %e'), `poll`
+(`anon_kib N` and `map_bytes N` lines), `log` (flamebpf's stderr) and `dumps/` (its --output-dir).
 """
 import datetime
 import json
@@ -131,6 +131,9 @@ def analyse(run_dir, interval):
     result["foreign"] = sorted({name for _, stats in intervals for name in stats["targets"]
                                 if target_kind(name) == "others"})
     result["anon_stats"] = max(s["flamebpf"]["rss_anon_bytes"] for _, s in intervals) / MIB
+    # What the symbolizer holds (issue 35's largest part of the anonymous memory).
+    result["symbols"] = max(s["occupancy"]["symbol_bytes"] for _, s in intervals) / MIB
+    result["elf_files"] = max(s["occupancy"]["elf_files"] for _, s in intervals)
     jit = sum(s["unnamed_frames"]["jit"] for _, s in intervals)
     jit_unnamed = sum(s["unnamed_frames"]["jit_unnamed"] for _, s in intervals)
     result["jit_unnamed"] = 100 * jit_unnamed / jit if jit else None
@@ -196,6 +199,9 @@ def table(frequency, runs, jvms, minutes, interval):
         f"<= {ANON_TARGET_MIB} MiB", [r["anon_stats"] for r in runs])
     row("anonymous RSS peak, MiB (polled)", [f"{r['anon_polled']:.1f}" for r in runs], "",
         [r["anon_polled"] for r in runs])
+    row("  symbols held, MiB (stats file, peak)", [f"{r['symbols']:.1f}" for r in runs], "",
+        [r["symbols"] for r in runs])
+    row("  ELF files open (stats file, peak)", [str(r["elf_files"]) for r in runs])
     row("BPF maps, MiB (memlock, polled peak)", [f"{r['maps']:.1f}" for r in runs], "",
         [r["maps"] for r in runs])
     row("samples per steady interval (mean)",
