@@ -7,6 +7,8 @@
 //   burner --late-thread D S
 //                         sleeps D seconds, then burns S seconds in a thread it starts then
 //                         (late_thread;run;a;b;c), for a profiler attached before the thread was
+//   burner --clock S      reads the clock for S seconds (main;read_clock;clock_gettime), in the
+//                         vDSO's code
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,13 @@ __attribute__((noinline)) unsigned long run(double seconds, unsigned long rounds
   return done;
 }
 
+__attribute__((noinline)) static void read_clock(double seconds)
+{
+  double end = now_seconds() + seconds;
+  while (now_seconds() < end) {
+  }
+}
+
 static double late_thread_seconds;
 
 __attribute__((noinline)) static void* late_thread(void* unused)
@@ -74,6 +83,10 @@ int main(int argc, char** argv)
     pthread_join(thread, NULL);
     return 0;
   }
+  if (argc == 3 && strcmp(argv[1], "--clock") == 0) {
+    read_clock(atof(argv[2]));
+    return 0;
+  }
   if (argc == 3 && strcmp(argv[1], "--rounds") == 0) {
     double start = now_seconds();
     run(0, strtoul(argv[2], NULL, 10));
@@ -81,7 +94,9 @@ int main(int argc, char** argv)
     return 0;
   }
   if (argc != 2) {
-    fprintf(stderr, "usage: %s SECONDS | --rounds N | --late-thread DELAY SECONDS\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s SECONDS | --rounds N | --late-thread DELAY SECONDS | --clock SECONDS\n",
+            argv[0]);
     return 2;
   }
   unsigned long rounds = run(atof(argv[1]), 0);

@@ -1,5 +1,6 @@
 #include <cctype>
 #include <chrono>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <gelf.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/contained_file.h"
+#include "common/proc_maps.h"
 #include "symbolize/elf_symbols.h"
 #include "test_elf.h"
 #include "test_support.h"
@@ -74,6 +76,26 @@ TEST(ElfSymbols, PlainLibraryFunctions)
   ASSERT_NE(symbols, nullptr);
   expect_function(file, *symbols, "fb_fixture_alpha", "fb_fixture_alpha");
   expect_function(file, *symbols, "fb_fixture_beta", "fb_fixture_beta");
+}
+
+// flamebpf's own vDSO names its functions where glibc's dynamic linker finds them.
+TEST(ElfSymbols, OwnVdsoImageNamesClockGettime)
+{
+  std::string_view image = procfs::own_vdso_image();
+  ASSERT_FALSE(image.empty());
+  void* vdso = ::dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  ASSERT_NE(vdso, nullptr) << ::dlerror();
+  void* function = ::dlsym(vdso, "__vdso_clock_gettime");
+  ASSERT_NE(function, nullptr) << ::dlerror();
+  auto symbols = ElfSymbols::read_image(image, "[vdso]");
+  ASSERT_TRUE(symbols) << symbols.error().message;
+  uint64_t offset =
+      reinterpret_cast<uintptr_t>(function) - reinterpret_cast<uintptr_t>(image.data());
+  auto name = (*symbols)->symbolize_file_offset(offset + 4);
+  ASSERT_TRUE(name);
+  // Its two names share one address.
+  EXPECT_TRUE(*name == "__vdso_clock_gettime" || *name == "clock_gettime") << *name;
+  ::dlclose(vdso);
 }
 
 TEST(ElfSymbols, SegmentWhoseVaddrDiffersFromItsOffset)

@@ -1,7 +1,9 @@
 #include "common/proc_maps.h"
 
 #include <algorithm>
+#include <sys/auxv.h>
 
+#include "common/procfs.h"
 #include "common/text.h"
 
 namespace flamebpf::procfs {
@@ -56,6 +58,24 @@ std::vector<Mapping> parse_proc_maps(std::string_view text)
     mappings.push_back(std::move(mapping));
   }
   return mappings;
+}
+
+std::string_view own_vdso_image()
+{
+  static const std::string_view image = []() -> std::string_view {
+    auto address = getauxval(AT_SYSINFO_EHDR);
+    if (address == 0)
+      return {};
+    auto maps = read_file("/proc/self/maps", size_t{4} << 20);
+    if (!maps)
+      return {};
+    for (const auto& mapping : parse_proc_maps(*maps)) {
+      if (mapping.path == "[vdso]" && mapping.start == address)
+        return {reinterpret_cast<const char*>(address), mapping.end - mapping.start};
+    }
+    return {};
+  }();
+  return image;
 }
 
 } // namespace flamebpf::procfs

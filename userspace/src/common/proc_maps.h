@@ -26,4 +26,8 @@ struct Mapping {
 // Parses maps text; malformed lines are skipped. " (deleted)" stays part of the path.
 std::vector<Mapping> parse_proc_maps(std::string_view text);
 
+// flamebpf's own vDSO, as mapped: the same image as every other 64-bit process's on this kernel,
+// so read from here rather than from a target. Empty if it has none.
+std::string_view own_vdso_image();
+
 } // namespace flamebpf::procfs

@@ -335,18 +335,41 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
   if (!symbols->inline_source_ && go_binary)
     symbols->inline_source_ = go_inline_source(fd.get(), shown);
 
-  // By address; among aliases at one address, sized symbols last, so lookups meet them first.
-  std::stable_sort(best.symbols.begin(), best.symbols.end(), [](const Symbol& a, const Symbol& b) {
-    if (a.address != b.address)
-      return a.address < b.address;
-    return (a.size != 0) < (b.size != 0);
-  });
-  best.symbols.shrink_to_fit();
-  best.names.shrink_to_fit();
-  symbols->symbols_ = std::move(best.symbols);
-  symbols->names_ = std::move(best.names);
-  symbols->names_cut_ = best.names_cut;
+  symbols->keep(std::move(best));
   return symbols;
+}
+
+Result<std::unique_ptr<ElfSymbols>> ElfSymbols::read_image(std::string_view image,
+                                                           const std::string& shown)
+{
+  auto reader = ElfReader::open(ElfBytes::memory(image), shown);
+  if (!reader)
+    return fail(reader.error());
+  std::unique_ptr<ElfSymbols> symbols(new ElfSymbols());
+  for (const auto& segment : reader->segments()) {
+    if (segment.type == PT_LOAD)
+      symbols->segments_.push_back({segment.offset, segment.file_size, segment.vaddr});
+  }
+  symbols->build_id_ = hex(reader->build_id());
+  symbols->symbols_from_ = ".dynsym";
+  symbols->keep(read_table(*reader, SHT_DYNSYM, 0, symbols->problems_));
+  return symbols;
+}
+
+void ElfSymbols::keep(Table table)
+{
+  // By address; among aliases at one address, sized symbols last, so lookups meet them first.
+  std::stable_sort(table.symbols.begin(), table.symbols.end(),
+                   [](const Symbol& a, const Symbol& b) {
+                     if (a.address != b.address)
+                       return a.address < b.address;
+                     return (a.size != 0) < (b.size != 0);
+                   });
+  table.symbols.shrink_to_fit();
+  table.names.shrink_to_fit();
+  symbols_ = std::move(table.symbols);
+  names_ = std::move(table.names);
+  names_cut_ = table.names_cut;
 }
 
 size_t ElfSymbols::memory_bytes() const

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -52,6 +53,10 @@ public:
        const std::vector<DebugRoot>& debug_roots,
        const std::string& shown,
        DebugFetcher* fetcher = nullptr);
+
+  // Reads the dynamic symbols of an ELF image in flamebpf's own memory (its vDSO's).
+  [[nodiscard]] static Result<std::unique_ptr<ElfSymbols>> read_image(std::string_view image,
+                                                                      const std::string& shown);
 
   struct SymbolMatch {
     std::string name; // demangled, at most kMaxSymbolNameBytes or kMaxDemangledBytes
@@ -124,6 +129,8 @@ public:
 
 private:
   ElfSymbols() = default;
+  // Holds table's symbols, sorted, as this file's.
+  void keep(Table table);
   // Link-time virtual address of file_offset, from the PT_LOAD program headers.
   std::optional<uint64_t> file_offset_to_vaddr(uint64_t file_offset) const;
   // The symbol covering address, by binary search (sorted by address).

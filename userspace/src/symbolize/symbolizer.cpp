@@ -9,12 +9,30 @@
 #include "bpf_abi.h"
 #include "common/log.h"
 #include "common/meanwhile.h"
+#include "common/proc_maps.h"
 #include "profile/accumulator.h"
 #include "symbolize/name_cut.h"
 #include "symbolize/perf_map_names.h"
 
 namespace flamebpf::symbolize {
 namespace {
+
+// The vDSO's functions (clock_gettime, gettimeofday: a Go or Java program's clock reads), named
+// from flamebpf's own vDSO, the same image in every 64-bit process on this kernel; a mapping of
+// another size (a 32-bit process's) is not named from it.
+const ElfSymbols* vdso_symbols(const procfs::Mapping& mapping)
+{
+  static const std::unique_ptr<ElfSymbols> own = []() -> std::unique_ptr<ElfSymbols> {
+    std::string_view image = procfs::own_vdso_image();
+    if (image.empty())
+      return nullptr;
+    auto read = ElfSymbols::read_image(image, "[vdso]");
+    return read ? std::move(*read) : nullptr;
+  }();
+  if (!own || mapping.end - mapping.start != procfs::own_vdso_image().size())
+    return nullptr;
+  return own.get();
+}
 
 std::string basename_of(const std::string& path)
 {
@@ -210,6 +228,15 @@ bool Symbolizer::name_user_address(const ImageKey& key,
       if (symbols->inlines_pending())
         out[first].late = late_.note(key, address, code->symbols, file_offset);
       return false;
+    }
+  }
+  if (mapping.path == "[vdso]") {
+    if (const ElfSymbols* vdso = vdso_symbols(mapping)) {
+      if (auto match = vdso->match_file_offset(file_offset)) {
+        *cut_when_read =
+            add_native_frames(key, std::move(*match), mapping.path, file_offset, out, profile);
+        return false;
+      }
     }
   }
   stats.native_unnamed += mapping.file_backed();

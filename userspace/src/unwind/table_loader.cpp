@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <elf.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "common/hashing.h"
 #include "common/log.h"
 #include "common/mapped_file.h"
+#include "common/proc_maps.h"
 #include "common/procfs.h"
 #include "unwind/cfi_table.h"
 #include "unwind/go_table.h"
@@ -78,22 +78,13 @@ Result<FileTable> table_of(const ElfReader& elf)
 Result<FileTable> vdso_table()
 {
   static const Result<FileTable> built = []() -> Result<FileTable> {
-    auto address = getauxval(AT_SYSINFO_EHDR);
-    if (address == 0)
-      return fail(error("no vDSO in flamebpf's own auxiliary vector"));
-    auto maps = procfs::read_file("/proc/self/maps", kMaxMapsBytes);
-    if (!maps)
-      return fail(maps.error());
-    for (const auto& mapping : procfs::parse_proc_maps(*maps)) {
-      if (mapping.path != "[vdso]" || mapping.start != address)
-        continue;
-      std::string_view bytes(reinterpret_cast<const char*>(address), mapping.end - mapping.start);
-      auto elf = ElfReader::open(ElfBytes::memory(bytes), "[vdso]");
-      if (!elf)
-        return fail(elf.error());
-      return table_of(*elf);
-    }
-    return fail(error("flamebpf's own vDSO is not in its maps"));
+    std::string_view image = procfs::own_vdso_image();
+    if (image.empty())
+      return fail(error("flamebpf has no vDSO of its own to read"));
+    auto elf = ElfReader::open(ElfBytes::memory(image), "[vdso]");
+    if (!elf)
+      return fail(elf.error());
+    return table_of(*elf);
   }();
   return built;
 }
