@@ -2,9 +2,12 @@
 // sub-cgroups, and a container restarted under the same name.
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -263,6 +266,19 @@ TEST_F(ContainerTargetTest, AgentDumpsEachContainerEveryIntervalInEveryFormat)
     EXPECT_EQ(rows.at(comm), expected.at(comm));
   }
   EXPECT_FALSE(std::filesystem::exists(out + "/host"));
+  // The two containers map copies of the same files (their image's libc and loader, and two
+  // copies of the burner): one symbol table serves each file's copies.
+  std::istringstream stats(read_text(out + "/flamebpf-stats.jsonl"));
+  std::string last;
+  for (std::string line; std::getline(stats, line);)
+    last = line;
+  auto occupancy = nlohmann::json::parse(last).at("occupancy");
+  size_t files = occupancy.at("elf_files");
+  size_t tables = occupancy.at("symbol_tables");
+  EXPECT_GE(files, 6u) << last;
+  EXPECT_LE(tables * 2, files) << last;
+  std::printf("[ FIGURES  ] two containers of one image: %zu ELF files, %zu symbol tables\n", files,
+              tables);
 }
 
 } // namespace

@@ -305,7 +305,7 @@ TEST(Stats, OneJsonLinePerInterval)
   stats.profile = &profile;
   stats.perf_maps = {{42, "web\"quoted", 1.5}};
   stats.usage = {1.25, 30 << 20, 12 << 20, 17};
-  stats.occupancy = {120, 3, 0, 118, 40, 5 << 20};
+  stats.occupancy = {120, 3, 0, 118, 40, 5 << 20, 12};
   stats.interval_cpu_seconds = 0.05;
   std::string json = stats_json(stats);
   EXPECT_EQ(json.find('\n'), std::string::npos);
@@ -330,7 +330,7 @@ TEST(Stats, OneJsonLinePerInterval)
       << json;
   EXPECT_NE(json.find("\"occupancy\":{\"known_images\":120,\"cgroup_targets\":3,"
                       "\"pid_targets\":0,\"processes\":118,\"elf_files\":40,"
-                      "\"symbol_bytes\":5242880}"),
+                      "\"symbol_bytes\":5242880,\"symbol_tables\":12}"),
             std::string::npos)
       << json;
   EXPECT_EQ(summary_line(stats), "interval 16:20:00\xE2\x80\x93"

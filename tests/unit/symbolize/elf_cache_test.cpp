@@ -212,11 +212,13 @@ TEST_F(ElfCacheFallback, CopiesOfOneFileShareOneTable)
   auto copy = cache.get(kPid, mapping("copy-of-a.so"), account->share("second"));
   EXPECT_EQ(copy, a);
   EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.tables(), 1u);
   EXPECT_EQ(cache.held_bytes(), one_table);
   EXPECT_EQ(account->held(), one_table);
   auto other = cache.get(kPid, mapping("other.so"));
   ASSERT_NE(other, nullptr);
   EXPECT_NE(other, a);
+  EXPECT_EQ(cache.tables(), 2u);
   EXPECT_EQ(cache.held_bytes(), one_table + other->memory_bytes());
 
   // While one copy is used, the table stays for both; it goes, and is given back once, when

@@ -210,9 +210,9 @@ std::string stats_json(const IntervalStats& stats)
   const Occupancy& held = stats.occupancy;
   json += fmt::format(",\"occupancy\":{{\"known_images\":{},\"cgroup_targets\":{},"
                       "\"pid_targets\":{},\"processes\":{},\"elf_files\":{},"
-                      "\"symbol_bytes\":{}}}",
+                      "\"symbol_bytes\":{},\"symbol_tables\":{}}}",
                       held.known_images, held.cgroup_targets, held.pid_targets, held.processes,
-                      held.elf_files, held.symbol_bytes);
+                      held.elf_files, held.symbol_bytes, held.symbol_tables);
   json += fmt::format(",\"files_written\":{},\"dumps_pending\":{}}}", stats.files_written,
                       stats.dumps_pending);
   return json;

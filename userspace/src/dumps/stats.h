@@ -32,6 +32,7 @@ struct Occupancy {
   size_t processes = 0;      // processes the symbolizer remembers
   size_t elf_files = 0;      // ELF files it holds open
   size_t symbol_bytes = 0;   // what their symbols and inline indexes take, roughly
+  size_t symbol_tables = 0;  // the symbol tables they share (copies of a file share one)
 };
 
 // Reads this process's CPU time and resident memory.

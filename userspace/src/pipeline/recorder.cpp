@@ -456,9 +456,10 @@ Result<> Recorder::end_interval(Wall::time_point end, bool last)
   auto kernel_maps = sampler_->occupancy();
   if (unwind_tables_)
     unwind_tables_->measure();
-  facts.occupancy = {kernel_maps.known_images, kernel_maps.cgroup_targets,
-                     kernel_maps.pid_targets,  symbolizer_->processes(),
-                     symbolizer_->elf_files(), symbolizer_->symbol_bytes()};
+  facts.occupancy = {kernel_maps.known_images,    kernel_maps.cgroup_targets,
+                     kernel_maps.pid_targets,     symbolizer_->processes(),
+                     symbolizer_->elf_files(),    symbolizer_->symbol_bytes(),
+                     symbolizer_->symbol_tables()};
   for (const auto& map : symbolizer_->perf_maps())
     facts.perf_maps.push_back({map.pid, map.modified});
   // Names that arrived during the interval (debug files, inline indexes, perf maps) name its

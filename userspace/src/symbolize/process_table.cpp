@@ -143,6 +143,14 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
   return symbols;
 }
 
+size_t ElfCache::tables() const
+{
+  std::set<const Held*> held;
+  for (const auto& [key, cached] : files_)
+    held.insert(cached.held.get());
+  return held.size();
+}
+
 std::shared_ptr<ElfCache::Held> ElfCache::held_alike(const ElfSymbols& symbols,
                                                      uint64_t content_hash) const
 {

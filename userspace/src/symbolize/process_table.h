@@ -98,6 +98,8 @@ public:
                                         const procfs::Mapping& mapping,
                                         const std::shared_ptr<MemoryShare>& share = nullptr);
   size_t size() const { return files_.size(); }
+  // The symbol tables held: one for all the copies of a file.
+  size_t tables() const;
   // The memory the cached symbols and inline indexes take, roughly.
   size_t held_bytes() const { return held_bytes_; }
   // Forgets the tables no process holds beyond the most recently used kUnusedKept, or
@@ -295,6 +297,7 @@ public:
   const std::string& proc_root() const { return proc_root_; }
   size_t size() const { return processes_.size(); }
   size_t elf_files() const { return elf_cache_.size(); }
+  size_t symbol_tables() const { return elf_cache_.tables(); }
   size_t symbol_bytes() const { return elf_cache_.held_bytes(); }
 
   // How long a perf map's refresh may go without progress before the table goes on without it.

@@ -98,6 +98,7 @@ public:
   // The process image if captured, without capturing it.
   const ProcessImage* find_process(const ImageKey& key) const { return processes_.find(key); }
   size_t elf_files() const { return processes_.elf_files(); }
+  size_t symbol_tables() const { return processes_.symbol_tables(); }
   size_t symbol_bytes() const { return processes_.symbol_bytes(); }
   // The targets whose shares of the memory account processes seen from now on are charged to.
   void set_targets(profile::TargetNames targets) { processes_.set_targets(std::move(targets)); }
