@@ -304,28 +304,33 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
                        symbols->inline_source_, problems);
     }
   } else {
+    // The richest table wins. .dynsym is moved into it, not copied: its names take megabytes
+    // in a large library, and files are read while others are held.
     Table dynamic = read_table(*reader, SHT_DYNSYM, 0, problems);
-    best = dynamic;
+    std::optional<Table> richer; // than .dynsym alone
+    auto best_size = [&] { return richer ? richer->symbols.size() : dynamic.symbols.size(); };
     symbols->symbols_from_ = ".dynsym";
     std::string debug_path;
     auto debug = debug_file_table(*reader, status, path, build_id, debug_roots, fetcher, shown,
                                   debug_path, symbols->inline_source_, problems);
-    if (debug && debug->symbols.size() > best.symbols.size()) {
-      best = std::move(*debug);
+    if (debug && debug->symbols.size() > best_size()) {
+      richer = std::move(*debug);
       symbols->symbols_from_ = debug_path;
     }
-    // MiniDebugInfo holds only what .dynsym lacks.
+    debug.reset();
+    // MiniDebugInfo holds only what .dynsym lacks (the copy is of the few files that have it).
     if (auto mini = mini_debug_info_table(*reader, problems)) {
-      Table with_dynamic = joined(std::move(dynamic), *mini);
-      if (with_dynamic.symbols.size() > best.symbols.size()) {
-        best = std::move(with_dynamic);
+      Table with_dynamic = joined(dynamic, *mini);
+      if (with_dynamic.symbols.size() > best_size()) {
+        richer = std::move(with_dynamic);
         symbols->symbols_from_ = ".gnu_debugdata";
       }
     }
-    if (auto go = go_table(*reader, problems); go && go->symbols.size() > best.symbols.size()) {
-      best = std::move(*go);
+    if (auto go = go_table(*reader, problems); go && go->symbols.size() > best_size()) {
+      richer = std::move(*go);
       symbols->symbols_from_ = ".gopclntab";
     }
+    best = richer ? std::move(*richer) : std::move(dynamic);
   }
   // A Go binary without DWARF (stripped, or linked with -w) still has its inline tree.
   bool go_binary = reader->section_named(".gopclntab") != nullptr ||
