@@ -1168,7 +1168,7 @@ std::unique_ptr<InlineIndex> InlineIndex::assemble(std::vector<CallRange> calls)
     if (call.end <= call.begin || call.end - call.begin > UINT32_MAX || call.call == 0 ||
         call.depth == 0 || call.depth > kMaxInlineDepth)
       continue;
-    std::string_view name = call.name.empty() ? kUnnamed : std::string_view(call.name);
+    std::string_view name = call.name.empty() ? kUnnamed : call.name;
     auto [it, added] = name_ids.try_emplace(name, static_cast<uint32_t>(index->names_.size()));
     if (added) {
       index->names_.push_back(

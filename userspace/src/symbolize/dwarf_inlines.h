@@ -84,14 +84,15 @@ public:
   // One inlined call's range as a format other than DWARF gives it (a Go binary's inline tree,
   // symbolize/go_inlines.h). Depth 1 is a call inlined into the function itself; call numbers
   // are unique in the index, from 1; caller is the call of the depth above that holds this one
-  // (0 at depth 1).
+  // (0 at depth 1). name views a name the caller keeps until assemble returns: a large Go
+  // binary has hundreds of thousands of ranges and tens of thousands of names.
   struct CallRange {
     uint64_t begin = 0;
     uint64_t end = 0;
     uint32_t depth = 0;
     uint32_t call = 0;
     uint32_t caller = 0;
-    std::string name;
+    std::string_view name;
   };
   // An index of calls; where ranges of one depth overlap, the first kept wins (counted as
   // overlaps_dropped).

@@ -1,6 +1,8 @@
 #include "symbolize/go_inlines.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_set>
 
 #include "runtimes/go/pclntab.h"
 
@@ -15,6 +17,7 @@ Result<std::unique_ptr<InlineIndex>> build_go_inline_index(const ElfReader& read
   if (!*table)
     return fail(error(reader.shown() + " is no Go binary"));
   std::vector<InlineIndex::CallRange> calls;
+  std::unordered_set<std::string> names; // each once; the ranges view them
   std::vector<go::PcValueRun> runs;
   std::vector<go::Pclntab::InlinedCall> tree;
   std::vector<uint32_t> call_numbers;
@@ -39,8 +42,9 @@ Result<std::unique_ptr<InlineIndex>> build_go_inline_index(const ElfReader& read
         auto entry = static_cast<size_t>(chain[depth]);
         if (call_numbers[entry] == 0)
           call_numbers[entry] = next_call++;
+        std::string_view name = *names.insert(tree[entry].name).first;
         calls.push_back({run.begin, run.end, static_cast<uint32_t>(depth + 1), call_numbers[entry],
-                         caller, tree[entry].name});
+                         caller, name});
         caller = call_numbers[entry];
       }
       if (calls.size() >= kMaxGoInlineRanges) {
