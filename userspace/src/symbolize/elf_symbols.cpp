@@ -279,13 +279,8 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
       ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), shown);
   if (!reader)
     return fail(reader.error());
-  std::unique_ptr<ElfSymbols> symbols(new ElfSymbols());
-  for (const auto& segment : reader->segments()) {
-    if (segment.type == PT_LOAD)
-      symbols->segments_.push_back({segment.offset, segment.file_size, segment.vaddr});
-  }
+  auto symbols = of_image(*reader);
   std::string build_id = reader->build_id();
-  symbols->build_id_ = hex(build_id);
   auto& problems = symbols->problems_;
 
   Table best;
@@ -350,14 +345,20 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::read_image(std::string_view imag
   auto reader = ElfReader::open(ElfBytes::memory(image), shown);
   if (!reader)
     return fail(reader.error());
+  auto symbols = of_image(*reader);
+  symbols->symbols_from_ = ".dynsym";
+  symbols->keep(read_table(*reader, SHT_DYNSYM, 0, symbols->problems_));
+  return symbols;
+}
+
+std::unique_ptr<ElfSymbols> ElfSymbols::of_image(const ElfReader& reader)
+{
   std::unique_ptr<ElfSymbols> symbols(new ElfSymbols());
-  for (const auto& segment : reader->segments()) {
+  for (const auto& segment : reader.segments()) {
     if (segment.type == PT_LOAD)
       symbols->segments_.push_back({segment.offset, segment.file_size, segment.vaddr});
   }
-  symbols->build_id_ = hex(reader->build_id());
-  symbols->symbols_from_ = ".dynsym";
-  symbols->keep(read_table(*reader, SHT_DYNSYM, 0, symbols->problems_));
+  symbols->build_id_ = hex(reader.build_id());
   return symbols;
 }
 

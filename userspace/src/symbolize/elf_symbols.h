@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/elf_reader.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "symbolize/debug_files.h"
@@ -129,6 +130,8 @@ public:
 
 private:
   ElfSymbols() = default;
+  // Symbols of none yet, with the image's load segments and build ID.
+  static std::unique_ptr<ElfSymbols> of_image(const ElfReader& reader);
   // Holds table's symbols, sorted, as this file's.
   void keep(Table table);
   // Link-time virtual address of file_offset, from the PT_LOAD program headers.
