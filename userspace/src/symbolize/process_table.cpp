@@ -275,13 +275,19 @@ void ElfCache::use_inlines(const FileKey& key, const std::shared_ptr<const Inlin
   held_bytes_ += bytes;
 }
 
-void ElfCache::evict_unused(size_t bytes)
+std::vector<std::pair<uint64_t, ElfCache::FileKey>> ElfCache::unused_files() const
 {
-  std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
+  std::vector<std::pair<uint64_t, FileKey>> unused;
   for (const auto& [key, cached] : files_) {
     if (cached.held->symbols.use_count() == 1)
       unused.emplace_back(cached.last_use, key);
   }
+  return unused;
+}
+
+void ElfCache::evict_unused(size_t bytes)
+{
+  auto unused = unused_files();
   std::sort(unused.begin(), unused.end());
   size_t freed = 0;
   for (const auto& [last_use, key] : unused) {
@@ -306,11 +312,7 @@ size_t ElfCache::erase(const FileKey& key)
 
 void ElfCache::trim()
 {
-  std::vector<std::pair<uint64_t, FileKey>> unused; // by last use
-  for (const auto& [key, cached] : files_) {
-    if (cached.held->symbols.use_count() == 1)
-      unused.emplace_back(cached.last_use, key);
-  }
+  auto unused = unused_files();
   // Newest first; copies of a kept table cost nothing more.
   std::sort(unused.begin(), unused.end(), std::greater<>());
   std::set<const Held*> kept;

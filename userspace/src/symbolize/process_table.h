@@ -154,6 +154,8 @@ private:
   };
   // The held table that names every byte as symbols does, if any.
   std::shared_ptr<Held> held_alike(const ElfSymbols& symbols, uint64_t content_hash) const;
+  // The files no process holds (only the cache holds their table), with their last use.
+  std::vector<std::pair<uint64_t, FileKey>> unused_files() const;
   // Forgets files no process holds, least recently used first, until bytes are freed.
   void evict_unused(size_t bytes);
   // Forgets one file; returns the bytes it held (none while another copy's key holds them).
