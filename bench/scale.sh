@@ -49,21 +49,10 @@ die() {
   die "FREQS, MINUTES and INTERVAL must be set"
 [[ -z $BASELINE || -z $BASELINE_COMMIT ]] || die "give BASELINE or BASELINE_COMMIT, not both"
 
-apt_updated=0
-apt_install() {
-  if [[ $apt_updated -eq 0 ]]; then
-    apt-get update -q >&2
-    apt_updated=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2
-}
-[[ -x /usr/sbin/dockerd && -x /usr/bin/docker ]] || apt_install docker.io
-[[ -x /usr/bin/time ]] || apt_install time
-[[ -x $JDK/bin/jlink ]] || apt_install openjdk-17-jdk-headless
-command -v go >/dev/null || apt_install golang-go
-command -v python3 >/dev/null || apt_install python3
-# The idle program is linked statically.
-[[ -f /usr/lib/x86_64-linux-gnu/libc.a ]] || apt_install libc6-dev
+# Docker, the JDK, Go and a static libc come with the tests' packages; /usr/bin/time is not one.
+"$ROOT/scripts/install-deps.sh" --test >&2
+[[ -x /usr/bin/time ]] || { apt-get update -q >&2 &&
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends time >&2; }
 
 # --- the two flamebpf binaries --------------------------------------------------------------------
 
