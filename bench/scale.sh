@@ -218,9 +218,10 @@ base_rootfs() {
 copy_libraries() {
   local rootfs=$1 library
   shift
-  # ldd fails on static programs but still lists the others' libraries.
+  # ldd fails on static programs but still lists the others' libraries; all of them static, none.
   { ldd "$@" 2>/dev/null || true; } |
-    awk '/=> \// {print $3} /^[ \t]*\/lib64\// {print $1}' | grep -v "^$rootfs/" | sort -u |
+    awk -v rootfs="$rootfs/" '/=> \// && index($3, rootfs) != 1 {print $3}
+                              /^[ \t]*\/lib64\// && index($1, rootfs) != 1 {print $1}' | sort -u |
     while read -r library; do
       case $library in
         /lib64/* | /usr/lib64/*) cp -nL "$library" "$rootfs/usr/lib64/" ;;
