@@ -42,11 +42,12 @@ std::set<std::string> jvm_files_in_host_tmp()
 }
 
 struct JavaProfile {
-  uint64_t java_samples = 0; // samples of the process "java"
-  uint64_t named_leaf = 0;   // of those, samples whose innermost frame is a named Java frame
-  uint64_t chain = 0;        // of those, samples through Burner.run;a;b;c, in that order
-  uint64_t unknown_jit = 0;  // of those, samples with an unnamed frame in JIT code
-  std::string log;           // flamebpf's output
+  uint64_t java_samples = 0;      // samples of the process "java"
+  uint64_t named_leaf = 0;        // of those, samples whose innermost frame is a named Java frame
+  uint64_t chain = 0;             // of those, samples through Burner.run;a;b;c, in that order
+  uint64_t unknown_jit = 0;       // of those, samples with an unnamed frame in JIT code
+  std::string unknown_jit_stacks; // those samples' stacks, for a failure to show
+  std::string log;                // flamebpf's output
   std::map<std::string, uint64_t> folded;
 };
 
@@ -64,8 +65,10 @@ JavaProfile summarize(const std::string& path, std::string log)
       profile.named_leaf += count;
     if (stack.find(kJavaChain) != std::string::npos)
       profile.chain += count;
-    if (stack.find("Interpreter;[unknown]") != std::string::npos)
+    if (stack.find("Interpreter;[unknown]") != std::string::npos) {
       profile.unknown_jit += count;
+      profile.unknown_jit_stacks += std::to_string(count) + " " + stack + "\n";
+    }
   }
   return profile;
 }
@@ -140,8 +143,8 @@ protected:
         << profile.log;
     EXPECT_GE(profile.named_leaf * 100, profile.java_samples * 90) << profile.log;
     EXPECT_LE(profile.unknown_jit * 100, profile.java_samples * unnamed_jit_percent)
-        << profile.unknown_jit << " samples with an unnamed JIT frame\n"
-        << profile.log;
+        << profile.unknown_jit << " samples with an unnamed JIT frame:\n"
+        << profile.unknown_jit_stacks << profile.log;
     std::printf("[ FIGURES  ] %llu java samples, %.1f%% with a named Java leaf, %.1f%% through "
                 "Burner.run;a;b;c; attach %.3f s\n",
                 static_cast<unsigned long long>(profile.java_samples),
@@ -397,7 +400,8 @@ TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
   // The recording is written at its end: the JIT code sampled before the agent named it (the
   // JVM's first seconds) is named then.
   EXPECT_LE(result.unknown_jit * 100, result.java_samples)
-      << result.unknown_jit << " samples with an unnamed JIT frame";
+      << result.unknown_jit << " samples with an unnamed JIT frame:\n"
+      << result.unknown_jit_stacks;
   bool put_off = result.log.find("is still starting") != std::string::npos;
   std::printf("[ FIGURES  ] JVM started during the run: %llu java samples, %.1f%% through "
               "Burner.run;a;b;c, %llu with unnamed JIT frames; %s; attach %.3f s\n",
