@@ -49,6 +49,7 @@ void AppendedLines::start_over(UniqueFd fd, uint64_t device, uint64_t inode)
   if (!fd_.valid())
     modified_.reset();
   started_over_in_interval_ = true;
+  ++changes_;
 }
 
 void AppendedLines::begin_interval()
@@ -156,6 +157,8 @@ void AppendedLines::read(const std::function<void()>& on_start_over,
     start_over(UniqueFd(::dup(fd_.get())), device_, inode_);
     on_start_over();
   }
+  if (offset_ < size)
+    ++changes_;
   std::string chunk;
   while (offset_ < size) {
     if (read_in_interval_ >= budgets_.max_read_per_interval ||

@@ -66,6 +66,9 @@ public:
   bool found() const { return fd_.valid(); }
   // When the file was last written, as the last read saw it; nullopt if it was never found.
   std::optional<std::chrono::system_clock::time_point> modified() const { return modified_; }
+  // How many reads found something new (lines appended, another file, a rewrite): unchanged while
+  // the file stays as it was, which tells a poller that it may look less often.
+  uint64_t changes() const { return changes_; }
   // Lines skipped for their length.
   uint64_t overlong_lines() const { return overlong_lines_; }
   // Intervals whose budget ran out before the file was read to its end (or before a replaced
@@ -92,6 +95,7 @@ private:
   uint64_t device_ = 0;
   uint64_t inode_ = 0;
   uint64_t offset_ = 0; // bytes of the file consumed
+  uint64_t changes_ = 0;
   LineAssembler lines_;
   std::optional<std::chrono::system_clock::time_point> modified_;
   // This interval's spending.

@@ -137,12 +137,11 @@ TEST(HotSpotRuntime, ProcessThatIsNoLauncherIsNotReadAgainUnsampled)
   EXPECT_EQ(hotspot->jvms_found(), 0u);
 }
 
-// A JVM as /proc shows it, in a directory of the test's: this process's pid (so that it lives),
-// libjvm.so and anonymous code at kCode, a perf map naming that code, and the agent's records.
-TEST(HotSpotRuntime, InterpretedFramesAreNamedByTheJvmRecords)
+// A JVM as /proc shows it, below proc: this process's pid (so that it lives), libjvm.so and
+// anonymous code at kCode, a perf map naming that code, and the agent's records. Returns the
+// directory of the process.
+std::string fake_jvm(const std::string& proc)
 {
-  testing::TempDir dir;
-  std::string proc = dir.path().string();
   uint32_t pid = static_cast<uint32_t>(::getpid());
   std::string process = proc + "/" + std::to_string(pid);
   testing::write_file(
@@ -158,6 +157,15 @@ TEST(HotSpotRuntime, InterpretedFramesAreNamedByTheJvmRecords)
   testing::write_file(process + "/root/tmp/perf-1.map", "7f0000000100 100 Leaf.spin()\n");
   testing::write_file(process + "/root/tmp/flamebpf-1.unwind",
                       "flamebpf-unwind 1\nmethod 7f3b0b400338 org.example.Foo.bar(long)\n");
+  return process;
+}
+
+TEST(HotSpotRuntime, InterpretedFramesAreNamedByTheJvmRecords)
+{
+  testing::TempDir dir;
+  std::string proc = dir.path().string();
+  uint32_t pid = static_cast<uint32_t>(::getpid());
+  fake_jvm(proc);
   HotSpotRuntime* hotspot = nullptr;
   auto symbolizer = symbolizer_with_hotspot(proc, &hotspot);
   // Innermost first: compiled code, then two interpreter frames by their Method*, one the
@@ -173,6 +181,46 @@ TEST(HotSpotRuntime, InterpretedFramesAreNamedByTheJvmRecords)
                                 {"org.example.Foo.bar", "", FrameKind::kInterpreted},
                                 {"Leaf.spin", "", FrameKind::kJit}}));
   EXPECT_EQ(hotspot->jvms_found(), 1u);
+}
+
+// A node's JVMs mostly compile nothing for long: a perf map that stays as it was is read at ever
+// fewer polls, at least every kMostPollsSkipped + 1; one that grows, at every poll.
+TEST(HotSpotRuntime, QuietPerfMapsAreReadAtFewerPollsAndGrowingOnesAtEach)
+{
+  testing::TempDir dir;
+  std::string proc = dir.path().string();
+  uint32_t pid = static_cast<uint32_t>(::getpid());
+  std::string map = fake_jvm(proc) + "/root/tmp/perf-1.map";
+  HotSpotRuntime* hotspot = nullptr;
+  auto symbolizer = symbolizer_with_hotspot(proc, &hotspot);
+  ASSERT_TRUE(symbolizer->symbolize(sample_of({pid, kImageId}, {kCode + 0x110}), {}).has_value());
+  ASSERT_EQ(hotspot->jvms(), 1u);
+  auto entries = [&] {
+    auto maps = symbolizer->perf_maps();
+    return maps.size() == 1 ? maps[0].entries : 0;
+  };
+  ASSERT_EQ(entries(), 1u);
+  uint64_t next_start = 0x7f0000000200;
+  auto append = [&] {
+    std::ofstream(map, std::ios::app) << std::hex << next_start << " 10 Grown.method()\n";
+    next_start += 0x10;
+  };
+  for (int quiet = 0; quiet < 20; ++quiet)
+    symbolizer->poll_runtimes();
+  append();
+  int polls = 0;
+  while (entries() == 1u && polls <= 20) {
+    symbolizer->poll_runtimes();
+    ++polls;
+  }
+  EXPECT_GE(polls, 2) << "a quiet map was read at every poll";
+  EXPECT_LE(polls, static_cast<int>(HotSpotRuntime::kMostPollsSkipped) + 1);
+  // Growing, it is read at every poll again.
+  for (size_t grown = 0; grown < 5; ++grown) {
+    append();
+    symbolizer->poll_runtimes();
+    EXPECT_EQ(entries(), 3 + grown) << "a growing map was not read at poll " << grown;
+  }
 }
 
 } // namespace

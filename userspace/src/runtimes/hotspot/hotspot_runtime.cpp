@@ -152,9 +152,25 @@ void HotSpotRuntime::forget(const ImageKey& key, bool exited)
 
 void HotSpotRuntime::poll(ProcessTable& processes)
 {
-  for (const auto& [key, state] : images_) {
-    if (state.jvm)
-      processes.read_perf_map(key);
+  for (auto& [key, state] : images_) {
+    if (!state.jvm)
+      continue;
+    PollPace& pace = state.pace;
+    pace.read_at_last_poll = pace.polls_to_skip == 0;
+    if (!pace.read_at_last_poll) {
+      --pace.polls_to_skip;
+      continue;
+    }
+    processes.read_perf_map(key);
+    // What the map and the records read since the last poll brought.
+    uint64_t changes = state.records ? state.records->file().changes() : 0;
+    if (const auto* image = processes.find(key); image && image->perf_map)
+      changes += image->perf_map->file().changes();
+    bool quiet = changes == pace.changes_seen;
+    pace.changes_seen = changes;
+    pace.quiet_reads = quiet ? pace.quiet_reads + 1 : 0;
+    pace.polls_to_skip =
+        std::min<uint32_t>((1u << std::min<uint32_t>(pace.quiet_reads, 3)) - 1, kMostPollsSkipped);
   }
 }
 
@@ -194,7 +210,7 @@ std::vector<runtimes::CodeTable> HotSpotRuntime::take_code_tables(ProcessTable& 
   std::vector<runtimes::CodeTable> tables;
   std::vector<ImageKey> jvms;
   for (const auto& [key, state] : images_) {
-    if (state.jvm)
+    if (state.jvm && state.pace.read_at_last_poll)
       jvms.push_back(key);
   }
   for (const auto& key : jvms) {
@@ -318,6 +334,11 @@ void HotSpotRuntime::after_naming(ProcessTable& processes)
   if (attacher_) {
     for (uint32_t pid : unnamed_)
       attacher_->perf_map_lacks_code(pid);
+  }
+  // Their maps and records are read at the next poll.
+  for (auto& [key, state] : images_) {
+    if (unnamed_.contains(key.pid))
+      state.pace = PollPace{};
   }
   unnamed_.clear();
 }

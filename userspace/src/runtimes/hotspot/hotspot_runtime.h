@@ -52,11 +52,13 @@ public:
   bool wants_recapture(const symbolize::ImageKey& key) const override;
   void forget(const symbolize::ImageKey& key, bool exited) override;
   // Reads what JVMs appended to their perf maps, so that the map of a JVM that exits soon after
-  // its agent loaded is open (and readable to its end) before it is gone.
+  // its agent loaded is open (and readable to its end) before it is gone. A JVM whose map and
+  // records stay as they were is read at ever fewer polls (PollPace), one whose samples fell in
+  // code its map did not name at the next.
   void poll(symbolize::ProcessTable& processes) override;
-  // The unwind tables of the JVMs whose agents' records changed (their records are read now: a
-  // JVM's new code needs its rows before its samples unwind well), covering only code inside the
-  // JVM's anonymous executable mappings.
+  // The unwind tables of the JVMs whose agents' records changed (the records of the JVMs the
+  // last poll read are read now: a JVM's new code needs its rows before its samples unwind well),
+  // covering only code inside the JVM's anonymous executable mappings.
   std::vector<runtimes::CodeTable> take_code_tables(symbolize::ProcessTable& processes) override;
   // The perf maps HotSpot rewrote on request are read again from their start.
   void before_naming(symbolize::ProcessTable& processes) override;
@@ -76,7 +78,20 @@ public:
   // How long reading a JVM's records or memory may go without progress before it is left.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
 
+  // The most polls a quiet JVM's files wait before they are read again: at the recorder's 250 ms
+  // a poll, new JIT code of a JVM quiet for long has its unwind rows within 2 s.
+  static constexpr uint32_t kMostPollsSkipped = 7;
+
 private:
+  // When a JVM's perf map and records are read: at every poll while either grows, then at every
+  // 2nd, 4th and 8th poll while both stay as they were.
+  struct PollPace {
+    uint32_t polls_to_skip = 0; // before the next read
+    uint32_t quiet_reads = 0;   // reads in a row that found nothing new
+    bool read_at_last_poll = false;
+    uint64_t changes_seen = 0; // the files' changes() summed, as the last read left them
+  };
+
   // What HotSpot keeps of one image: a JVM, a launcher that may load one, or any image whose
   // interpreted frames the unwinder marked.
   struct Image {
@@ -99,6 +114,7 @@ private:
     bool code_tried = false;
     symbolize::PerfMapTable found;
     uint64_t code_generation = 0;
+    PollPace pace;
 
     // Whether records may be used now: there are some and no stalled read holds them.
     bool records_usable();
