@@ -1,9 +1,11 @@
 // Unwind records as a JVM's /tmp may hold them: any bytes. The parser, the records' state and the
 // table built from them must never crash; the table must stay sorted, bounded, and end in a
-// frame-pointer row, and every row's CFA offset must be one a real frame has.
+// frame-pointer row, and every row's CFA offset must be one a real frame has; each method's line
+// is the last one applied for it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string_view>
 
 #include "runtimes/hotspot/jit_table.h"
@@ -15,17 +17,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   JvmRecords records;
+  std::map<uint64_t, uint64_t> method_lines;
   while (!text.empty()) {
     size_t newline = text.find('\n');
     std::string_view line = text.substr(0, newline);
+    uint64_t offset = size - text.size();
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     auto record = parse_jvm_record_line(line);
     if (!record)
       continue;
+    record->line_offset = offset;
+    if (record->kind == JvmRecord::Kind::kMethod)
+      method_lines[record->method] = offset;
     if (record->kind == JvmRecord::Kind::kCode &&
         (record->code.size == 0 || record->code.start + record->code.size < record->code.start))
       std::abort();
     records.apply(*record);
+  }
+  for (const auto& [method, offset] : method_lines) {
+    if (records.method_line(method) != offset)
+      std::abort();
   }
   // Code ranges never overlap.
   uint64_t previous_end = 0;

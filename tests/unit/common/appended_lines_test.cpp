@@ -45,8 +45,15 @@ protected:
   // The lines passed since the reader last started over.
   const std::vector<std::string>& read(AppendedLines& reader)
   {
-    reader.read([this] { lines_.clear(); },
-                [this](std::string_view line) { lines_.emplace_back(line); });
+    reader.read(
+        [this] {
+          lines_.clear();
+          offsets_.clear();
+        },
+        [this](std::string_view line, uint64_t offset) {
+          lines_.emplace_back(line);
+          offsets_.push_back(offset);
+        });
     return lines_;
   }
   AppendedLines reader(AppendedLines::Budgets budgets = kBudgets)
@@ -56,6 +63,7 @@ protected:
 
   TempDir dir_;
   std::vector<std::string> lines_;
+  std::vector<uint64_t> offsets_; // where each of lines_ begins in the file
 };
 
 using Lines = std::vector<std::string>;
@@ -78,6 +86,27 @@ TEST_F(AppendedLinesTest, PassesWhatIsAppendedInWholeLines)
   EXPECT_EQ(read(lines), (Lines{"a", "bc", "d"}));
   EXPECT_EQ(lines.path(), proc() + "/7/root/tmp/lines");
   EXPECT_TRUE(lines.modified().has_value());
+}
+
+// Each line comes with where it begins, also one that two reads completed, and is read there
+// again; what a read found new is counted, a read that found nothing is not.
+TEST_F(AppendedLinesTest, EachLineIsFoundAgainWhereItBegan)
+{
+  write_file(file(), "first\nsec");
+  auto lines = reader();
+  EXPECT_EQ(read(lines), (std::vector<std::string>{"first"}));
+  uint64_t changes = lines.changes();
+  read(lines);
+  EXPECT_EQ(lines.changes(), changes);
+  append("ond\nthird\nfour");
+  EXPECT_EQ(read(lines), (std::vector<std::string>{"first", "second", "third"}));
+  EXPECT_GT(lines.changes(), changes);
+  EXPECT_EQ(offsets_, (std::vector<uint64_t>{0, 6, 13}));
+  for (size_t i = 0; i < lines_.size(); ++i)
+    EXPECT_EQ(lines.line_at(offsets_[i]), lines_[i]);
+  // No whole line there: an unfinished one, or none at all.
+  EXPECT_FALSE(lines.line_at(19));
+  EXPECT_FALSE(lines.line_at(1000));
 }
 
 TEST_F(AppendedLinesTest, AReplacedOrShrunkFileStartsOver)

@@ -107,7 +107,7 @@ void AppendedLines::report()
 }
 
 void AppendedLines::read(const std::function<void()>& on_start_over,
-                         const std::function<void(std::string_view line)>& on_line)
+                         const std::function<void(std::string_view line, uint64_t offset)>& on_line)
 {
   // While the process lives, the path says which file is current; once it is gone, the file
   // already open is all there is.
@@ -183,12 +183,31 @@ void AppendedLines::read(const std::function<void()>& on_start_over,
       continue;
     if (n <= 0)
       break;
+    uint64_t chunk_offset = offset_;
     offset_ += static_cast<uint64_t>(n);
     read_in_interval_ += static_cast<size_t>(n);
-    auto taken = lines_.take(std::string_view(chunk.data(), static_cast<size_t>(n)), on_line);
+    auto taken = lines_.take(std::string_view(chunk.data(), static_cast<size_t>(n)),
+                             [&](std::string_view line, size_t end) {
+                               on_line(line, chunk_offset + end - line.size());
+                             });
     overlong_lines_ += taken.overlong;
     passed_in_interval_ += taken.kept_bytes;
   }
+}
+
+std::optional<std::string> AppendedLines::line_at(uint64_t offset) const
+{
+  if (!fd_.valid())
+    return std::nullopt;
+  std::string line(budgets_.max_line + 1, '\0');
+  ssize_t n = ::pread(fd_.get(), line.data(), line.size(), static_cast<off_t>(offset));
+  if (n <= 0)
+    return std::nullopt;
+  size_t newline = std::string_view(line.data(), static_cast<size_t>(n)).find('\n');
+  if (newline == std::string_view::npos)
+    return std::nullopt;
+  line.resize(newline);
+  return line;
 }
 
 AppendedLinesReader::AppendedLinesReader(uint32_t host_pid,
@@ -203,7 +222,8 @@ AppendedLinesReader::AppendedLinesReader(uint32_t host_pid,
 
 void AppendedLinesReader::refresh()
 {
-  file_.read([this] { start_over(); }, [this](std::string_view line) { take_line(line); });
+  file_.read([this] { start_over(); },
+             [this](std::string_view line, uint64_t offset) { take_line(line, offset); });
   report();
   file_.report();
 }

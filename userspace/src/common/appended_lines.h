@@ -48,10 +48,15 @@ public:
                 std::string refusal_cost);
 
   // Reads what is new within what is left of the interval's budgets, passing each whole line to
-  // on_line; calls on_start_over first whenever the lines passed before no longer hold (another
-  // file, one that shrank or was rewritten, or one refused for its owner). Never blocks.
+  // on_line with the offset in the file where it begins; calls on_start_over first whenever the
+  // lines passed before no longer hold (another file, one that shrank or was rewritten, or one
+  // refused for its owner). Never blocks.
   void read(const std::function<void()>& on_start_over,
-            const std::function<void(std::string_view line)>& on_line);
+            const std::function<void(std::string_view line, uint64_t offset)>& on_line);
+  // The line that begins at offset in the file being read (as read() passed it), read again, at
+  // most max_line bytes: what a reader that kept only where a line is needs; nullopt if no whole
+  // line of that size is there now (the file may have changed meanwhile).
+  std::optional<std::string> line_at(uint64_t offset) const;
   // A new interval begins: its budgets are whole again.
   void begin_interval();
   // The file was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written
@@ -146,7 +151,8 @@ protected:
 
   // The lines taken before no longer hold: the table is emptied.
   virtual void start_over() = 0;
-  virtual void take_line(std::string_view line) = 0;
+  // A whole line, and where in the file it begins (for a reader that reads it again later).
+  virtual void take_line(std::string_view line, uint64_t offset) = 0;
   // After each read, the reader's own trouble (the file's is logged after it).
   virtual void report() = 0;
 

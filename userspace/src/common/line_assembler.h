@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace flamebpf {
 
@@ -18,15 +19,20 @@ public:
     size_t overlong = 0;   // lines skipped for their length
   };
 
-  // Calls on_line for each non-empty whole line that text completes.
+  // Calls on_line for each non-empty whole line that text completes: on_line(line), or
+  // on_line(line, end) with end the bytes of text up to the line's newline, which tells where in
+  // the file a line began that earlier pieces started.
   template <typename OnLine> Taken take(std::string_view text, OnLine&& on_line)
   {
     Taken taken;
+    size_t consumed = 0;
     while (!text.empty()) {
       size_t newline = text.find('\n');
       std::string_view piece = text.substr(0, newline);
       bool complete = newline != std::string_view::npos;
-      text.remove_prefix(complete ? newline + 1 : text.size());
+      size_t step = complete ? newline + 1 : text.size();
+      text.remove_prefix(step);
+      consumed += step;
       if (skipping_) {
         skipping_ = !complete;
         continue;
@@ -47,8 +53,12 @@ public:
         partial_.append(piece);
         line = partial_;
       }
-      if (!line.empty())
-        on_line(line);
+      if (!line.empty()) {
+        if constexpr (std::is_invocable_v<OnLine, std::string_view, size_t>)
+          on_line(line, consumed - 1);
+        else
+          on_line(line);
+      }
       partial_.clear();
     }
     return taken;

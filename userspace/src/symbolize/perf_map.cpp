@@ -160,7 +160,7 @@ void PerfMapReader::report()
   }
 }
 
-void PerfMapReader::take_line(std::string_view line)
+void PerfMapReader::take_line(std::string_view line, uint64_t /*offset*/)
 {
   auto entry = parse_perf_map_line(line);
   if (!entry) {

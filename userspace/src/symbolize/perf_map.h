@@ -153,7 +153,7 @@ public:
 
 private:
   void start_over() override { table_.clear(); }
-  void take_line(std::string_view line) override;
+  void take_line(std::string_view line, uint64_t offset) override;
   // Logs each kind of trouble the first time it happens.
   void report() override;
 

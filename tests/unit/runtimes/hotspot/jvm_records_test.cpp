@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -96,19 +97,38 @@ TEST(JvmRecords, TheFirstInterpreterRangeHolds)
   EXPECT_EQ(records.interpreter(), (std::pair<uint64_t, uint64_t>{0x1000, 0x1800}));
 }
 
-TEST(JvmRecords, NamesMethodsWithinTheirBudget)
+// A method's line is kept by where it is; its name once read again, cut to its budget, and
+// forgotten when a later line of the method is applied.
+TEST(JvmRecords, KeepWhereEachMethodIsAndTheNamesReadOfIt)
 {
   JvmRecords records;
-  auto record = parse_jvm_record_line("method 10 org.example.Foo.bar()");
-  ASSERT_TRUE(record);
-  EXPECT_TRUE(records.apply(*record));
+  auto at = [](std::string_view line, uint64_t offset) {
+    auto record = parse_jvm_record_line(line);
+    EXPECT_TRUE(record);
+    record->line_offset = offset;
+    return *record;
+  };
+  EXPECT_TRUE(records.apply(at("method 30 org.example.Foo.baz()", 100)));
+  EXPECT_TRUE(records.apply(at("method 10 org.example.Foo.bar()", 200)));
+  EXPECT_EQ(records.method_line(0x10), 200u);
+  EXPECT_EQ(records.method_line(0x30), 100u);
+  EXPECT_FALSE(records.method_line(0x20));
+  EXPECT_FALSE(records.method_name_read(0x10));
+  EXPECT_TRUE(records.keep_method_name(0x10, "org.example.Foo.bar()"));
   EXPECT_EQ(records.method_name(0x10), "org.example.Foo.bar()");
-  EXPECT_FALSE(records.method_name(0x20));
-  std::string long_line = "method 20 " + std::string(JvmRecords::kMaxMethodName * 2, 'a');
-  auto long_record = parse_jvm_record_line(long_line);
-  ASSERT_TRUE(long_record);
-  records.apply(*long_record);
+  // Applied again (lines appended after the lookups above), the last line of a method holds.
+  EXPECT_TRUE(records.apply(at("method 20 org.example.Foo.qux()", 300)));
+  EXPECT_TRUE(records.apply(at("method 10 org.example.Foo.bar(int)", 400)));
+  EXPECT_EQ(records.method_line(0x10), 400u);
+  EXPECT_EQ(records.method_line(0x20), 300u);
+  EXPECT_FALSE(records.method_name_read(0x10));
+  EXPECT_FALSE(records.method_name(0x10));
+  EXPECT_TRUE(records.keep_method_name(0x20, std::string(JvmRecords::kMaxMethodName * 2, 'a')));
   EXPECT_EQ(records.method_name(0x20)->size(), JvmRecords::kMaxMethodName);
+  // A line read again that named nothing is read: no second try, and no name.
+  EXPECT_TRUE(records.keep_method_name(0x30, ""));
+  EXPECT_TRUE(records.method_name_read(0x30));
+  EXPECT_FALSE(records.method_name(0x30));
 }
 
 TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
@@ -124,7 +144,11 @@ TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
   // 16 MiB of 96-byte records: refused once the share is full, and said by the share.
   EXPECT_EQ(kept, (16u << 20) / JvmRecords::kCodeBytes);
   EXPECT_GT(share->refusals(), 0u);
-  EXPECT_FALSE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
+  // What the code left takes a few method lines, then no more.
+  size_t methods = 0;
+  while (methods < 10 && records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")))
+    ++methods;
+  EXPECT_EQ(methods, ((16u << 20) % JvmRecords::kCodeBytes) / JvmRecords::kMethodBytes);
   // Unloaded code makes room; clearing gives everything back.
   JvmRecord unload;
   unload.kind = JvmRecord::Kind::kUnload;
@@ -134,8 +158,11 @@ TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
   records.clear();
   EXPECT_EQ(share->held(), 0u);
   EXPECT_TRUE(records.apply(*parse_jvm_record_line("method 10 org.example.Foo.bar()")));
-  EXPECT_EQ(share->held(), JvmRecords::kMethodBytes + 21);
-  EXPECT_EQ(account->breakdown().of(MemoryKind::kJvmRecords), JvmRecords::kMethodBytes + 21);
+  EXPECT_EQ(share->held(), JvmRecords::kMethodBytes);
+  EXPECT_TRUE(records.keep_method_name(0x10, "org.example.Foo.bar()"));
+  uint64_t held = JvmRecords::kMethodBytes + JvmRecords::kNameBytes + 21;
+  EXPECT_EQ(share->held(), held);
+  EXPECT_EQ(account->breakdown().of(MemoryKind::kJvmRecords), held);
 }
 
 TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
@@ -168,8 +195,40 @@ TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
       << "method 10 " << std::string(JvmRecordsReader::kMaxLine, 'x') << "\nmethod 20 Foo.bar()\n";
   reader.refresh();
   EXPECT_EQ(reader.bad_lines(), 2u);
+  // Names are read again from their lines when a frame needs them.
+  EXPECT_FALSE(reader.records().method_name(0x20));
+  reader.read_method_name(0x10);
+  reader.read_method_name(0x20);
   EXPECT_FALSE(reader.records().method_name(0x10));
   EXPECT_EQ(reader.records().method_name(0x20), "Foo.bar()");
+}
+
+// The file is the target's: a method's line overwritten in place after it was read (same size,
+// so the reader sees nothing new) names nothing, and another method's line there names nothing
+// for this one.
+TEST(JvmRecordsReader, ALineChangedSinceItWasReadNamesNothing)
+{
+  TempDir dir;
+  std::string proc = dir.path().string() + "/proc";
+  std::string root = proc + "/42/root";
+  std::filesystem::create_directories(root + "/tmp");
+  std::string uid = std::to_string(::geteuid());
+  std::ofstream(proc + "/42/status")
+      << "Uid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
+  std::string file = root + "/tmp/flamebpf-7.unwind";
+  std::ofstream(file) << "flamebpf-unwind 1\nmethod 10 Foo.one()\nmethod 20 Foo.two()\n";
+  JvmRecordsReader reader(42, 7, proc);
+  reader.refresh();
+  {
+    std::fstream rewrite(file, std::ios::in | std::ios::out);
+    rewrite.seekp(static_cast<std::streamoff>(std::string("flamebpf-unwind 1\n").size()));
+    rewrite << "method 20 Foo.own()\nmethod 10 Foo.two()\n";
+  }
+  reader.read_method_name(0x10);
+  reader.read_method_name(0x20);
+  EXPECT_FALSE(reader.records().method_name(0x10));
+  EXPECT_FALSE(reader.records().method_name(0x20));
+  EXPECT_TRUE(reader.records().method_name_read(0x10));
 }
 
 } // namespace

@@ -38,6 +38,14 @@ profile::Frame interpreted_frame(std::string_view name, bool java_signatures)
   return {method ? std::move(*method) : std::string(name), "", profile::FrameKind::kInterpreted};
 }
 
+// A read of a JVM's records (or of a line of them) that its file system left unanswered.
+void warn_records_stalled(uint32_t pid)
+{
+  spdlog::warn("unwind records of pid {}: no answer within {} ms (its file system stalls); its "
+               "interpreted frames stay unnamed until it answers",
+               pid, HotSpotRuntime::kStallLimit.count());
+}
+
 } // namespace
 
 HotSpotRuntime::HotSpotRuntime(HotSpotOptions options)
@@ -125,7 +133,22 @@ HotSpotRuntime::name_marker(ProcessTable& processes, const ImageKey& key, uint64
   if (!(frame & FB_FRAME_RUNTIME_MARKER))
     return std::nullopt;
   if (const JvmRecords* found = records(processes, key, false)) {
-    if (auto name = found->method_name(frame & ~FB_FRAME_RUNTIME_MARKER))
+    uint64_t method = frame & ~FB_FRAME_RUNTIME_MARKER;
+    if (!found->method_name_read(method) && found->method_line(method)) {
+      // Its line is read again, from the file the records were read from: as their reads, in the
+      // stall guard's worker.
+      Image& state = images_.at(key);
+      auto outcome = stall_guard_.run<bool>([reader = state.records, method] {
+        reader->read_method_name(method);
+        return true;
+      });
+      if (outcome && outcome->stalled) {
+        state.records_stalled = outcome->result;
+        warn_records_stalled(key.pid);
+      }
+      found = state.records_usable() ? &state.records->records() : nullptr;
+    }
+    if (auto name = found ? found->method_name(method) : std::nullopt)
       return interpreted_frame(*name, options_.java_signatures);
   }
   // Only a JVM's unwinding marks its interpreter's frames; in any other process, such a frame
@@ -197,9 +220,7 @@ HotSpotRuntime::records(ProcessTable& processes, const ImageKey& key, bool read_
     });
     if (outcome && outcome->stalled) {
       state.records_stalled = outcome->result;
-      spdlog::warn("unwind records of pid {}: no answer within {} ms (its file system stalls); "
-                   "its interpreted frames stay unnamed until it answers",
-                   key.pid, kStallLimit.count());
+      warn_records_stalled(key.pid);
     }
   }
   return state.records_usable() ? &state.records->records() : nullptr;

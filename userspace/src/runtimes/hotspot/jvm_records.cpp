@@ -148,33 +148,71 @@ bool JvmRecords::apply(const JvmRecord& record)
     }
     return true;
   case JvmRecord::Kind::kMethod: {
-    std::string_view name = record.name.substr(0, kMaxMethodName);
-    auto [it, inserted] = methods_.try_emplace(record.method);
-    size_t old_bytes = inserted ? 0 : it->second.size();
-    // What the method is charged now and would be: its node and its name.
-    uint64_t before = inserted ? 0 : kMethodBytes + old_bytes;
-    uint64_t after = kMethodBytes + name.size();
-    bool fits = method_name_bytes_ - old_bytes + name.size() <= kMaxMethodNameBytes &&
-                (after <= before || charge_.grow(after - before));
-    if (!fits) {
-      if (inserted)
-        methods_.erase(it);
+    if (method_lines_.size() >= kMaxMethods || !charge_.grow(kMethodBytes))
       return false;
+    method_lines_.push_back({record.method, record.line_offset});
+    // A name read from an earlier line of the method no longer holds.
+    if (auto named = names_.find(record.method); named != names_.end()) {
+      method_name_bytes_ -= named->second.size();
+      charge_.shrink(kNameBytes + named->second.size());
+      names_.erase(named);
     }
-    if (after < before)
-      charge_.shrink(before - after);
-    method_name_bytes_ = method_name_bytes_ - old_bytes + name.size();
-    it->second.assign(name);
     return true;
   }
   }
   return false;
 }
 
+void JvmRecords::settle_method_lines() const
+{
+  if (settled_lines_ == method_lines_.size())
+    return;
+  // One file's lines are applied in the order they stand in it (a file read again starts the
+  // records over): of one method's lines, the one furthest in holds.
+  std::sort(method_lines_.begin(), method_lines_.end(),
+            [](const MethodLine& a, const MethodLine& b) {
+              return a.method != b.method ? a.method < b.method : a.offset < b.offset;
+            });
+  size_t kept = 0;
+  for (size_t i = 0; i < method_lines_.size(); ++i) {
+    if (i + 1 < method_lines_.size() && method_lines_[i + 1].method == method_lines_[i].method)
+      continue;
+    method_lines_[kept++] = method_lines_[i];
+  }
+  // The lines dropped were charged by the records, which are const here: they stay charged
+  // until clear(), at most one entry for each line the agent repeated.
+  method_lines_.resize(kept);
+  settled_lines_ = kept;
+}
+
+std::optional<uint64_t> JvmRecords::method_line(uint64_t method) const
+{
+  settle_method_lines();
+  auto it = std::lower_bound(
+      method_lines_.begin(), method_lines_.end(), method,
+      [](const MethodLine& line, uint64_t wanted) { return line.method < wanted; });
+  if (it == method_lines_.end() || it->method != method)
+    return std::nullopt;
+  return it->offset;
+}
+
+bool JvmRecords::keep_method_name(uint64_t method, std::string_view name)
+{
+  name = name.substr(0, kMaxMethodName);
+  if (names_.contains(method))
+    return true;
+  if (method_name_bytes_ + name.size() > kMaxMethodNameBytes ||
+      !charge_.grow(kNameBytes + name.size()))
+    return false;
+  names_.emplace(method, name);
+  method_name_bytes_ += name.size();
+  return true;
+}
+
 std::optional<std::string_view> JvmRecords::method_name(uint64_t method) const
 {
-  auto it = methods_.find(method);
-  if (it == methods_.end())
+  auto it = names_.find(method);
+  if (it == names_.end() || it->second.empty())
     return std::nullopt;
   return std::string_view(it->second);
 }
@@ -183,7 +221,9 @@ void JvmRecords::clear()
 {
   code_.clear();
   interpreter_.reset();
-  methods_.clear();
+  method_lines_.clear();
+  settled_lines_ = 0;
+  names_.clear();
   method_name_bytes_ = 0;
   charge_.reset();
   ++generation_;
@@ -218,12 +258,30 @@ void JvmRecordsReader::report()
   }
 }
 
-void JvmRecordsReader::take_line(std::string_view line)
+void JvmRecordsReader::take_line(std::string_view line, uint64_t offset)
 {
   auto record = parse_jvm_record_line(line);
-  if (!record)
+  if (!record) {
     ++bad_lines_;
-  else if (!records_.apply(*record))
+    return;
+  }
+  record->line_offset = offset;
+  if (!records_.apply(*record))
+    ++ignored_records_;
+}
+
+void JvmRecordsReader::read_method_name(uint64_t method)
+{
+  if (records_.method_name_read(method))
+    return;
+  auto offset = records_.method_line(method);
+  if (!offset)
+    return;
+  // The file is the target's: the line there now must still be a record of this method.
+  auto line = file_.line_at(*offset);
+  auto record = line ? parse_jvm_record_line(*line) : std::nullopt;
+  bool names_it = record && record->kind == JvmRecord::Kind::kMethod && record->method == method;
+  if (!records_.keep_method_name(method, names_it ? record->name : std::string_view()))
     ++ignored_records_;
 }
 

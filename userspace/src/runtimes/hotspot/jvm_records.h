@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/appended_lines.h"
 #include "common/memory_account.h"
@@ -45,9 +46,10 @@ struct JvmCode {
 struct JvmRecord {
   enum class Kind : uint8_t { kHeader, kCode, kInterpreter, kUnload, kMethod };
   Kind kind = Kind::kHeader;
-  JvmCode code;          // kCode; kInterpreter uses start and size; kUnload start
-  uint64_t method = 0;   // kMethod: the Method*
-  std::string_view name; // kMethod: its name, a view into the line
+  JvmCode code;             // kCode; kInterpreter uses start and size; kUnload start
+  uint64_t method = 0;      // kMethod: the Method*
+  std::string_view name;    // kMethod: its name, a view into the line
+  uint64_t line_offset = 0; // kMethod: where the line begins in its file, set by its reader
 };
 
 // Parses one line (without its newline); nullopt if it is no valid record: an unknown kind, a
@@ -70,8 +72,18 @@ public:
   const std::map<uint64_t, JvmCode>& code() const { return code_; }
   // The interpreter's range, if the agent said: its first record of it.
   std::optional<std::pair<uint64_t, uint64_t>> interpreter() const { return interpreter_; }
-  // The name of an interpreted frame's Method*, if the agent named it.
+  // Where the agent's line naming method begins in the file, if it named it. A JVM names every
+  // method of every class it loads (some ten thousand at the least), and samples hold few of
+  // them: what is kept of a method is where its line is, and its name only once a frame needs it
+  // (JvmRecordsReader::read_method_name).
+  std::optional<uint64_t> method_line(uint64_t method) const;
+  // The name of an interpreted frame's Method*, if it was read (keep_method_name).
   std::optional<std::string_view> method_name(uint64_t method) const;
+  // Whether method's name was read, named or not, since its line was last applied.
+  bool method_name_read(uint64_t method) const { return names_.contains(method); }
+  // Keeps method's name as read again from its line, cut to kMaxMethodName; an empty name says
+  // its line named nothing when read (the file changed). False if the budgets refuse it.
+  bool keep_method_name(uint64_t method, std::string_view name);
   // Bumped whenever the code or the interpreter range change (not for method names).
   uint64_t generation() const { return generation_; }
   // Code records that replaced code they overlapped.
@@ -79,19 +91,32 @@ public:
   void clear();
 
   static constexpr size_t kMaxCode = 512 * 1024;
+  static constexpr size_t kMaxMethods = 4 << 20;
   static constexpr size_t kMaxMethodNameBytes = 64 << 20;
   static constexpr size_t kMaxMethodName = 4096; // longer names are cut
-  // What a code record and a method cost besides the method's name, as charged to the share: a
-  // node of their maps.
+  // What a code record, a method's line and a name read cost besides the name, as charged to the
+  // share: a node of the code's map, an entry of the lines' array, a node of the names' map.
   static constexpr size_t kCodeBytes = 96;
-  static constexpr size_t kMethodBytes = 64;
+  static constexpr size_t kMethodBytes = 16;
+  static constexpr size_t kNameBytes = 64;
 
 private:
+  struct MethodLine {
+    uint64_t method;
+    uint64_t offset;
+  };
+  // Sorts the lines applied since the last lookup in, the last line of a method holding.
+  void settle_method_lines() const;
+
   std::map<uint64_t, JvmCode> code_;
   std::optional<std::pair<uint64_t, uint64_t>> interpreter_;
-  std::unordered_map<uint64_t, std::string> methods_;
+  // By method once settled; lookups settle what apply() appended (both on one thread).
+  mutable std::vector<MethodLine> method_lines_;
+  mutable size_t settled_lines_ = 0;
+  std::unordered_map<uint64_t, std::string> names_; // read so far, "" if the line named nothing
   size_t method_name_bytes_ = 0;
-  MemoryCharge charge_; // kCodeBytes per code record, kMethodBytes and its name per method
+  // kCodeBytes per code record, kMethodBytes per method line, kNameBytes and its name per name
+  MemoryCharge charge_;
   uint64_t generation_ = 0;
   uint64_t overlaps_ = 0;
 };
@@ -110,6 +135,9 @@ public:
                    std::shared_ptr<MemoryShare> share = nullptr);
 
   const JvmRecords& records() const { return records_; }
+  // Reads the name of method from its line again, once since the line was applied, and keeps it
+  // in the records if the line still names that method; samples ask for few of them.
+  void read_method_name(uint64_t method);
   // Lines skipped as malformed or too long; records ignored for a budget. The file says the rest.
   uint64_t bad_lines() const { return bad_lines_ + file_.overlong_lines(); }
   uint64_t ignored_records() const { return ignored_records_; }
@@ -119,7 +147,7 @@ public:
 
 private:
   void start_over() override { records_.clear(); }
-  void take_line(std::string_view line) override;
+  void take_line(std::string_view line, uint64_t offset) override;
   void report() override;
 
   JvmRecords records_;
