@@ -277,18 +277,28 @@ std::optional<size_t> Pclntab::find(uint64_t address) const
 
 std::optional<std::string_view> Pclntab::read_anywhere(uint64_t offset, size_t length)
 {
-  if (offset >= window_at_ && offset - window_at_ <= window_.size() &&
-      length <= window_.size() - (offset - window_at_))
-    return std::string_view(window_).substr(offset - window_at_, length);
+  ++uses_;
+  Window* oldest = &windows_[0];
+  for (Window& window : windows_) {
+    if (offset >= window.at && offset - window.at <= window.bytes.size() &&
+        length <= window.bytes.size() - (offset - window.at)) {
+      window.last_use = uses_;
+      return std::string_view(window.bytes).substr(offset - window.at, length);
+    }
+    if (window.last_use < oldest->last_use)
+      oldest = &window;
+  }
   uint64_t available = elf_->bytes().size() > offset ? elf_->bytes().size() - offset : 0;
   size_t wanted =
       static_cast<size_t>(std::min<uint64_t>(std::max(length, kWindowBytes), available));
-  if (wanted < length || !elf_->bytes().read(offset, wanted, window_)) {
-    window_.clear();
+  if (wanted < length || !elf_->bytes().read(offset, wanted, oldest->bytes)) {
+    oldest->bytes.clear();
+    oldest->last_use = 0;
     return std::nullopt;
   }
-  window_at_ = offset;
-  return std::string_view(window_).substr(0, length);
+  oldest->at = offset;
+  oldest->last_use = uses_;
+  return std::string_view(oldest->bytes).substr(0, length);
 }
 
 std::optional<std::string_view> Pclntab::read(uint64_t offset, size_t length)

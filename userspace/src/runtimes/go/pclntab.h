@@ -10,6 +10,7 @@
 // budget, and a function whose record is malformed is skipped (counted), never trusted.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -151,9 +152,17 @@ private:
   uint64_t malformed_ = 0;
   bool funcdata_base_tried_ = false;
   std::optional<uint64_t> funcdata_base_;
-  // The window reads go through: a moving piece of the file.
-  std::string window_;
-  uint64_t window_at_ = 0;
+  // The windows reads go through, moving pieces of the file: the table's parts (records, names,
+  // pc-value tables, inline trees) are each read mostly in order, but in turns, and one window
+  // would move, and be read again, at every turn. A miss replaces the window used longest ago.
+  struct Window {
+    std::string bytes;
+    uint64_t at = 0;
+    uint64_t last_use = 0;
+  };
+  static constexpr size_t kWindows = 8;
+  std::array<Window, kWindows> windows_;
+  uint64_t uses_ = 0;
 };
 
 } // namespace flamebpf::go
