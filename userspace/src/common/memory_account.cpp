@@ -40,6 +40,8 @@ const char* memory_kind_name(MemoryKind kind)
     return "dumps";
   case MemoryKind::kAnswers:
     return "answers";
+  case MemoryKind::kIntervals:
+    return "intervals";
   }
   return "unknown";
 }

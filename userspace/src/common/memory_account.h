@@ -12,8 +12,9 @@
 //
 // The account also keeps what it holds by kind (MemoryKind), for the memory breakdown of the
 // stats line and /metrics, and measures the kinds that are flamebpf's own or that no target may
-// be refused (unwind tables, container names, pending dumps, answers): measured bytes are in the
-// breakdown but in no share, and never refused. The breakdown's total is the sum of its kinds.
+// be refused (unwind tables, container names, pending dumps, answers, the interval gathered):
+// measured bytes are in the breakdown but in no share, and never refused. The breakdown's total is
+// the sum of its kinds.
 //
 // Holders run on several threads (reads of targets' files may go on in a stall guard's worker,
 // answers are made on the server's), so the account is thread-safe.
@@ -51,14 +52,15 @@ enum class MemoryKind : uint8_t {
   kContainerNames, // the cgroup inventory and the runtimes' container and pod names
   kDumps,          // intervals whose dumps wait in memory for the disk
   kAnswers,        // HTTP answers made and not yet sent
+  kIntervals,      // the interval being gathered: its named stacks, until its outputs have them
 };
-inline constexpr size_t kMemoryKinds = 8;
+inline constexpr size_t kMemoryKinds = 9;
 inline constexpr std::array<MemoryKind, kMemoryKinds> kAllMemoryKinds = {
     MemoryKind::kSymbols,    MemoryKind::kInlines,      MemoryKind::kPerfMaps,
     MemoryKind::kJvmRecords, MemoryKind::kUnwindTables, MemoryKind::kContainerNames,
-    MemoryKind::kDumps,      MemoryKind::kAnswers};
+    MemoryKind::kDumps,      MemoryKind::kAnswers,      MemoryKind::kIntervals};
 // "symbols", "inlines", "perf_maps", "jvm_records", "unwind_tables", "container_names", "dumps",
-// "answers".
+// "answers", "intervals".
 const char* memory_kind_name(MemoryKind kind);
 
 // What the account holds by kind at one moment, read under one lock.

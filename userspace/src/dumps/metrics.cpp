@@ -191,7 +191,7 @@ std::string Metrics::render() const
   describe(out, "flamebpf_memory_bytes", "gauge",
            "What flamebpf holds in userspace, by kind: what targets made it hold (symbols, "
            "inlines, perf_maps, jvm_records) and its own (unwind_tables, container_names, dumps, "
-           "answers). The kernel maps are not in it.");
+           "answers, intervals). The kernel maps are not in it.");
   for (MemoryKind kind : kAllMemoryKinds)
     out += fmt::format("flamebpf_memory_bytes{} {}\n", labels({{"kind", memory_kind_name(kind)}}),
                        last_.memory.of(kind));

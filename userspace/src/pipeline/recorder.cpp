@@ -115,7 +115,8 @@ Recorder::Recorder(const cli::Config& config,
                    std::shared_ptr<MemoryAccount> memory)
     : config_(config), targets_(std::move(targets)), sinks_(std::move(sinks)),
       memory_(memory ? std::move(memory)
-                     : MemoryAccount::create(uint64_t{config.target_memory_mib} << 20))
+                     : MemoryAccount::create(uint64_t{config.target_memory_mib} << 20)),
+      interval_memory_(memory_, MemoryKind::kIntervals)
 {
 }
 
@@ -327,6 +328,7 @@ Result<> Recorder::collect(bool ends_interval)
   targets_.forget_dropped(dropped_before);
   sinks_.drained(*symbolized);
   accumulator_.add(std::move(*symbolized));
+  (void)interval_memory_.set(accumulator_.held_bytes()); // measured: never refused
   follow_unwind_tables();
   for (const auto& image : symbolizer_->forget_exited_processes())
     forget_image(image);
@@ -475,7 +477,9 @@ Result<> Recorder::end_interval(Wall::time_point end, bool last)
     symbolizer_->forget_late_frames();
   // Measured on the names as written.
   facts.coverage = measure_coverage(interval);
-  return sinks_.consume(interval, std::move(facts));
+  auto consumed = sinks_.consume(interval, std::move(facts));
+  interval_memory_.reset();
+  return consumed;
 }
 
 Result<RecordSummary> Recorder::run()

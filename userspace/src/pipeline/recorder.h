@@ -120,6 +120,7 @@ private:
   std::vector<std::function<void(const symbolize::ImageKey&)>> image_holders_;
   target::CgroupWatcher watcher_;
   profile::Accumulator accumulator_; // the current interval
+  MemoryCharge interval_memory_;     // what it holds, in the breakdown until its outputs have it
   // The CPU time each target had used at the current interval's start, and just before its last
   // drain, by name.
   std::map<std::string, double> cpu_at_interval_start_;
