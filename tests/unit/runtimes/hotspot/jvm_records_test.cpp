@@ -2,7 +2,6 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtimes/hotspot/jvm_records.h"
@@ -165,20 +164,23 @@ TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
   EXPECT_EQ(account->breakdown().of(MemoryKind::kJvmRecords), held);
 }
 
-TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
+// Process 42's root and status as /proc shows them below proc, for our own user; returns where
+// the records of its pid 7 (in its namespace) are.
+std::string records_of_process_42(const std::string& proc)
 {
-  TempDir dir;
-  // The process's root and status as /proc shows them, for our own user.
-  std::string proc = dir.path().string() + "/proc";
   std::string root = proc + "/42/root";
-  ASSERT_EQ(::mkdir(proc.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir((proc + "/42").c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir((root + "/tmp").c_str(), 0755), 0);
+  std::filesystem::create_directories(root + "/tmp");
   std::string uid = std::to_string(::geteuid());
   std::ofstream(proc + "/42/status")
       << "Uid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
-  std::string file = root + "/tmp/flamebpf-7.unwind";
+  return root + "/tmp/flamebpf-7.unwind";
+}
+
+TEST(JvmRecordsReader, ReadsAppendedLinesAndCountsGarbage)
+{
+  TempDir dir;
+  std::string proc = dir.path().string() + "/proc";
+  std::string file = records_of_process_42(proc);
   std::ofstream(file) << "flamebpf-unwind 1\ncode 1000 100 6 10 push 8 c\ngarbage\ncode 2000";
   JvmRecordsReader reader(42, 7, proc);
   reader.refresh();
@@ -210,12 +212,7 @@ TEST(JvmRecordsReader, ALineChangedSinceItWasReadNamesNothing)
 {
   TempDir dir;
   std::string proc = dir.path().string() + "/proc";
-  std::string root = proc + "/42/root";
-  std::filesystem::create_directories(root + "/tmp");
-  std::string uid = std::to_string(::geteuid());
-  std::ofstream(proc + "/42/status")
-      << "Uid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
-  std::string file = root + "/tmp/flamebpf-7.unwind";
+  std::string file = records_of_process_42(proc);
   std::ofstream(file) << "flamebpf-unwind 1\nmethod 10 Foo.one()\nmethod 20 Foo.two()\n";
   JvmRecordsReader reader(42, 7, proc);
   reader.refresh();
