@@ -91,6 +91,20 @@ TEST(Demangle, BudgetIsTheCallersToChoose)
   EXPECT_EQ(over.text, "fb_fixture::shifted::[truncated]");
 }
 
+// Rust's v0 demangler holds a block on the heap while it prints a Punycode identifier: a name
+// with one is cut at its budget without leaving the demangler midway (the sanitized run's leak
+// check would see the block), and one that may also expand through back-references is kept as it
+// is (a fuzzer's input).
+TEST(Demangle, RustPunycodeNamesAreCutWithoutLeaking)
+{
+  EXPECT_EQ(demangle("_RNvCu8gdel_5qa4main"), "g\u00f6del::main");
+  // Cut inside the identifier (of 24 bytes), where the block is held.
+  auto cut = demangle_bounded("_RNvCu23gdelgdelgdelgdel_mwbeee4main", kTruncated.size() + 2);
+  EXPECT_TRUE(cut.cut);
+  EXPECT_EQ(cut.text, "g" + std::string(kTruncated));
+  EXPECT_EQ(demangle("_RINvNyCu4corm3ptr1TTINvC05TTTTTtB_"), "_RINvNyCu4corm3ptr1TTINvC05TTTTTtB_");
+}
+
 TEST(Demangle, LongNamesAreCutNotDemangled)
 {
   std::string plain(kMaxDemangledBytes + 10, 'p');

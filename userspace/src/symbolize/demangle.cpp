@@ -34,8 +34,24 @@ struct Sink {
   size_t used;
   bool cut;
   std::chrono::steady_clock::time_point deadline;
+  // Whether collect() may leave the demangler (see may_leave_rust_demangler); if not, output past
+  // the budget is dropped and the demangler runs to its end.
+  bool may_leave;
   std::jmp_buf stop;
 };
+
+// Rust's v0 demangler holds one block on the heap while it prints an identifier in Punycode
+// (u<length>…), and frees it after: leaving from inside that print would leak the block. Its
+// other steps, and the Itanium and legacy Rust demanglers, hold nothing on the heap. A v0 name
+// with no 'u' before a digit has no Punycode identifier, and may be left at any point.
+bool may_hold_punycode(std::string_view name)
+{
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] == 'u' && name[i + 1] >= '0' && name[i + 1] <= '9')
+      return true;
+  }
+  return false;
+}
 
 // libiberty's callback, called with each piece of output (at most 256 bytes at a time).
 void collect(const char* piece, size_t length, void* opaque)
@@ -47,9 +63,10 @@ void collect(const char* piece, size_t length, void* opaque)
   sink->used += taken;
   if (taken < length || std::chrono::steady_clock::now() > sink->deadline) {
     sink->cut = true;
-    // Only C frames of libiberty lie between here and run(), and it allocated nothing on the
-    // heap: jumping out leaks nothing.
-    std::longjmp(sink->stop, 1);
+    // Only C frames of libiberty lie between here and run(), and (may_leave) they hold nothing
+    // on the heap: jumping out leaks nothing.
+    if (sink->may_leave)
+      std::longjmp(sink->stop, 1);
   }
 }
 
@@ -84,15 +101,21 @@ Demangled demangle_bounded(std::string_view name, size_t max_bytes)
   // the Rust demangler tells apart by their hash.
   bool itanium = name.starts_with("_Z");
   bool rust = name.starts_with("_R") || name.starts_with("_ZN");
+  // A v0 name with a Punycode identifier is demangled to its end (see may_hold_punycode), which
+  // is linear in the name unless it has back-references ('B'), whose output can grow
+  // exponentially: one that may have both is shown as it is.
+  bool v0 = name.starts_with("_R");
+  bool punycode = v0 && may_hold_punycode(name);
   bool as_is = !(itanium || rust) || name.size() > kMaxMangledBytes ||
-               name.find('\0') != std::string_view::npos;
+               name.find('\0') != std::string_view::npos ||
+               (punycode && name.find('B', 2) != std::string_view::npos);
   if (as_is)
     return {cut_name(name, max_bytes), name.size() > max_bytes};
   std::string mangled(name);
   // One byte more than the budget tells a name that fits from one that does not.
   std::string out(max_bytes + 1, '\0');
   auto deadline = std::chrono::steady_clock::now() + kMaxDemangleTime;
-  Sink sink{out.data(), out.size(), 0, false, deadline, {}};
+  Sink sink{out.data(), out.size(), 0, false, deadline, !punycode, {}};
   int result = rust ? run(mangled.c_str(), &sink, Scheme::kRust) : 0;
   if (result == 0 && itanium) {
     sink.used = 0;
