@@ -191,9 +191,8 @@ void HotSpotRuntime::poll(ProcessTable& processes)
       changes += image->perf_map->file().changes();
     bool quiet = changes == pace.changes_seen;
     pace.changes_seen = changes;
-    pace.quiet_reads = quiet ? pace.quiet_reads + 1 : 0;
-    pace.polls_to_skip =
-        std::min<uint32_t>((1u << std::min<uint32_t>(pace.quiet_reads, 3)) - 1, kMostPollsSkipped);
+    pace.gap = quiet ? std::min(2 * pace.gap + 1, kMostPollsSkipped) : 0;
+    pace.polls_to_skip = pace.gap;
   }
 }
 

@@ -87,7 +87,7 @@ private:
   // 2nd, 4th and 8th poll while both stay as they were.
   struct PollPace {
     uint32_t polls_to_skip = 0; // before the next read
-    uint32_t quiet_reads = 0;   // reads in a row that found nothing new
+    uint32_t gap = 0;           // polls skipped after the last read: 0, then 1, 3, 7 while quiet
     bool read_at_last_poll = false;
     uint64_t changes_seen = 0; // the files' changes() summed, as the last read left them
   };
