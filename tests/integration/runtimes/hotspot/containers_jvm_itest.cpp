@@ -356,7 +356,10 @@ TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
 // yet a JVM to flamebpf) or before HotSpot handles SIGQUIT (which the attach begins with, and whose
 // default action kills). flamebpf keeps looking and attaches once the JVM can take it. This JVM
 // holds still early in its start (PauseAtStartup comes before HotSpot installs its signal
-// handlers) until the test removes its pause file, so flamebpf is sure to meet it starting.
+// handlers) until the test removes its pause file. A held JVM wakes for a moment ten times a
+// second, too briefly to be sampled, and its start up to the pause takes about 5 ms of CPU, which a
+// sampler can miss: its options file (40,000 lines, read by libjvm.so before the pause) makes that
+// about 40 ms, so flamebpf is sure to meet it starting.
 TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
 {
   std::string out = dir_.path().string() + "/all.folded";
@@ -366,11 +369,14 @@ TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
       log);
   ASSERT_TRUE(wait_for_text(log, "profiling", 30)) << read_text(log);
   // The container is a target before the JVM in it starts: a shell waits, then becomes the JVM.
-  std::string java = std::string(kContainerJavaHome) + "/bin/java -XX:+PreserveFramePointer " +
+  std::string options = "i=0; while [ $i -lt 40000 ]; do echo -XX:+PreserveFramePointer; "
+                        "i=$((i+1)); done >/tmp/vm.options";
+  std::string java = std::string(kContainerJavaHome) +
+                     "/bin/java -XX:VMOptionsFile=/tmp/vm.options -XX:+PreserveFramePointer " +
                      "-XX:+UnlockDiagnosticVMOptions -XX:+PauseAtStartup " +
                      "-XX:PauseAtStartupFile=/tmp/vm.paused -cp " + std::string(kContainerAppDir) +
                      " Burner 60";
-  std::vector<std::string> command{"/bin/sh", "-c", "sleep 2 && exec " + java};
+  std::vector<std::string> command{"/bin/sh", "-c", options + " && sleep 2 && exec " + java};
   auto jvm = docker_.run("jvm-late", {}, docker_.java_image(JavaVersion::kJdk17), command);
   std::string pause_file = "/proc/" + std::to_string(jvm.pid) + "/root/tmp/vm.paused";
   ASSERT_TRUE(wait_until([&] { return fs::exists(pause_file); }, std::chrono::seconds(10),
