@@ -587,6 +587,56 @@ TEST_F(FakeJit, AProcessCapturedInsideExecveIsCapturedAgainAtItsFirstAddress)
   EXPECT_EQ(profile->stacks[0].frames, (std::vector<Frame>{{"Leaf.spin", "", FrameKind::kJit}}));
 }
 
+// A process captured while its loader still maps its code (a launcher's libraries, the runtime it
+// loads) has samples in code its maps did not have, and its maps were read in that generation
+// already: they are read again at the generation's end, so that what it mapped counts even if no
+// later sample asks (a JVM that waits as it starts is met as a JVM).
+TEST_F(FakeJit, AProcessWhoseCodeASampleMissedAsItStartedIsReadAgainAtTheGenerationsEnd)
+{
+  constexpr uint64_t kLibrary = 0x7f2000000000;
+  std::string process = proc() + "/" + std::to_string(pid_);
+  std::string started_maps = "7f0000000000-7f0000100000 r-xp 00000000 00:00 0 \n"; // as SetUp's
+  std::string loaded_maps = started_maps + "7f2000000000-7f2000100000 r-xp 00000000 00:00 0 \n";
+  auto kernel = KernelSymbols::parse(kKernelSymbols);
+  ASSERT_TRUE(kernel.has_value());
+  Symbolizer symbolizer(std::make_unique<KallsymsNames>(std::move(*kernel)), {}, proc());
+  ImageKey key{pid_, kImageId};
+  symbolizer.on_process_seen(key, "fakejit");
+  // The library is mapped after the capture; a sample of it in the same generation finds no code.
+  testing::write_file(process + "/maps", loaded_maps);
+  profile::RawProfile raw;
+  profile::RawSample sample;
+  sample.tgid = pid_;
+  sample.image_id = kImageId;
+  sample.user_frames = {kLibrary + 0x10};
+  sample.count = 1;
+  raw.samples.push_back(sample);
+  ASSERT_TRUE(symbolizer.symbolize(raw, {}).has_value());
+  ASSERT_NE(symbolizer.find_process(key), nullptr);
+  EXPECT_EQ(symbolizer.find_process(key)->code.size(), 1u) << "read once in a generation";
+
+  symbolizer.forget_exited_processes();
+  ASSERT_NE(symbolizer.find_process(key), nullptr);
+  ASSERT_EQ(symbolizer.find_process(key)->code.size(), 2u) << "read again at its end";
+  EXPECT_EQ(symbolizer.find_process(key)->code[1].mapping.start, kLibrary);
+
+  // Read in a generation after its first, a process with unknown code is read once per
+  // generation: at the sample that misses, never again at the generation's end.
+  std::string more_maps = loaded_maps + "7f3000000000-7f3000100000 r-xp 00000000 00:00 0 \n";
+  testing::write_file(process + "/maps", more_maps);
+  sample.user_frames = {0x7f3000000010};
+  raw.samples = {sample};
+  ASSERT_TRUE(symbolizer.symbolize(raw, {}).has_value());
+  EXPECT_EQ(symbolizer.find_process(key)->code.size(), 3u) << "read at the miss";
+  testing::write_file(process + "/maps",
+                      more_maps + "7f4000000000-7f4000100000 r-xp 00000000 00:00 0 \n");
+  sample.user_frames = {0x7f4000000010};
+  raw.samples = {sample};
+  ASSERT_TRUE(symbolizer.symbolize(raw, {}).has_value());
+  symbolizer.forget_exited_processes();
+  EXPECT_EQ(symbolizer.find_process(key)->code.size(), 3u) << "not read again at the end";
+}
+
 TEST_F(FakeJit, InlineChainBeyondItsBudgetIsCutVisibly)
 {
   map({{0x0, 0x100, chain("R.r()", 9300)}});

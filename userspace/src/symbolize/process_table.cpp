@@ -376,7 +376,10 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
     early = std::move(kept.mapped());
   }
   uint32_t pid = key.pid;
-  ProcessImage& image = processes_[key];
+  auto [found, first] = processes_.try_emplace(key);
+  ProcessImage& image = found->second;
+  if (first)
+    image.first_capture_generation = generation_;
   if (cgroup_id != 0)
     image.cgroup_id = cgroup_id;
   if (!comm.empty())
@@ -384,6 +387,7 @@ void ProcessTable::capture(const ImageKey& key, const std::string& comm, uint64_
   image.capture_generation = generation_;
 
   image.captured_mid_exec = false;
+  image.read_again = false;
   // What /proc says now, else (the process is gone) what it said at the first sample.
   ProcessSnapshot live = read_snapshot(pid);
   const ProcessSnapshot* seen = live.maps ? &live : early && early->maps ? &*early : nullptr;
@@ -492,8 +496,10 @@ const ProcessImage& ProcessTable::get(const ImageKey& key)
 const ProcessImage& ProcessTable::refresh(const ImageKey& key)
 {
   const ProcessImage& image = get(key);
-  if (image.capture_generation == generation_ && !image.captured_mid_exec)
+  if (image.capture_generation == generation_ && !image.captured_mid_exec) {
+    processes_.at(key).read_again |= image.first_capture_generation == generation_;
     return image;
+  }
   capture(key, "");
   return processes_.at(key);
 }
@@ -628,8 +634,9 @@ std::vector<ImageKey> ProcessTable::end_generation()
         image.perf_map->begin_interval();
       bool newest = image.capture_generation == newest_capture[key.pid];
       if (newest && recaptured.size() < kMaxRecaptures &&
-          std::any_of(runtimes_.begin(), runtimes_.end(),
-                      [&](const auto& runtime) { return runtime->wants_recapture(key); }))
+          (image.read_again ||
+           std::any_of(runtimes_.begin(), runtimes_.end(),
+                       [&](const auto& runtime) { return runtime->wants_recapture(key); })))
         recaptured.push_back(key);
       ++it;
     }

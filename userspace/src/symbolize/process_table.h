@@ -55,6 +55,13 @@ struct ProcessImage {
   // Captured inside execve, after the new memory image was made but before any code was mapped
   // into it: the next address looked up captures it again, whatever the generation.
   bool captured_mid_exec = false;
+  uint64_t first_capture_generation = 0;
+  // An address of a sample fell outside every mapping in the generation the image was first
+  // captured in, when its maps may not be read again: it was captured while its loader was still
+  // mapping code (libraries, or the runtime a launcher loads), and is read again at the
+  // generation's end, so that what it mapped since counts even if no later sample asks (a JVM that
+  // waits as it starts).
+  bool read_again = false;
   bool found_exited = false;    // at the end of a generation
   uint64_t used_generation = 0; // last generation a sample of this image was symbolized in
   // The JIT's perf map; opened when a runtime asks (at capture, so that it outlives the process),
@@ -263,7 +270,8 @@ public:
   // The generation (interval) now: what is read at most once per generation compares with it.
   uint64_t generation() const { return generation_; }
   // Re-reads the maps of a live process whose address fell outside every known mapping; at
-  // most once per generation (interval), so a process with unknown code costs one re-read.
+  // most once per generation (interval), so a process with unknown code costs one re-read. One
+  // read in this generation already is read again at its end.
   const ProcessImage& refresh(const ImageKey& key);
   // The symbols of code, a mapping of key's image: those found at capture, else those of a file
   // whose reading stalled then and has ended since; null if none.
@@ -292,8 +300,8 @@ public:
   // Starts a new generation (taking what arrived first), which is also a new interval for the perf
   // maps' budgets, and removes the images of processes that no longer exist, and images replaced by
   // an exec that no sample used in the generation; returns their keys, which every runtime forgets.
-  // The images a runtime wants read again (a launcher that loads the runtime later) are captured
-  // again.
+  // The images a runtime wants read again (a launcher that loads the runtime later), and those
+  // whose code a sample missed in the generation they were read in, are captured again.
   std::vector<ImageKey> end_generation();
 
   const std::string& proc_root() const { return proc_root_; }
@@ -304,8 +312,9 @@ public:
 
   // How long a perf map's refresh may go without progress before the table goes on without it.
   static constexpr std::chrono::milliseconds kStallLimit{1000};
-  // Images whose maps are read again at the end of a generation for a runtime, at most: a real
-  // launcher loads its runtime within a second, so only one that waits stays one.
+  // Images whose maps are read again at the end of a generation, at most: a real launcher loads
+  // its runtime within a second, so only one that waits stays one; and an image read again for a
+  // missed address is read in every later generation its samples ask.
   static constexpr size_t kMaxRecaptures = 32;
 
 private:

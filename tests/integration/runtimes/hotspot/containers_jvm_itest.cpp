@@ -357,9 +357,9 @@ TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
 // default action kills). flamebpf keeps looking and attaches once the JVM can take it. This JVM
 // holds still early in its start (PauseAtStartup comes before HotSpot installs its signal
 // handlers) until the test removes its pause file. A held JVM wakes for a moment ten times a
-// second, too briefly to be sampled, and its start up to the pause takes about 5 ms of CPU, which a
-// sampler can miss: its options file (40,000 lines, read by libjvm.so before the pause) makes that
-// about 40 ms, so flamebpf is sure to meet it starting.
+// second, too briefly to be sampled, and its start up to the pause takes about 5 ms of CPU, most of
+// it in the loader, before libjvm.so is mapped: its options file (40,000 lines, which libjvm.so
+// reads before the pause) adds about 40 ms after, so flamebpf is sure to meet it starting.
 TEST_F(JvmContainerTest, JvmStartedDuringTheRunIsAttachedOnceItCanBe)
 {
   std::string out = dir_.path().string() + "/all.folded";
