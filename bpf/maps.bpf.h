@@ -65,6 +65,16 @@ struct {
   __uint(max_entries, 16384);
 } known_procs SEC(".maps");
 
+// The sampler with the unwinder, once userspace has loaded it: the one built without it
+// (FB_FRAME_POINTERS_ONLY), which the kernel verifies about twenty times faster, samples from
+// the first moment and hands every sample on to it from then on.
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} full_sampler SEC(".maps");
+
 // New-process notices (struct fb_process_notice).
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);

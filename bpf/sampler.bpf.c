@@ -323,6 +323,11 @@ static __always_inline void record(struct bpf_perf_event_data* ctx,
 SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data* ctx)
 {
+#ifdef FB_FRAME_POINTERS_ONLY
+  // Returns only while the slot is empty: the full sampler is still loading, or this kernel
+  // cannot load it.
+  bpf_tail_call(ctx, &full_sampler, 0);
+#endif
   __u32 zero = 0;
   struct fb_cpu_state* cpu = bpf_map_lookup_elem(&cpu_state, &zero);
   if (!cpu)

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -202,6 +203,41 @@ TEST_F(RecordTest, WholeHostWithoutFilters)
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto folded = read_folded(out);
   expect_workload_chain(folded, "burner_host", 80, run.output);
+}
+
+// Sampling starts with the program built without the unwinder, which the kernel verifies in a few
+// milliseconds, and the program with it takes the samples once it is loaded (tens of
+// milliseconds later): a busy process is sampled before then, and its stacks unwind through
+// glibc's qsort (no frame pointers) from then on.
+TEST_F(RecordTest, SamplingStartsBeforeTheUnwindingProgramIsLoadedAndItTakesOver)
+{
+  Child workload({SPLIT_SORTER_BINARY, "30"});
+  wait_until_busy(workload.pid(), "split_sorter");
+  std::string out = dir_.path().string() + "/out.folded";
+  auto run =
+      run_flamebpf({"-p", std::to_string(workload.pid()), "-F", "999", "-d", "2", "-v", "-o", out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::smatch first;
+  std::smatch handed;
+  ASSERT_TRUE(std::regex_search(run.output, first,
+                                std::regex(R"(first sample .* \(at ([0-9.]+) s monotonic\))")))
+      << run.output;
+  ASSERT_TRUE(std::regex_search(
+      run.output, handed,
+      std::regex(R"(the unwinding program takes the samples from ([0-9.]+) s monotonic)")))
+      << run.output;
+  EXPECT_LT(std::stod(first[1]), std::stod(handed[1])) << run.output;
+  auto folded = read_folded(out);
+  uint64_t samples = 0;
+  uint64_t through_qsort = 0;
+  for (const auto& [stack, count] : folded) {
+    samples += count;
+    if (stack.find(";main;run;") != std::string::npos &&
+        stack.find(";qsort_r;msort_with_tmp") != std::string::npos)
+      through_qsort += count;
+  }
+  EXPECT_GT(samples, 1000u);
+  EXPECT_GE(through_qsort * 100, samples * 60) << run.output;
 }
 
 TEST_F(RecordTest, ShortLivedProcessIsSymbolizedAfterItExits)

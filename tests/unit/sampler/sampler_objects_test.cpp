@@ -46,6 +46,7 @@ Object frame_pointers_only()
 }
 
 // Each map as the skeleton and the kernel see it, in the object's order.
+// Sorted: the skeleton finds each map by its name, wherever the compiler put it in the object.
 std::vector<std::string> maps_of(bpf_object* object)
 {
   std::vector<std::string> maps;
@@ -58,6 +59,7 @@ std::vector<std::string> maps_of(bpf_object* object)
                    " entries=" + std::to_string(bpf_map__max_entries(map)) +
                    " flags=" + std::to_string(bpf_map__map_flags(map)));
   }
+  std::sort(maps.begin(), maps.end());
   return maps;
 }
 

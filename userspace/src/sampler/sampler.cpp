@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -302,7 +303,10 @@ Result<> add_pid(::sampler_bpf* skeleton, uint32_t pid)
 } // namespace
 
 struct Sampler::State {
+  // The program built without the unwinder, whose maps every program and reader shares: it
+  // samples from the start, and hands each sample to full_sampler once that is loaded.
   BpfSkeleton skeleton;
+  BpfSkeleton full_sampler;                             // empty when the unwinder is off
   std::unordered_map<uint64_t, uint32_t> cgroup_levels; // cgroup targets in the filter -> level
   std::unordered_set<uint32_t> pid_targets;
   uint32_t count_storage = 0;
@@ -346,7 +350,9 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
       unwinder = false;
     }
   }
-  state->skeleton = BpfSkeleton::open(unwinder);
+  // The program without the unwinder first: the kernel verifies it in a few milliseconds, where
+  // the full one takes tens, so sampling starts at once and the full one takes over when loaded.
+  state->skeleton = BpfSkeleton::open(false);
   if (!state->skeleton)
     return fail(system_error(errno, "cannot open the embedded BPF object"));
   auto offsets = load_task_offsets();
@@ -419,7 +425,52 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   sampler.share_count_map();
   if (auto attached = sampler.attach_events(options); !attached)
     return fail(attached.error());
+  if (unwinder) {
+    if (auto loaded = sampler.load_full_sampler(); !loaded)
+      return fail(loaded.error());
+  }
   return sampler;
+}
+
+Result<> Sampler::load_full_sampler()
+{
+  auto& state = *state_;
+  auto started = std::chrono::steady_clock::now();
+  BpfSkeleton full = BpfSkeleton::open(true);
+  if (!full)
+    return fail(system_error(errno, "cannot open the embedded BPF object"));
+  // The same constants; every other map is the running program's own.
+  *full->rodata = *state.skeleton->rodata;
+  bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, full->obj)
+  {
+    if (map == full->maps.rodata)
+      continue;
+    bpf_map* shared = bpf_object__find_map_by_name(state.skeleton->obj, bpf_map__name(map));
+    if (!shared)
+      return fail(
+          error(std::string("the sampler without the unwinder has no map ") + bpf_map__name(map)));
+    if (int reused = bpf_map__reuse_fd(map, bpf_map__fd(shared)); reused != 0)
+      return fail(system_error(-reused, std::string("cannot share the map ") + bpf_map__name(map)));
+  }
+  if (::sampler_bpf::load(full.get()) != 0) {
+    auto failure = system_error(errno, "cannot load the BPF program");
+    failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
+    return fail(failure);
+  }
+  uint32_t slot = 0;
+  int program = bpf_program__fd(full->progs.sample_cpu);
+  if (bpf_map_update_elem(bpf_map__fd(state.skeleton->maps.full_sampler), &slot, &program,
+                          BPF_ANY) != 0)
+    return fail(system_error(errno, "cannot hand the samples to the unwinding program"));
+  state.full_sampler = std::move(full);
+  auto now = std::chrono::steady_clock::now();
+  std::chrono::duration<double> took = now - started;
+  // steady_clock is CLOCK_MONOTONIC, the clock of the first sample's line.
+  spdlog::debug("the unwinding program takes the samples from {:.6f} s monotonic on; it loaded in "
+                "{:.3f} s",
+                std::chrono::duration<double>(now.time_since_epoch()).count(), took.count());
+  return {};
 }
 
 namespace {

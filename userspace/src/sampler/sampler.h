@@ -112,6 +112,8 @@ private:
   // Opens and attaches the perf events: on the targets alone when options allow, else on every
   // CPU.
   [[nodiscard]] Result<> attach_events(const SamplerOptions& options);
+  // Loads the program with the unwinder on the running program's maps and hands it the samples.
+  [[nodiscard]] Result<> load_full_sampler();
   // Sets each target's part of the count map for the targets there are now.
   void share_count_map();
   std::unique_ptr<State> state_;
