@@ -1,6 +1,7 @@
 #include "common/memory_account.h"
 
 #include <algorithm>
+#include <malloc.h>
 #include <utility>
 
 #include "common/log.h"
@@ -42,6 +43,10 @@ const char* memory_kind_name(MemoryKind kind)
     return "answers";
   case MemoryKind::kIntervals:
     return "intervals";
+  case MemoryKind::kOther:
+    return "other";
+  case MemoryKind::kHeapFree:
+    return "heap_free";
   }
   return "unknown";
 }
@@ -155,6 +160,22 @@ void MemoryAccount::measure(MemoryKind kind, uint64_t added, uint64_t removed)
   uint64_t& held = by_kind_[index(kind)];
   held += added;
   held -= std::min(held, removed);
+}
+
+void MemoryAccount::measure_heap()
+{
+  // uordblks: allocated in the arenas; hblkhd: allocated as mappings of their own; fordblks: free
+  // in the arenas. Read before the lock: mallinfo2 walks the arenas.
+  struct mallinfo2 heap = ::mallinfo2();
+  std::lock_guard lock(mutex_);
+  uint64_t measured = 0;
+  for (size_t kind = 0; kind < kMemoryKinds; ++kind) {
+    if (kind != index(MemoryKind::kOther) && kind != index(MemoryKind::kHeapFree))
+      measured += by_kind_[kind];
+  }
+  uint64_t allocated = heap.uordblks + heap.hblkhd;
+  by_kind_[index(MemoryKind::kOther)] = allocated - std::min(allocated, measured);
+  by_kind_[index(MemoryKind::kHeapFree)] = heap.fordblks;
 }
 
 uint64_t MemoryAccount::share_limit_locked() const

@@ -53,14 +53,19 @@ enum class MemoryKind : uint8_t {
   kDumps,          // intervals whose dumps wait in memory for the disk
   kAnswers,        // HTTP answers made and not yet sent
   kIntervals,      // the interval being gathered: its named stacks, until its outputs have them
+  // Measured from the allocator when an interval ends (MemoryAccount::measure_heap), so that the
+  // breakdown accounts for the whole heap:
+  kOther,    // allocated, and measured by none of the kinds above (libraries' own, the stages')
+  kHeapFree, // freed, and kept by the allocator rather than given back to the system
 };
-inline constexpr size_t kMemoryKinds = 9;
+inline constexpr size_t kMemoryKinds = 11;
 inline constexpr std::array<MemoryKind, kMemoryKinds> kAllMemoryKinds = {
     MemoryKind::kSymbols,    MemoryKind::kInlines,      MemoryKind::kPerfMaps,
     MemoryKind::kJvmRecords, MemoryKind::kUnwindTables, MemoryKind::kContainerNames,
-    MemoryKind::kDumps,      MemoryKind::kAnswers,      MemoryKind::kIntervals};
+    MemoryKind::kDumps,      MemoryKind::kAnswers,      MemoryKind::kIntervals,
+    MemoryKind::kOther,      MemoryKind::kHeapFree};
 // "symbols", "inlines", "perf_maps", "jvm_records", "unwind_tables", "container_names", "dumps",
-// "answers", "intervals".
+// "answers", "intervals", "other", "heap_free".
 const char* memory_kind_name(MemoryKind kind);
 
 // What the account holds by kind at one moment, read under one lock.
@@ -114,6 +119,9 @@ public:
   uint64_t held() const;
   // Every kind's bytes, charged and measured.
   MemoryBreakdown breakdown() const;
+  // Measures the heap now: what the allocator has allocated beyond every other kind (kOther) and
+  // what it keeps free (kHeapFree). Their breakdown then sums to the heap.
+  void measure_heap();
   // What one share may hold now: the account divided among the live shares, at least a
   // sixteenth of it.
   uint64_t share_limit() const;

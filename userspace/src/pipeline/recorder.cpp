@@ -477,6 +477,8 @@ Result<> Recorder::end_interval(Wall::time_point end, bool last)
     symbolizer_->forget_late_frames();
   // Measured on the names as written.
   facts.coverage = measure_coverage(interval);
+  // The stats line's breakdown sums to the heap as it is now.
+  memory_->measure_heap();
   auto consumed = sinks_.consume(interval, std::move(facts));
   interval_memory_.reset();
   return consumed;
