@@ -305,6 +305,8 @@ void Recorder::watch_targets()
 
 Result<> Recorder::collect(bool ends_interval)
 {
+  if (auto taken = sampler_->take_full_sampler(); !taken)
+    return fail(taken.error());
   // Pending notices first, so processes are captured before their samples are symbolized.
   if (auto taken = take_notices(std::chrono::milliseconds(0)); !taken)
     return fail(taken.error());
@@ -507,6 +509,8 @@ Result<RecordSummary> Recorder::run()
   service_.ready();
   while (!g_stop_requested.load()) {
     service_.alive();
+    if (auto taken = sampler_->take_full_sampler(); !taken)
+      return fail(taken.error());
     auto now = Steady::now();
     if (schedule.finished(now))
       break;

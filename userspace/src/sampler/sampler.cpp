@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <string>
 #include <sys/mman.h>
@@ -319,6 +320,10 @@ struct Sampler::State {
   bool scoped = false;
   std::unique_ptr<BpfMapReader> reader;
   std::unique_ptr<BpfTableMaps> table_maps; // null when the unwinder is off
+  // full_sampler, loading on a thread of its own while the kernel verifies it: meanwhile the
+  // pipeline reads the first processes and builds their tables. Last, so that it is waited for
+  // before the maps it shares go away.
+  std::future<Result<BpfSkeleton>> full_loading;
 
   ~State()
   {
@@ -333,6 +338,48 @@ Sampler::Sampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Sampler::Sampler(Sampler&&) noexcept = default;
 Sampler& Sampler::operator=(Sampler&&) noexcept = default;
 Sampler::~Sampler() = default;
+
+namespace {
+
+Result<BpfSkeleton> load_full_sampler(::sampler_bpf* running)
+{
+  auto started = std::chrono::steady_clock::now();
+  BpfSkeleton full = BpfSkeleton::open(true);
+  if (!full)
+    return fail(system_error(errno, "cannot open the embedded BPF object"));
+  // The same constants; every other map is the running program's own.
+  *full->rodata = *running->rodata;
+  bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, full->obj)
+  {
+    if (map == full->maps.rodata)
+      continue;
+    bpf_map* shared = bpf_object__find_map_by_name(running->obj, bpf_map__name(map));
+    if (!shared)
+      return fail(
+          error(std::string("the sampler without the unwinder has no map ") + bpf_map__name(map)));
+    if (int reused = bpf_map__reuse_fd(map, bpf_map__fd(shared)); reused != 0)
+      return fail(system_error(-reused, std::string("cannot share the map ") + bpf_map__name(map)));
+  }
+  if (::sampler_bpf::load(full.get()) != 0) {
+    auto failure = system_error(errno, "cannot load the BPF program");
+    failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
+    return fail(failure);
+  }
+  uint32_t slot = 0;
+  int program = bpf_program__fd(full->progs.sample_cpu);
+  if (bpf_map_update_elem(bpf_map__fd(running->maps.full_sampler), &slot, &program, BPF_ANY) != 0)
+    return fail(system_error(errno, "cannot hand the samples to the unwinding program"));
+  auto now = std::chrono::steady_clock::now();
+  std::chrono::duration<double> took = now - started;
+  // steady_clock is CLOCK_MONOTONIC, the clock of the first sample's line.
+  spdlog::debug("the unwinding program takes the samples from {:.6f} s monotonic on; it loaded in "
+                "{:.3f} s",
+                std::chrono::duration<double>(now.time_since_epoch()).count(), took.count());
+  return full;
+}
+
+} // namespace
 
 Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_notice)
 {
@@ -425,51 +472,22 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   sampler.share_count_map();
   if (auto attached = sampler.attach_events(options); !attached)
     return fail(attached.error());
-  if (unwinder) {
-    if (auto loaded = sampler.load_full_sampler(); !loaded)
-      return fail(loaded.error());
-  }
+  if (unwinder)
+    started.full_loading = std::async(std::launch::async, [running = started.skeleton.get()] {
+      return load_full_sampler(running);
+    });
   return sampler;
 }
 
-Result<> Sampler::load_full_sampler()
+Result<> Sampler::take_full_sampler()
 {
-  auto& state = *state_;
-  auto started = std::chrono::steady_clock::now();
-  BpfSkeleton full = BpfSkeleton::open(true);
-  if (!full)
-    return fail(system_error(errno, "cannot open the embedded BPF object"));
-  // The same constants; every other map is the running program's own.
-  *full->rodata = *state.skeleton->rodata;
-  bpf_map* map = nullptr;
-  bpf_object__for_each_map(map, full->obj)
-  {
-    if (map == full->maps.rodata)
-      continue;
-    bpf_map* shared = bpf_object__find_map_by_name(state.skeleton->obj, bpf_map__name(map));
-    if (!shared)
-      return fail(
-          error(std::string("the sampler without the unwinder has no map ") + bpf_map__name(map)));
-    if (int reused = bpf_map__reuse_fd(map, bpf_map__fd(shared)); reused != 0)
-      return fail(system_error(-reused, std::string("cannot share the map ") + bpf_map__name(map)));
-  }
-  if (::sampler_bpf::load(full.get()) != 0) {
-    auto failure = system_error(errno, "cannot load the BPF program");
-    failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
-    return fail(failure);
-  }
-  uint32_t slot = 0;
-  int program = bpf_program__fd(full->progs.sample_cpu);
-  if (bpf_map_update_elem(bpf_map__fd(state.skeleton->maps.full_sampler), &slot, &program,
-                          BPF_ANY) != 0)
-    return fail(system_error(errno, "cannot hand the samples to the unwinding program"));
-  state.full_sampler = std::move(full);
-  auto now = std::chrono::steady_clock::now();
-  std::chrono::duration<double> took = now - started;
-  // steady_clock is CLOCK_MONOTONIC, the clock of the first sample's line.
-  spdlog::debug("the unwinding program takes the samples from {:.6f} s monotonic on; it loaded in "
-                "{:.3f} s",
-                std::chrono::duration<double>(now.time_since_epoch()).count(), took.count());
+  auto& loading = state_->full_loading;
+  if (!loading.valid() || loading.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    return {};
+  auto loaded = loading.get();
+  if (!loaded)
+    return fail(loaded.error());
+  state_->full_sampler = std::move(*loaded);
   return {};
 }
 

@@ -65,9 +65,14 @@ public:
   ~Sampler();
 
   // Checks privileges and BTF, loads the program, installs the filter and starts sampling.
-  // on_notice is called from poll_notices() for the first sample of each process.
+  // on_notice is called from poll_notices() for the first sample of each process. Sampling starts
+  // with the program built without the unwinder; the one with it loads meanwhile, on a thread of
+  // its own, and takes the samples once loaded.
   [[nodiscard]] static Result<Sampler> start(const SamplerOptions& options,
                                              NoticeHandler on_notice);
+  // Takes the unwinding program once it has loaded, or its failure to load (which ends the
+  // recording, as a failure to load at start would). Cheap: called at every wake.
+  [[nodiscard]] Result<> take_full_sampler();
 
   // Delivers pending new-process notices; waits up to timeout for the first one. Returns early
   // (without error) when a signal interrupts the wait.
@@ -112,8 +117,6 @@ private:
   // Opens and attaches the perf events: on the targets alone when options allow, else on every
   // CPU.
   [[nodiscard]] Result<> attach_events(const SamplerOptions& options);
-  // Loads the program with the unwinder on the running program's maps and hands it the samples.
-  [[nodiscard]] Result<> load_full_sampler();
   // Sets each target's part of the count map for the targets there are now.
   void share_count_map();
   std::unique_ptr<State> state_;
