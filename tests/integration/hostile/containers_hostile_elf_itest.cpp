@@ -572,8 +572,9 @@ TEST_F(HostileElfTest, ProcessMappingSixHundredElfFilesCostsNoDescriptorEach)
   std::printf("[ FIGURES  ] %d mapped ELF files: at most %zu descriptors open\n", kFiles,
               run.max_fds);
   expect_prompt(run, 6);
-  // Its BPF maps, perf events and logs; nothing per ELF file.
-  EXPECT_LT(run.max_fds, 64u) << describe(run);
+  // Its BPF maps (each held twice for the 0.1 s the unwinding program takes to load beside the
+  // program that samples meanwhile), perf events and logs; nothing per ELF file.
+  EXPECT_LT(run.max_fds, 96u) << describe(run);
   // The target was profiled to the end, not dropped.
   EXPECT_TRUE(lines_with(run.log, "exited; dropped").empty()) << run.log;
   std::vector<std::string> folded;

@@ -305,9 +305,9 @@ Result<> add_pid(::sampler_bpf* skeleton, uint32_t pid)
 
 struct Sampler::State {
   // The program built without the unwinder, whose maps every program and reader shares: it
-  // samples from the start, and hands each sample to full_sampler once that is loaded.
+  // samples from the start, and hands each sample to the program with the unwinder once that is
+  // loaded (the full_sampler map holds it from then on).
   BpfSkeleton skeleton;
-  BpfSkeleton full_sampler;                             // empty when the unwinder is off
   std::unordered_map<uint64_t, uint32_t> cgroup_levels; // cgroup targets in the filter -> level
   std::unordered_set<uint32_t> pid_targets;
   uint32_t count_storage = 0;
@@ -320,10 +320,10 @@ struct Sampler::State {
   bool scoped = false;
   std::unique_ptr<BpfMapReader> reader;
   std::unique_ptr<BpfTableMaps> table_maps; // null when the unwinder is off
-  // full_sampler, loading on a thread of its own while the kernel verifies it: meanwhile the
-  // pipeline reads the first processes and builds their tables. Last, so that it is waited for
-  // before the maps it shares go away.
-  std::future<Result<BpfSkeleton>> full_loading;
+  // The program with the unwinder, loading on a thread of its own while the kernel verifies it:
+  // meanwhile the pipeline reads the first processes and builds their tables. Last, so that it
+  // is waited for before the maps it shares go away.
+  std::future<Result<>> full_loading;
 
   ~State()
   {
@@ -341,7 +341,10 @@ Sampler::~Sampler() = default;
 
 namespace {
 
-Result<BpfSkeleton> load_full_sampler(::sampler_bpf* running)
+// Loads the program with the unwinder on running's maps and puts it in running's full_sampler
+// slot, which holds it (and it its maps) from then on: its own descriptors are closed when it
+// returns, so that it costs no descriptor per map.
+Result<> load_full_sampler(::sampler_bpf* running)
 {
   auto started = std::chrono::steady_clock::now();
   BpfSkeleton full = BpfSkeleton::open(true);
@@ -376,7 +379,7 @@ Result<BpfSkeleton> load_full_sampler(::sampler_bpf* running)
   spdlog::debug("the unwinding program takes the samples from {:.6f} s monotonic on; it loaded in "
                 "{:.3f} s",
                 std::chrono::duration<double>(now.time_since_epoch()).count(), took.count());
-  return full;
+  return {};
 }
 
 } // namespace
@@ -484,11 +487,7 @@ Result<> Sampler::take_full_sampler()
   auto& loading = state_->full_loading;
   if (!loading.valid() || loading.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
     return {};
-  auto loaded = loading.get();
-  if (!loaded)
-    return fail(loaded.error());
-  state_->full_sampler = std::move(*loaded);
-  return {};
+  return loading.get();
 }
 
 namespace {

@@ -70,8 +70,8 @@ public:
   // its own, and takes the samples once loaded.
   [[nodiscard]] static Result<Sampler> start(const SamplerOptions& options,
                                              NoticeHandler on_notice);
-  // Takes the unwinding program once it has loaded, or its failure to load (which ends the
-  // recording, as a failure to load at start would). Cheap: called at every wake.
+  // The outcome of loading the unwinding program, once known: a failure ends the recording, as a
+  // failure to load at start would. Cheap: called at every wake.
   [[nodiscard]] Result<> take_full_sampler();
 
   // Delivers pending new-process notices; waits up to timeout for the first one. Returns early
