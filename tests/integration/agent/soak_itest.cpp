@@ -1,4 +1,4 @@
-// A long run of the agent, accelerated: SOAK_INTERVALS intervals (default 10,000) of 20 ms with
+// A long run of the agent, accelerated: SOAK_INTERVALS intervals (default 10,000) of 10 ms with
 // every output format, while processes start and exit all the time and containers (cgroups named
 // as Docker names them) come and go. What flamebpf holds from one interval to the next (its
 // memory, its open files, the kernel's maps, the processes and ELF files it remembers) must be as
@@ -33,7 +33,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-constexpr double kIntervalSeconds = 0.02;
+constexpr double kIntervalSeconds = 0.01;
 // The window the start is measured over: after the first intervals' warm-up.
 constexpr size_t kWarmUp = 100;
 constexpr size_t kWindow = 1000;
