@@ -13,7 +13,7 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "bench/agent.sh: needs root (BPF, dockerd); run: sudo $0" >&2
   exit 1
 fi
-"$root/scripts/install-deps.sh" --test
+"$root/scripts/install-deps.sh" --bench
 "$root/scripts/build.sh" test flamebpf flamebpf-testbed
 build=$root/build/test
 work=$(mktemp -d /var/tmp/flamebpf-agent-bench.XXXXXX)

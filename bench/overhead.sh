@@ -62,19 +62,7 @@ forget_child() {
 
 # --- tools ---------------------------------------------------------------------------------------
 
-apt_updated=0
-apt_install() {
-  if [[ $apt_updated -eq 0 ]]; then
-    apt-get update -q >&2
-    apt_updated=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2
-}
-command -v bpftrace >/dev/null || apt_install bpftrace
-# Debian's /usr/bin/perf is a wrapper that fails without the perf matching the kernel.
-perf --version >/dev/null 2>&1 || apt_install linux-perf
-[[ -x /usr/bin/time ]] || apt_install time
-command -v taskset >/dev/null || apt_install util-linux
+"$ROOT/scripts/install-deps.sh" --bench
 
 if [[ -z ${FLAMEBPF:-} || -z ${YARDSTICK:-} ]]; then
   # The binary scripts/run builds and runs, brought up to date, and the yardstick beside it.
@@ -86,7 +74,6 @@ if [[ -z ${FLAMEBPF:-} || -z ${YARDSTICK:-} ]]; then
 fi
 [[ -x $FLAMEBPF ]] || die "no flamebpf at $FLAMEBPF"
 [[ -x $YARDSTICK ]] || die "no yardstick at $YARDSTICK"
-command -v python3 >/dev/null || apt_install python3
 
 # The cgroup2 hierarchy, wherever this host mounts it.
 CG2=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") print $5; break } }' \

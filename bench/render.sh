@@ -10,14 +10,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 stacks=${STACKS:-100000}
 runs=${RUNS:-5}
 flamebpf=${FLAMEBPF:-$root/build/run/userspace/flamebpf}
-if [[ -z "${FLAMEBPF:-}" ]]; then
-  "$root/scripts/install-deps.sh"
-  "$root/scripts/build.sh" run flamebpf
-fi
-command -v /usr/bin/time >/dev/null || {
-  echo "bench/render.sh: needs /usr/bin/time (apt-get install time)" >&2
-  exit 1
-}
+"$root/scripts/install-deps.sh" --bench
+[[ -n "${FLAMEBPF:-}" ]] || "$root/scripts/build.sh" run flamebpf
 work=$(mktemp -d /tmp/flamebpf-render-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

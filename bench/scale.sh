@@ -49,10 +49,9 @@ die() {
   die "FREQS, MINUTES and INTERVAL must be set"
 [[ -z $BASELINE || -z $BASELINE_COMMIT ]] || die "give BASELINE or BASELINE_COMMIT, not both"
 
-# Docker, the JDK, Go and a static libc come with the tests' packages; /usr/bin/time is not one.
-"$ROOT/scripts/install-deps.sh" --test >&2
-[[ -x /usr/bin/time ]] || { apt-get update -q >&2 &&
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends time >&2; }
+# Docker, the JDK, Go and a static libc come with the tests' packages, /usr/bin/time with the
+# benchmarks'.
+"$ROOT/scripts/install-deps.sh" --bench >&2
 
 # --- the two flamebpf binaries --------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's repository, whatever flamebpf's build and tests need and this machine lacks.
-# Usage: scripts/install-deps.sh [--test|--image|--seccomp]   (--test adds the packages only the
-# test suite uses, --image those scripts/build-image uses, --seccomp those of the test suite and of
-# scripts/seccomp-profile)
+# Usage: scripts/install-deps.sh [--test|--image|--seccomp|--bench]   (--test adds the packages
+# only the test suite uses, --image those scripts/build-image uses, --seccomp those of the test
+# suite and of scripts/seccomp-profile, --bench those of the test suite and of bench/)
 set -euo pipefail
 
 build_packages=(
@@ -49,6 +49,10 @@ image_packages=(docker.io mmdebstrap)
 # scripts/seccomp-profile: bpftrace records flamebpf's system calls, seccomp's scmp_sys_resolver
 # names them.
 seccomp_packages=(bpftrace seccomp)
+# bench/: time's /usr/bin/time measures each tool's CPU time and peak memory, bpftrace is a
+# yardstick beside flamebpf, and openjdk-17-dbg's debug files (240 MB) are what
+# bench/debug-symbols.sh reads.
+bench_packages=(time bpftrace openjdk-17-dbg)
 
 wanted=("${build_packages[@]}")
 backports=()
@@ -60,6 +64,10 @@ case "${1:-}" in
   --image) wanted+=("${image_packages[@]}") ;;
   --seccomp)
     wanted+=("${test_packages[@]}" "${image_packages[@]}" "${seccomp_packages[@]}")
+    backports=("${backports_test_packages[@]}")
+    ;;
+  --bench)
+    wanted+=("${test_packages[@]}" "${image_packages[@]}" "${bench_packages[@]}")
     backports=("${backports_test_packages[@]}")
     ;;
 esac
