@@ -49,10 +49,10 @@ image_packages=(docker.io mmdebstrap)
 # scripts/seccomp-profile: bpftrace records flamebpf's system calls, seccomp's scmp_sys_resolver
 # names them.
 seccomp_packages=(bpftrace seccomp)
-# bench/: time's /usr/bin/time measures each tool's CPU time and peak memory, bpftrace is a
-# yardstick beside flamebpf, and openjdk-17-dbg's debug files (240 MB) are what
-# bench/debug-symbols.sh reads.
-bench_packages=(time bpftrace openjdk-17-dbg)
+# bench/: time's /usr/bin/time measures each tool's CPU time and peak memory, and bpftrace is a
+# yardstick beside flamebpf. (bench/debug-symbols.sh installs the debug packages it reads itself:
+# with them, every JVM on the machine would be named from its libjvm's debug file.)
+bench_packages=(time bpftrace)
 
 wanted=("${build_packages[@]}")
 backports=()
