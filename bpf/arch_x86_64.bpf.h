@@ -16,6 +16,10 @@
 #define FB_CALLER_SP_FROM_FP 16
 // A row's fp_offset_words for the usual frame: the caller's fp right below the return address.
 #define FB_SAVED_FP_BELOW_RETURN_WORDS (-2)
+// The CFA's offset from sp at a function's first instruction (the return address alone), and once
+// the frame pointer is pushed below it.
+#define FB_CFA_AT_ENTRY 8
+#define FB_CFA_AFTER_FP_PUSH 16
 
 // The CFA of a PLT entry at pc with stack pointer sp: each entry pushes once, 11 bytes in (so does
 // each entry of the classic PLT).

@@ -385,6 +385,7 @@ static long unwind_step(__u32 index, void* context)
   }
   if (found && lookup_pc >= mapping.table_base)
     cached_row(state, mapping.table, lookup_pc - mapping.table_base, &row);
+  runtime_row(state, &row, state->exact_pc);
 
   __u64 frame = pc;
   if (runtime_frame(state, row.kind, &frame))

@@ -8,6 +8,15 @@
 #include "go.bpf.h"
 #include "hotspot.bpf.h"
 
+// A row of a runtime's kind that is a generic row where the code stands (exact: the pc is where
+// execution stood, not a return address) becomes that row; the others stay as they are.
+static __always_inline void
+runtime_row(struct fb_unwind_state* state, struct fb_unwind_row* row, int exact)
+{
+  if (row->kind == FB_UNWIND_HOTSPOT_COMPILED)
+    hotspot_compiled_row(state, row, exact);
+}
+
 // The frame that a row of this kind records in place of the pc (frame is the pc on entry).
 // Returns nonzero if it stopped the unwinding.
 static __always_inline int runtime_frame(struct fb_unwind_state* state, __u8 kind, __u64* frame)

@@ -24,13 +24,16 @@ namespace {
 namespace fs = std::filesystem;
 
 // Two callers of one compiled method, slow calling it twice as often as fast, and a method
-// -XX:CompileCommand keeps interpreted. The three others are kept from being inlined (into each
-// other, or into main's loop), so that each is a frame of its own. Given a number of seconds,
-// main also calls late, never called before, from that long after "frames ready" on: code
-// compiled while flamebpf runs.
+// -XX:CompileCommand keeps interpreted. The others are kept from being inlined (into each
+// other, or into main's loop), so that each is a frame of its own. work calls step, a method of
+// a few instructions, at each turn of its loop: many of the samples in step stand in its prologue
+// or epilogue, where the frame is being built or taken down. Given a number of seconds, main also
+// calls late, never called before, from that long after "frames ready" on: code compiled while
+// flamebpf runs.
 constexpr const char* kWorkload = R"(public class Frames {
   static volatile long sink;
-  static long work(long n) { long s = 0; for (long i = 0; i < n; i++) s += i * 31 ^ (s >>> 3); return s; }
+  static long step(long i, long s) { return i * 31 ^ (s >>> 3); }
+  static long work(long n) { long s = 0; for (long i = 0; i < n; i++) s += step(i, s); return s; }
   static void slow() { sink += work(20000); sink += work(20000); }
   static void fast() { sink += work(20000); }
   static void interpreted(int n) { for (int i = 0; i < n; i++) sink += i * (long) i; }
@@ -61,6 +64,8 @@ struct Shares {
   uint64_t main_thread = 0; // of the java samples, those of the thread that runs main
   uint64_t named_leaf = 0;  // of those, samples whose innermost frame is a named Java method
   uint64_t through_late = 0;
+  uint64_t in_step = 0;        // samples whose innermost Java frame is Frames.step, compiled
+  uint64_t in_step_rooted = 0; // of those, reaching JavaMain
   std::string hottest;
 };
 
@@ -107,6 +112,12 @@ Shares shares(const std::map<std::string, uint64_t>& folded)
     }
     if (stack.find(";Frames.late_[j]") != std::string::npos)
       out.through_late += count;
+    static const std::regex in_step(R"(;Frames\.step_\[j\](;[^;]*_\[k\])*$)");
+    if (std::regex_search(stack, in_step)) {
+      out.in_step += count;
+      if (stack.find(";JavaMain;") != std::string::npos)
+        out.in_step_rooted += count;
+    }
   }
   out.hottest = hottest_stacks(folded, 5);
   return out;
@@ -169,11 +180,11 @@ protected:
     command.push_back("-XX:CompileCommand=quiet");
     if (keep_interpreted)
       command.push_back("-XX:CompileCommand=exclude,Frames::interpreted");
-    command.insert(command.end(),
-                   {"-XX:CompileCommand=dontinline,Frames::work",
-                    "-XX:CompileCommand=dontinline,Frames::slow",
-                    "-XX:CompileCommand=dontinline,Frames::fast",
-                    "-XX:CompileCommand=dontinline,Frames::late", "-cp", "/frames", "Frames"});
+    command.insert(
+        command.end(),
+        {"-XX:CompileCommand=dontinline,Frames::work", "-XX:CompileCommand=dontinline,Frames::slow",
+         "-XX:CompileCommand=dontinline,Frames::fast", "-XX:CompileCommand=dontinline,Frames::late",
+         "-XX:CompileCommand=dontinline,Frames::step", "-cp", "/frames", "Frames"});
     command.insert(command.end(), main_args.begin(), main_args.end());
     std::vector<std::string> options{"-v", frames_classes() + ":/frames:ro"};
     options.insert(options.end(), docker_options.begin(), docker_options.end());
@@ -249,11 +260,17 @@ protected:
     double ratio = static_cast<double>(got.through_slow) / static_cast<double>(got.through_fast);
     EXPECT_NEAR(ratio, 2.0, 0.2) << got.hottest;
     EXPECT_GT(got.interpreted, 0u) << got.hottest;
+    // A sample in a method's epilogue, where its frame is half taken down, is unwound as surely
+    // as one in its body.
+    ASSERT_GT(got.in_step, 100u) << got.hottest;
+    EXPECT_GE(got.in_step_rooted * 100, got.in_step * 99) << got.hottest;
     std::printf("[ FIGURES  ] %llu java samples, %.1f%% rooted, slow:fast %.2f, %llu in the "
-                "interpreted method\n",
+                "interpreted method, %llu in Frames.step (%.1f%% rooted)\n",
                 static_cast<unsigned long long>(got.java),
                 100.0 * static_cast<double>(got.rooted) / static_cast<double>(got.java), ratio,
-                static_cast<unsigned long long>(got.interpreted));
+                static_cast<unsigned long long>(got.interpreted),
+                static_cast<unsigned long long>(got.in_step),
+                100.0 * static_cast<double>(got.in_step_rooted) / static_cast<double>(got.in_step));
   }
 
   DockerDaemon& docker_ = DockerDaemon::shared();

@@ -57,11 +57,16 @@ TEST(JitTable, DescribesEachPrologueFormAndTheInterpreter)
   EXPECT_EQ(table->base_address, 0x10000u);
   EXPECT_EQ(drops.total(), 0u);
   std::vector<Rule> expected{
-      {0x0, FB_UNWIND_HOTSPOT_INTERPRETER, 0, 0}, {0x800, FB_UNWIND_FRAME_POINTER, 0, 0},
-      {0x1000, FB_UNWIND_CFA_SP, 8, 0},           {0x1020, FB_UNWIND_CFA_SP, 16, -2},
-      {0x1024, FB_UNWIND_CFA_SP, 48, -2},         {0x1100, FB_UNWIND_CFA_SP, 8, 0},
-      {0x1107, FB_UNWIND_CFA_SP, 32, 0},          {0x110c, FB_UNWIND_CFA_SP, 32, -2},
-      {0x1180, FB_UNWIND_FRAME_POINTER, 0, 0},    {0x1210, FB_UNWIND_CFA_SP, 24, -2},
+      {0x0, FB_UNWIND_HOTSPOT_INTERPRETER, 0, 0},
+      {0x800, FB_UNWIND_FRAME_POINTER, 0, 0},
+      {0x1000, FB_UNWIND_CFA_SP, 8, 0},
+      {0x1020, FB_UNWIND_CFA_SP, 16, -2},
+      {0x1024, FB_UNWIND_HOTSPOT_COMPILED, 48, -2},
+      {0x1100, FB_UNWIND_CFA_SP, 8, 0},
+      {0x1107, FB_UNWIND_CFA_SP, 32, 0},
+      {0x110c, FB_UNWIND_HOTSPOT_COMPILED, 32, -2},
+      {0x1180, FB_UNWIND_FRAME_POINTER, 0, 0},
+      {0x1210, FB_UNWIND_HOTSPOT_COMPILED, 24, -2},
       {0x1280, FB_UNWIND_FRAME_POINTER, 0, 0},
   };
   EXPECT_EQ(rules(*table), expected);

@@ -81,18 +81,18 @@ void add_code(RowWriter& rows, const JvmCode& code)
     rows.add(start, start + code.first_end, FB_UNWIND_CFA_SP, arch::kCfaAtEntry, 0);
     rows.add(start + code.first_end, start + code.second_end, FB_UNWIND_CFA_SP,
              arch::kCfaAfterFramePointerPush, kSavedRbp);
-    rows.add(start + code.second_end, end, FB_UNWIND_CFA_SP, frame, kSavedRbp);
+    rows.add(start + code.second_end, end, FB_UNWIND_HOTSPOT_COMPILED, frame, kSavedRbp);
     return;
   case PrologueForm::kSave:
     rows.add(start, start + code.first_end, FB_UNWIND_CFA_SP, arch::kCfaAtEntry, 0);
     rows.add(start + code.first_end, start + code.second_end, FB_UNWIND_CFA_SP, frame, 0);
-    rows.add(start + code.second_end, end, FB_UNWIND_CFA_SP, frame, kSavedRbp);
+    rows.add(start + code.second_end, end, FB_UNWIND_HOTSPOT_COMPILED, frame, kSavedRbp);
     return;
   case PrologueForm::kUnknown:
     // Only where the blob says its frame is complete; before that, frame pointers.
     if (code.frame_complete >= 0)
-      rows.add(start + static_cast<uint64_t>(code.frame_complete), end, FB_UNWIND_CFA_SP, frame,
-               kSavedRbp);
+      rows.add(start + static_cast<uint64_t>(code.frame_complete), end, FB_UNWIND_HOTSPOT_COMPILED,
+               frame, kSavedRbp);
     return;
   }
 }

@@ -3,15 +3,16 @@
 //   compiled code and stubs with a frame, prologue known:
 //     before the frame is built        CFA = sp + 8
 //     push form, after the push        CFA = sp + 16, rbp saved at CFA - 16
-//     once the frame is built          CFA = sp + frame_words * 8, rbp saved at CFA - 16
+//     once the frame is built          FB_UNWIND_HOTSPOT_COMPILED: CFA = sp + frame_words * 8,
+//                                      rbp saved at CFA - 16
 //     (save form: after the sub, CFA = sp + frame_words * 8 with rbp not yet saved)
 //   with a frame, prologue unknown     frame pointers until the frame is complete, then as built
 //   no frame of its own, unknown code  frame pointers
 //   the interpreter                    FB_UNWIND_HOTSPOT_INTERPRETER
 // HotSpot's compiled code saves the caller's rbp in its frame even without
 // -XX:+PreserveFramePointer, but uses rbp as a general register inside, so rbp is never a CFA
-// base here. The epilogue (after add %rsp, before ret) is not described: a sample there unwinds
-// with the whole frame's rule, as a sample at any other pc of the method would.
+// base here. The epilogues (from add %rsp to ret, one per return) are not in the records: the
+// unwinder tells them by their instructions where a sample stopped the code (hotspot.bpf.h).
 #pragma once
 
 #include <cstdint>
