@@ -4,8 +4,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <elf.h>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <string>
 #include <sys/mount.h>
 #include <thread>
@@ -43,8 +47,10 @@ protected:
     char pattern[] = "/var/tmp/flamebpf-stall.XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     mount_point_ = pattern;
-    daemon_ = std::make_unique<Child>(std::vector<std::string>{STALL_FS_BINARY, mount_point_}, "",
-                                      dir_.path().string() + "/stall_fs.log");
+    std::vector<std::string> argv{STALL_FS_BINARY, mount_point_};
+    auto served = served_file();
+    argv.insert(argv.end(), served.begin(), served.end());
+    daemon_ = std::make_unique<Child>(argv, "", dir_.path().string() + "/stall_fs.log");
     ASSERT_TRUE(wait_for_text(dir_.path().string() + "/stall_fs.log", "stall_fs ready", 10))
         << read_text(dir_.path().string() + "/stall_fs.log");
   }
@@ -96,6 +102,9 @@ protected:
     run.log = read_text(dir_.path().string() + "/flamebpf.log");
     return run;
   }
+
+  // What stall_fs serves as stalled.so besides its zeros (its FILE OFFSET SIZE), if anything.
+  virtual std::vector<std::string> served_file() const { return {}; }
 
   // From now on the file system answers nothing.
   void stall() { daemon_->signal(SIGUSR1); }
@@ -182,6 +191,62 @@ TEST_F(StalledFileTest, JvmWhoseTmpStallsCostsOneLineNotTheRun)
   EXPECT_GT(total_count(read_folded(out)), 50u) << run.log;
   jvm.reset();
   std::filesystem::remove_all(work);
+}
+
+// The file offset and size of the string table of path's .symtab (a test program's: trusted).
+std::pair<uint64_t, uint64_t> symbol_names_of(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Elf64_Ehdr header{};
+  std::memcpy(&header, bytes.data(), sizeof header);
+  auto section = [&](size_t index) {
+    Elf64_Shdr out{};
+    std::memcpy(&out, bytes.data() + header.e_shoff + index * header.e_shentsize, sizeof out);
+    return out;
+  };
+  for (size_t i = 0; i < header.e_shnum; ++i) {
+    if (section(i).sh_type == SHT_SYMTAB) {
+      Elf64_Shdr names = section(section(i).sh_link);
+      return {names.sh_offset, names.sh_size};
+    }
+  }
+  return {0, 0};
+}
+
+// A program run from the file system, named from its .symtab: flamebpf reads the table when it
+// first names the program's frames, and each name then when a frame needs it, from the file. A
+// file system that answers the table's read and then stalls on a name's costs one line and the
+// file's names, not the run.
+class StalledNameTest : public StalledFileTest {
+protected:
+  std::vector<std::string> served_file() const override
+  {
+    auto [offset, size] = symbol_names_of(ELF_SPINNER_BINARY);
+    return {ELF_SPINNER_BINARY, std::to_string(offset), std::to_string(size)};
+  }
+};
+
+TEST_F(StalledNameTest, NameReadOnAStalledFileSystemCostsOneLine)
+{
+  ASSERT_GT(symbol_names_of(ELF_SPINNER_BINARY).second, 0u);
+  std::string log = dir_.path().string() + "/spinner.log";
+  Child spinner({mount_point_ + "/stalled.so"}, "", log);
+  ASSERT_TRUE(wait_for_text(log, "spinner ready", 10)) << read_text(log);
+  // The program's code is paged in: from now on, a second read of a name stalls.
+  daemon_->signal(SIGUSR2);
+  std::string out = dir_.path().string() + "/out.folded";
+  auto run =
+      run_flamebpf_until_done({"--pid", std::to_string(spinner.pid()), "-d", "3", "-o", out}, 60);
+  expect_on_time(run, 3);
+  EXPECT_NE(run.log.find("stalled.so: a read of a name got no answer"), std::string::npos)
+      << run.log;
+  EXPECT_LE(std::count(run.log.begin(), run.log.end(), '\n'), 4) << run.log;
+  // Its frames are there, known by the file and offset until the file answers.
+  auto folded = read_folded(out);
+  EXPECT_GT(total_count(folded), 50u) << run.log;
+  EXPECT_GT(count_containing(folded, "stalled.so+0x"), 50u) << run.log;
+  EXPECT_EQ(count_containing(folded, "elf_spinner_inner"), 0u) << run.log;
 }
 
 } // namespace

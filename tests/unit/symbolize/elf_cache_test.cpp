@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -113,6 +115,11 @@ TEST_F(ElfCacheFallback, FileIsChargedToTheShareOfItsFirstProcess)
   auto breakdown = account->breakdown();
   EXPECT_GT(breakdown.of(MemoryKind::kSymbols), 0u);
   EXPECT_EQ(breakdown.of(MemoryKind::kSymbols) + breakdown.of(MemoryKind::kInlines), held);
+  // Names are read from the file when a frame needs them, and charged at the next trim.
+  EXPECT_TRUE(names_alpha(*symbols));
+  cache.trim();
+  EXPECT_GT(crowded->held(), held);
+  EXPECT_EQ(crowded->held(), cache.held_bytes());
 }
 
 // The path names another file than the one mapped (replaced since the maps were read).
@@ -237,6 +244,41 @@ TEST_F(ElfCacheFallback, CopiesOfOneFileShareOneTable)
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_EQ(cache.held_bytes(), 0u);
   EXPECT_EQ(account->held(), 0u);
+}
+
+// Copies of one file share the table read from the first; its names stay in that first file. A
+// container that then rewrites its copy's names makes the shared table refuse them, not name the
+// other copy's frames with them: the cache forgets the table, and each copy is read again.
+TEST_F(ElfCacheFallback, ACopyChangedAfterSharingItsTableIsReadAgain)
+{
+  copy_fixture(root_ / "lib/forger.so");
+  copy_fixture(root_ / "lib/victim.so");
+  auto mapping = [&](const char* name) {
+    return mapping_of(std::string("/lib/") + name, inode_of(root_ / "lib" / name));
+  };
+  ElfCache cache(proc());
+  auto forger = cache.get(kPid, mapping("forger.so"));
+  auto victim = cache.get(kPid, mapping("victim.so"));
+  ASSERT_NE(forger, nullptr);
+  EXPECT_EQ(victim, forger);
+
+  std::string path = (root_ / "lib/forger.so").string();
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t at = bytes.find("fb_fixture_alpha"); at != std::string::npos;
+       at = bytes.find("fb_fixture_alpha", at + 1))
+    bytes.replace(at, 16, "fb_fixture_evil!");
+  flamebpf::testing::write_file(path, bytes);
+
+  EXPECT_FALSE(names_alpha(*victim));
+  EXPECT_TRUE(victim->names_changed());
+  EXPECT_TRUE(cache.forget_changed());
+  EXPECT_FALSE(cache.forget_changed());
+  victim = cache.get(kPid, mapping("victim.so"));
+  ASSERT_NE(victim, nullptr);
+  EXPECT_NE(victim, forger);
+  EXPECT_TRUE(names_alpha(*victim));
+  EXPECT_EQ(cache.tables(), 1u);
 }
 
 // Files no process maps are kept for processes to come, within a byte budget as well as a count.

@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <gelf.h>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <libelf.h>
 #include <optional>
 #include <string>
@@ -340,8 +342,9 @@ TEST(ElfSymbols, XzBombInGnuDebugdataIsRefusedAtItsBudget)
   expect_function(unstripped, *symbols, "fb_fixture_beta", "fb_fixture_beta");
 }
 
-// Reading is over when open() returns: no descriptor of the file or its debug file is left.
-TEST(ElfSymbols, NoDescriptorIsKept)
+// A table holds one descriptor, of the file its names are in (the file, or its debug file), and
+// none once it is gone; a table whose names are in memory (MiniDebugInfo's) holds none.
+TEST(ElfSymbols, OneDescriptorIsKeptForTheNamesAndNoneAfter)
 {
   auto count = [] {
     size_t n = 0;
@@ -353,15 +356,81 @@ TEST(ElfSymbols, NoDescriptorIsKept)
   std::vector<std::unique_ptr<ElfSymbols>> kept;
   for (const char* root : {"dotdebug", "usrdebug", "both", "wrongid"})
     kept.push_back(open_in_root(root));
-  kept.push_back(open_stripped("mini", "/nonexistent"));
   kept.push_back(open_symbols(FLAMEBPF_ELF_FIXTURE_PLAIN));
-  // A file with DWARF holds one descriptor, of the file checked to be its, until its inline index
-  // is built from it (ElfCache hands it to the indexer at once).
+  // A file with DWARF holds one descriptor more, of the file checked to be its, until its inline
+  // index is built from it (ElfCache hands it to the indexer at once).
   for (auto& symbols : kept) {
-    if (symbols)
-      symbols->take_inline_source();
+    ASSERT_NE(symbols, nullptr);
+    symbols->take_inline_source();
   }
+  EXPECT_EQ(count(), before + kept.size());
+  auto mini = open_stripped("mini", "/nonexistent");
+  ASSERT_NE(mini, nullptr);
+  EXPECT_EQ(mini->symbols_from(), ".gnu_debugdata");
+  mini->take_inline_source();
+  EXPECT_EQ(count(), before + kept.size());
+  kept.clear();
+  mini.reset();
   EXPECT_EQ(count(), before);
+}
+
+// Names stay in the file until a frame needs one; a name changed there since the table was read
+// names nothing (the table says so, to be read again), and a name read before stays as read.
+TEST(ElfSymbols, NameChangedInTheFileSinceReadIsRefused)
+{
+  flamebpf::testing::TempDir dir;
+  std::string path = (dir.path() / "libfixture.so").string();
+  std::filesystem::copy_file(FLAMEBPF_ELF_FIXTURE_PLAIN, path);
+  auto symbols = open_symbols(path);
+  ASSERT_NE(symbols, nullptr);
+  FixtureElf fixture(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  auto offset_of = [&](const char* name) {
+    auto entry = fixture.symbol(name);
+    EXPECT_TRUE(entry.has_value()) << name;
+    return fixture.vaddr_to_offset(entry->st_value).value_or(0) + 1;
+  };
+  EXPECT_EQ(symbols->symbolize_file_offset(offset_of("fb_fixture_alpha")), "fb_fixture_alpha");
+
+  // Every copy of each name in the file changes, as a container rewriting its library would.
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string name : {"fb_fixture_alpha", "fb_fixture_beta"}) {
+    std::string forged = name;
+    forged[forged.size() - 1] = 'X';
+    for (size_t at = bytes.find(name); at != std::string::npos; at = bytes.find(name, at + 1))
+      bytes.replace(at, name.size(), forged);
+  }
+  {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd.valid());
+    ASSERT_EQ(::pwrite(fd.get(), bytes.data(), bytes.size(), 0),
+              static_cast<ssize_t>(bytes.size()));
+  }
+  EXPECT_FALSE(symbols->names_changed());
+  EXPECT_EQ(symbols->match_file_offset(offset_of("fb_fixture_beta")), std::nullopt);
+  EXPECT_TRUE(symbols->names_changed());
+  EXPECT_EQ(symbols->symbolize_file_offset(offset_of("fb_fixture_alpha")), "fb_fixture_alpha");
+  // Read again, the file names what it holds now.
+  auto again = open_symbols(path);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->symbolize_file_offset(offset_of("fb_fixture_beta")), "fb_fixture_betX");
+}
+
+// A symbol's name is read from the file only when a frame needs it, and each table holds 16 bytes
+// a symbol besides the names it has read: libc's thousands of names cost nothing until used.
+TEST(ElfSymbols, NamesAreReadWhenFirstNeeded)
+{
+  auto symbols = open_symbols(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  ASSERT_NE(symbols, nullptr);
+  EXPECT_EQ(sizeof(ElfSymbols::Symbol), 16u);
+  size_t before = symbols->memory_bytes();
+  EXPECT_LT(before, 1024 + symbols->symbol_count() * sizeof(ElfSymbols::Symbol));
+  FixtureElf fixture(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  auto alpha = fixture.symbol("fb_fixture_alpha");
+  ASSERT_TRUE(alpha.has_value());
+  EXPECT_EQ(symbols->symbolize_file_offset(*fixture.vaddr_to_offset(alpha->st_value) + 1),
+            "fb_fixture_alpha");
+  EXPECT_GT(symbols->memory_bytes(), before);
 }
 
 // A file that keeps its .symtab but whose DWARF was split off (strip --strip-debug and a

@@ -37,6 +37,8 @@ public:
 
   // The image's size in bytes.
   uint64_t size() const { return size_; }
+  // The file's descriptor, or -1 for bytes in memory.
+  int fd() const { return fd_; }
   // Exactly length bytes from offset; an error if the image ends before them. length is the
   // caller's budget: nothing larger is ever allocated.
   [[nodiscard]] Result<std::string> read(uint64_t offset, size_t length) const;

@@ -9,6 +9,7 @@
 
 #include "common/elf_reader.h"
 #include "common/hashing.h"
+#include "common/log.h"
 #include "runtimes/go/pclntab.h"
 #include "symbolize/debuginfod.h"
 #include "symbolize/name_cut.h"
@@ -22,53 +23,98 @@ std::string mib(uint64_t bytes)
   return std::to_string(bytes >> 20) + " MiB";
 }
 
+// A keyed hash of a name's first kMaxSymbolNameBytes bytes: the name read later must have it.
+uint32_t name_check(std::string_view name)
+{
+  SipHash hash(content_hash_key());
+  hash.update(name.substr(0, kMaxSymbolNameBytes));
+  return static_cast<uint32_t>(hash.finish());
+}
+
+// A name as stored (raw: up to its NUL, at most kMaxSymbolNameBytes + 1 bytes of it), cut to the
+// budget with kTruncated if longer; cut says whether it was.
+std::string kept_name(std::string_view raw, bool& cut)
+{
+  cut = raw.size() > kMaxSymbolNameBytes;
+  return cut ? cut_name(raw, kMaxSymbolNameBytes) : std::string(raw);
+}
+
+// The name starting at offset of names (up to its NUL, at most kMaxSymbolNameBytes + 1 bytes).
+std::string_view raw_name_at(std::string_view names, uint64_t offset)
+{
+  if (offset >= names.size())
+    return {};
+  std::string_view name = names.substr(offset, kMaxSymbolNameBytes + 1);
+  return name.substr(0, name.find('\0'));
+}
+
+// The descriptor of reader's file, for names to be read from it later; null for an image in
+// memory, or if no descriptor is left.
+std::shared_ptr<ElfSymbols::Table::NameFile>
+name_file_of(const ElfReader& reader, uint64_t at, uint64_t size)
+{
+  if (reader.bytes().fd() < 0)
+    return nullptr;
+  UniqueFd own(::fcntl(reader.bytes().fd(), F_DUPFD_CLOEXEC, 0));
+  if (!own.valid())
+    return nullptr;
+  return std::make_shared<ElfSymbols::Table::NameFile>(
+      ElfSymbols::Table::NameFile{std::move(own), at, size});
+}
+
 // Adds the function symbols of table (a symbol table section of reader) to out, their addresses
-// moved by bias (the debug file's layout to the ELF file's). What a budget cuts is said in
+// moved by bias (the debug file's layout to the ELF file's). Their names stay in reader's file if
+// it is one (out must have no names yet then), unless copy_names. What a budget cuts is said in
 // problems.
 Result<> add_symbols(const ElfReader& reader,
                      const ElfSection& table,
                      uint64_t bias,
+                     bool copy_names,
                      ElfSymbols::Table& out,
                      std::vector<std::string>& problems)
 {
   const auto& sections = reader.sections();
   if (table.link >= sections.size() || sections[table.link].type != SHT_STRTAB)
     return fail(error("cannot read symbols of " + reader.shown() + ": no string table"));
-  auto strings = reader.read_section(sections[table.link], kMaxStringTableBytes);
+  const ElfSection& string_table = sections[table.link];
+  auto strings = reader.read_section(string_table, kMaxStringTableBytes);
   if (!strings)
     return fail(strings.error());
   if (strings->cut)
     problems.push_back("string table of " + table.name + " larger than " +
                        mib(kMaxStringTableBytes) + ", names past it ignored");
   std::string_view names = strings->bytes;
-  // Names are copied once each, however many symbols share them.
-  std::unordered_map<uint32_t, ElfSymbols::Symbol> copied;
+  if (!copy_names && out.names.empty() && out.symbols.empty()) {
+    out.name_file = name_file_of(reader, string_table.offset, names.size());
+  }
+  bool in_file = out.name_file != nullptr;
+  // Each name is checked (and, held in memory, copied) once, however many symbols share it.
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> seen; // st_name: name, check
   uint64_t cut_before = out.names_cut;
   auto cut = reader.read_symbols(table, kMaxSymbolTableBytes, [&](const ElfSymbolEntry& entry) {
     if (entry.section == SHN_UNDEF || entry.section == SHN_ABS || entry.value == 0)
       return;
     if (entry.type != STT_FUNC && entry.type != STT_GNU_IFUNC && entry.type != STT_NOTYPE)
       return;
-    auto known = copied.find(entry.name);
-    if (known == copied.end()) {
+    auto known = seen.find(entry.name);
+    if (known == seen.end()) {
       if (entry.name >= names.size())
         return;
       size_t end = names.find('\0', entry.name);
       if (end == std::string_view::npos || end == entry.name)
         return; // empty, or its end is past the budget
-      std::string_view name = names.substr(entry.name, end - entry.name);
-      bool name_cut = name.size() > kMaxSymbolNameBytes;
-      std::string kept = name_cut ? cut_name(name, kMaxSymbolNameBytes) : std::string(name);
-      ElfSymbols::Symbol copy{0, 0, static_cast<uint32_t>(out.names.size()),
-                              static_cast<uint16_t>(kept.size()), name_cut};
-      out.names += kept;
-      out.names_cut += name_cut;
-      known = copied.emplace(entry.name, copy).first;
+      std::string_view raw = raw_name_at(names, entry.name);
+      out.names_cut += raw.size() > kMaxSymbolNameBytes;
+      uint32_t name = entry.name;
+      if (!in_file) {
+        name = static_cast<uint32_t>(out.names.size());
+        out.names.append(raw);
+        out.names.push_back('\0');
+      }
+      known = seen.emplace(entry.name, std::pair{name, name_check(raw)}).first;
     }
-    ElfSymbols::Symbol symbol = known->second;
-    symbol.address = entry.value + bias;
-    symbol.size = entry.size;
-    out.symbols.push_back(symbol);
+    out.symbols.push_back(
+        {entry.value + bias, entry.size, known->second.first, known->second.second});
   });
   if (!cut)
     return fail(cut.error());
@@ -81,16 +127,18 @@ Result<> add_symbols(const ElfReader& reader,
   return {};
 }
 
-// The symbols of reader's first table of type (SHT_SYMTAB, SHT_DYNSYM), or an empty table.
+// The symbols of reader's first table of type (SHT_SYMTAB, SHT_DYNSYM), or an empty table; names
+// held in memory if copy_names, else left in reader's file where it is one.
 ElfSymbols::Table read_table(const ElfReader& reader,
                              uint32_t type,
                              uint64_t bias,
-                             std::vector<std::string>& problems)
+                             std::vector<std::string>& problems,
+                             bool copy_names = false)
 {
   ElfSymbols::Table table;
   const ElfSection* section = reader.section_of_type(type);
   if (section && section->type != SHT_NOBITS) {
-    if (auto added = add_symbols(reader, *section, bias, table, problems); !added) {
+    if (auto added = add_symbols(reader, *section, bias, copy_names, table, problems); !added) {
       problems.push_back(added.error().message);
       return {};
     }
@@ -131,7 +179,7 @@ inline_source(int fd, const ElfReader& reader, uint64_t bias, const std::string&
 }
 
 // The functions that a Go binary's pclntab names, which it keeps even when stripped; nullopt if
-// reader is no Go binary.
+// reader is no Go binary. Their names stay in the pclntab's name table.
 std::optional<ElfSymbols::Table> go_table(const ElfReader& reader,
                                           std::vector<std::string>& problems)
 {
@@ -142,23 +190,27 @@ std::optional<ElfSymbols::Table> go_table(const ElfReader& reader,
   }
   if (!*table)
     return std::nullopt;
+  go::Pclntab& pclntab = **table;
   ElfSymbols::Table out;
-  out.symbols.reserve((*table)->size());
-  for (size_t i = 0; i < (*table)->size(); ++i) {
-    go::GoFunction function = (*table)->function(i);
-    std::string name = (*table)->name(i);
-    if (name.empty() || function.end <= function.entry)
+  auto [names_at, names_size] = pclntab.name_table();
+  out.name_file = name_file_of(reader, names_at, names_size);
+  out.symbols.reserve(pclntab.size());
+  for (size_t i = 0; i < pclntab.size(); ++i) {
+    go::GoFunction function = pclntab.function(i);
+    auto name = pclntab.function_name(i);
+    if (!name || name->text.empty() || function.end <= function.entry || name->offset > UINT32_MAX)
       continue;
-    bool name_cut = name.size() > kMaxSymbolNameBytes;
-    std::string kept = name_cut ? cut_name(name, kMaxSymbolNameBytes) : std::move(name);
-    out.symbols.push_back({function.entry, function.end - function.entry,
-                           static_cast<uint32_t>(out.names.size()),
-                           static_cast<uint16_t>(kept.size()), name_cut});
-    out.names += kept;
-    out.names_cut += name_cut;
+    uint32_t at = static_cast<uint32_t>(name->offset);
+    if (!out.name_file) {
+      at = static_cast<uint32_t>(out.names.size());
+      out.names.append(name->text);
+      out.names.push_back('\0');
+    }
+    out.symbols.push_back(
+        {function.entry, function.end - function.entry, at, name_check(name->text)});
   }
-  if ((*table)->malformed() > 0)
-    problems.push_back(std::to_string((*table)->malformed()) + " malformed function records in " +
+  if (pclntab.malformed() > 0)
+    problems.push_back(std::to_string(pclntab.malformed()) + " malformed function records in " +
                        reader.shown() + "'s pclntab, their code unnamed");
   return out;
 }
@@ -249,13 +301,13 @@ std::optional<ElfSymbols::Table> mini_debug_info_table(const ElfReader& reader,
   return read_table(*mini, SHT_SYMTAB, bias_between(reader, *mini), problems);
 }
 
-// first, then second's symbols (names moved after first's).
+// first, then second's symbols (names moved after first's); both hold their names in memory.
 ElfSymbols::Table joined(ElfSymbols::Table first, const ElfSymbols::Table& second)
 {
   auto base = static_cast<uint32_t>(first.names.size());
   first.names += second.names;
   for (auto symbol : second.symbols) {
-    symbol.name_offset += base;
+    symbol.name += base;
     first.symbols.push_back(symbol);
   }
   first.names_cut += second.names_cut;
@@ -315,7 +367,8 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     debug.reset();
     // MiniDebugInfo holds only what .dynsym lacks (the copy is of the few files that have it).
     if (auto mini = mini_debug_info_table(*reader, problems)) {
-      Table with_dynamic = joined(dynamic, *mini);
+      // Joined in memory: the two tables' names are not in one file.
+      Table with_dynamic = joined(read_table(*reader, SHT_DYNSYM, 0, problems, true), *mini);
       if (with_dynamic.symbols.size() > best_size()) {
         richer = std::move(with_dynamic);
         symbols->symbols_from_ = ".gnu_debugdata";
@@ -327,6 +380,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     }
     best = richer ? std::move(*richer) : std::move(dynamic);
   }
+  symbols->shown_ = shown;
   // A Go binary without DWARF (stripped, or linked with -w) still has its inline tree.
   bool go_binary = reader->section_named(".gopclntab") != nullptr ||
                    reader->section_named(".data.rel.ro.gopclntab") != nullptr ||
@@ -347,6 +401,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::read_image(std::string_view imag
     return fail(reader.error());
   auto symbols = of_image(*reader);
   symbols->symbols_from_ = ".dynsym";
+  symbols->shown_ = shown;
   symbols->keep(read_table(*reader, SHT_DYNSYM, 0, symbols->problems_));
   return symbols;
 }
@@ -354,10 +409,14 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::read_image(std::string_view imag
 std::unique_ptr<ElfSymbols> ElfSymbols::of_image(const ElfReader& reader)
 {
   std::unique_ptr<ElfSymbols> symbols(new ElfSymbols());
+  std::optional<uint64_t> lowest;
   for (const auto& segment : reader.segments()) {
-    if (segment.type == PT_LOAD)
-      symbols->segments_.push_back({segment.offset, segment.file_size, segment.vaddr});
+    if (segment.type != PT_LOAD)
+      continue;
+    symbols->segments_.push_back({segment.offset, segment.file_size, segment.vaddr});
+    lowest = std::min(lowest.value_or(segment.vaddr), segment.vaddr);
   }
+  symbols->base_address_ = lowest.value_or(0);
   symbols->build_id_ = hex(reader.build_id());
   return symbols;
 }
@@ -366,22 +425,39 @@ void ElfSymbols::keep(Table table)
 {
   // By address; among aliases at one address, sized symbols last, so lookups meet them first.
   std::stable_sort(table.symbols.begin(), table.symbols.end(),
-                   [](const Symbol& a, const Symbol& b) {
+                   [](const Table::Entry& a, const Table::Entry& b) {
                      if (a.address != b.address)
                        return a.address < b.address;
                      return (a.size != 0) < (b.size != 0);
                    });
-  table.symbols.shrink_to_fit();
+  // Held in 32 bits from the lowest load segment: code further on, or before it, is in no
+  // segment of a file that a process maps.
+  uint64_t outside = 0;
+  symbols_.reserve(table.symbols.size());
+  for (const auto& entry : table.symbols) {
+    if (entry.address < base_address_ || entry.address - base_address_ > UINT32_MAX) {
+      ++outside;
+      continue;
+    }
+    symbols_.push_back({static_cast<uint32_t>(entry.address - base_address_),
+                        static_cast<uint32_t>(std::min<uint64_t>(entry.size, UINT32_MAX)),
+                        entry.name, entry.check});
+  }
+  if (outside > 0)
+    problems_.push_back(std::to_string(outside) +
+                        " symbols outside the 4 GiB from the first load segment ignored");
+  symbols_.shrink_to_fit();
   table.names.shrink_to_fit();
-  symbols_ = std::move(table.symbols);
   names_ = std::move(table.names);
+  name_file_ = std::move(table.name_file);
   names_cut_ = table.names_cut;
 }
 
 size_t ElfSymbols::memory_bytes() const
 {
   size_t bytes = sizeof *this + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
-                 segments_.capacity() * sizeof(Segment);
+                 segments_.capacity() * sizeof(Segment) +
+                 (name_file_ ? sizeof(Table::NameFile) : 0);
   for (const auto& [offset, name] : demangled_)
     bytes += sizeof offset + sizeof name + name.text.capacity();
   return bytes;
@@ -393,11 +469,14 @@ bool ElfSymbols::names_alike(const ElfSymbols& other) const
     return a.offset == b.offset && a.file_size == b.file_size && a.vaddr == b.vaddr;
   };
   auto same_symbol = [](const Symbol& a, const Symbol& b) {
-    return a.address == b.address && a.size == b.size && a.name_offset == b.name_offset &&
-           a.name_size == b.name_size && a.name_cut == b.name_cut;
+    return a.address == b.address && a.size == b.size && a.name == b.name && a.check == b.check;
   };
+  // Names in a file are known by their checks, keyed so that a target cannot choose them.
+  bool same_name_file = (name_file_ == nullptr) == (other.name_file_ == nullptr) &&
+                        (!name_file_ || name_file_->size == other.name_file_->size);
   return build_id_ == other.build_id_ && symbols_from_ == other.symbols_from_ &&
-         names_ == other.names_ && std::ranges::equal(segments_, other.segments_, same_segment) &&
+         names_ == other.names_ && same_name_file && base_address_ == other.base_address_ &&
+         std::ranges::equal(segments_, other.segments_, same_segment) &&
          std::ranges::equal(symbols_, other.symbols_, same_symbol);
 }
 
@@ -407,16 +486,16 @@ uint64_t ElfSymbols::content_hash() const
   hash.update(build_id_);
   hash.update(symbols_from_);
   hash.update(names_);
+  hash.update(name_file_ ? name_file_->size + 1 : 0);
+  hash.update(base_address_);
   for (const auto& segment : segments_) {
     hash.update(segment.offset);
     hash.update(segment.file_size);
     hash.update(segment.vaddr);
   }
   for (const auto& symbol : symbols_) {
-    hash.update(symbol.address);
-    hash.update(symbol.size);
-    hash.update(uint64_t{symbol.name_offset} << 32 | uint64_t{symbol.name_size} << 1 |
-                uint64_t{symbol.name_cut});
+    hash.update(uint64_t{symbol.address} << 32 | symbol.size);
+    hash.update(uint64_t{symbol.name} << 32 | symbol.check);
   }
   return hash.finish();
 }
@@ -432,24 +511,72 @@ std::optional<uint64_t> ElfSymbols::file_offset_to_vaddr(uint64_t file_offset) c
 
 const ElfSymbols::Symbol* ElfSymbols::find_symbol(uint64_t address) const
 {
-  auto after = std::upper_bound(symbols_.begin(), symbols_.end(), address,
-                                [](uint64_t value, const Symbol& s) { return value < s.address; });
+  if (address < base_address_ || address - base_address_ > UINT32_MAX)
+    return nullptr;
+  auto at = static_cast<uint32_t>(address - base_address_);
+  auto after = std::upper_bound(symbols_.begin(), symbols_.end(), at,
+                                [](uint32_t value, const Symbol& s) { return value < s.address; });
   if (after == symbols_.begin())
     return nullptr;
   const Symbol& nearest = *std::prev(after);
-  if (nearest.size == 0 || address - nearest.address < nearest.size)
+  if (nearest.size == 0 || at - nearest.address < nearest.size)
     return &nearest;
   // Past the nearest symbol's end: a larger symbol starting a little earlier may enclose it.
   auto first = after - std::min<ptrdiff_t>(after - symbols_.begin(), 16);
   for (auto it = std::prev(after); it != first;) {
     --it;
-    if (it->size != 0 && address - it->address < it->size)
+    if (it->size != 0 && at - it->address < it->size)
       return &*it;
   }
   return nullptr;
 }
 
-std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t file_offset) const
+std::optional<std::string> ElfSymbols::stored_name(const Symbol& symbol, StallGuard* guard) const
+{
+  if (!name_file_)
+    return std::string(raw_name_at(names_, symbol.name));
+  if (stalled_read_.valid()) {
+    if (stalled_read_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return std::nullopt;
+    stalled_read_ = {};
+  }
+  // The read owns the descriptor it reads: after a stall it may end after this table is gone.
+  std::function<std::optional<std::string>()> read = [file = name_file_, at = symbol.name] {
+    std::optional<std::string> name;
+    if (at >= file->size)
+      return name;
+    size_t length =
+        static_cast<size_t>(std::min<uint64_t>(kMaxSymbolNameBytes + 1, file->size - at));
+    auto bytes = ElfBytes::file(file->fd.get(), file->at + file->size).read(file->at + at, length);
+    if (bytes)
+      name = bytes->substr(0, bytes->find('\0'));
+    return name;
+  };
+  std::optional<std::string> name;
+  if (!guard) {
+    name = read();
+  } else {
+    auto outcome = guard->run<std::optional<std::string>>(std::move(read));
+    if (!outcome)
+      return std::nullopt;
+    if (outcome->stalled) {
+      spdlog::warn("{}: a read of a name got no answer within {} ms (its file system stalls); "
+                   "its frames stay unnamed until it answers",
+                   shown_, guard->limit().count());
+      stalled_read_ = outcome->result;
+      return std::nullopt;
+    }
+    name = outcome->result.get();
+  }
+  if (!name || name->empty() || name_check(*name) != symbol.check) {
+    names_changed_ = true;
+    return std::nullopt;
+  }
+  return name;
+}
+
+std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t file_offset,
+                                                                     StallGuard* guard) const
 {
   auto address = file_offset_to_vaddr(file_offset);
   if (!address)
@@ -457,14 +584,20 @@ std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t fi
   const Symbol* symbol = find_symbol(*address);
   if (!symbol)
     return std::nullopt;
-  auto [it, inserted] = demangled_.try_emplace(symbol->name_offset);
-  if (inserted) {
-    std::string_view name(names_.data() + symbol->name_offset, symbol->name_size);
+  auto it = demangled_.find(symbol->name);
+  if (it == demangled_.end()) {
+    auto raw = stored_name(*symbol, guard);
+    if (!raw)
+      return std::nullopt;
+    bool cut = false;
+    std::string name = kept_name(*raw, cut);
     // A name cut when read is not demangled: the mangled name is incomplete.
-    it->second = symbol->name_cut ? Demangled{std::string(name), true} : demangle_bounded(name);
-    demangled_cut_ += it->second.cut && !symbol->name_cut;
+    Demangled made = cut ? Demangled{std::move(name), true} : demangle_bounded(name);
+    demangled_cut_ += made.cut && !cut;
+    it = demangled_.emplace(symbol->name, std::move(made)).first;
   }
-  SymbolMatch match{it->second.text, *address - symbol->address, it->second.cut, {}};
+  SymbolMatch match{
+      it->second.text, *address - base_address_ - symbol->address, it->second.cut, {}};
   if (inlines_)
     match.inlined = inlines_->at(*address);
   return match;

@@ -1,9 +1,13 @@
-// The function symbols of one ELF file, read once into flamebpf's own memory: the file and any
-// debug file are closed before open() returns, so a cached file holds no mapping, and no
-// descriptor once its inline index (which names inlined functions from DWARF) is built. The symbols
-// come from whichever table is richest: the file's .symtab if it has one; else its .dynsym, the
-// .symtab of its separate debug file (debug_files.h), or its .dynsym with the MiniDebugInfo of
-// .gnu_debugdata. Every read has a byte budget; a name cut by one ends in kTruncated (name_cut.h).
+// The function symbols of one ELF file, read once: their addresses into flamebpf's own memory, 16
+// bytes each, and their names where the table found them. Names in a file (the ELF file's string
+// table, its debug file's, a Go binary's name table) stay there and are read the first time a frame
+// needs one, through one descriptor the table holds: most names are never needed, and they were two
+// thirds of a table's memory. A name read later must be the name first read (a keyed hash of it is
+// kept), so a file changed since, or a copy that another container changed, names nothing wrongly.
+// The file is never mapped. The symbols come from whichever table is richest: the file's .symtab if
+// it has one; else its .dynsym, the .symtab of its separate debug file (debug_files.h), or its
+// .dynsym with the MiniDebugInfo of .gnu_debugdata (whose names are held in memory, as are a
+// vDSO's). Every read has a byte budget; a name cut by one ends in kTruncated (name_cut.h).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +22,7 @@
 
 #include "common/elf_reader.h"
 #include "common/result.h"
+#include "common/stall_guard.h"
 #include "common/unique_fd.h"
 #include "symbolize/debug_files.h"
 #include "symbolize/demangle.h"
@@ -67,8 +72,11 @@ public:
     // index is built (use_inlines); they live as long as this ElfSymbols.
     std::vector<InlineIndex::Inlined> inlined;
   };
-  // The function covering the byte at file_offset, with the byte's offset into it.
-  std::optional<SymbolMatch> match_file_offset(uint64_t file_offset) const;
+  // The function covering the byte at file_offset, with the byte's offset into it. A name still in
+  // the file is read there, in guard if given (a target's file can stall); nullopt if it cannot be
+  // read now, or no longer is the name first read (names_changed).
+  std::optional<SymbolMatch> match_file_offset(uint64_t file_offset,
+                                               StallGuard* guard = nullptr) const;
 
   // Where the file's DWARF is (its own .debug_info, or its debug file's), if it has any, for its
   // inline index to be built off the report cycle; taken once.
@@ -106,6 +114,11 @@ public:
   // The memory the symbols hold, roughly; the inline index, which files of one build ID share, is
   // not counted.
   size_t memory_bytes() const;
+  // Whether a name read from the file was not the name first read: the file changed, and its
+  // table is to be read again.
+  bool names_changed() const { return names_changed_; }
+  // The file, as messages name it.
+  const std::string& shown() const { return shown_; }
 
   // Whether other names every byte as this does: the same segments, symbols, names, build ID and
   // source (copies of one file in several containers' images, each its own file to the kernel).
@@ -113,18 +126,31 @@ public:
   // A hash of what names_alike compares, keyed so that a target cannot choose a collision.
   uint64_t content_hash() const;
 
-  // A function symbol, its name in names_.
+  // A function symbol as held.
   struct Symbol {
-    uint64_t address;     // link-time address in the ELF file
-    uint64_t size;        // 0: unknown, the symbol extends to the next one
-    uint32_t name_offset; // in names_
-    uint16_t name_size;
-    bool name_cut; // longer than kMaxSymbolNameBytes: cut, and ending in kTruncated
+    uint32_t address; // link-time address in the ELF file, less base_address_
+    uint32_t size;    // 0: unknown, the symbol extends to the next one
+    uint32_t name;    // where its name starts, in names_ or the name file
+    uint32_t check;   // a keyed hash of the name's first kMaxSymbolNameBytes bytes, as first read
   };
   // Function symbols and their names, as read from one or two tables.
   struct Table {
-    std::vector<Symbol> symbols;
-    std::string names;
+    struct Entry {
+      uint64_t address;
+      uint64_t size;
+      uint32_t name;
+      uint32_t check;
+    };
+    std::vector<Entry> symbols;
+    std::string names; // each name ended by a NUL; empty if they are in name_file
+    // Where the names are in a file, if they are: its descriptor, the offset names count from, and
+    // the bytes readable from there.
+    struct NameFile {
+      UniqueFd fd;
+      uint64_t at = 0;
+      uint64_t size = 0;
+    };
+    std::shared_ptr<const NameFile> name_file;
     uint64_t names_cut = 0;
   };
 
@@ -138,6 +164,9 @@ private:
   std::optional<uint64_t> file_offset_to_vaddr(uint64_t file_offset) const;
   // The symbol covering address, by binary search (sorted by address).
   const Symbol* find_symbol(uint64_t address) const;
+  // The symbol's name as stored, up to kMaxSymbolNameBytes + 1 bytes of it, checked; nullopt if it
+  // cannot be read now or is not the name first read.
+  std::optional<std::string> stored_name(const Symbol& symbol, StallGuard* guard) const;
 
   struct Segment {
     uint64_t offset;
@@ -145,12 +174,18 @@ private:
     uint64_t vaddr;
   };
   std::vector<Segment> segments_;
+  uint64_t base_address_ = 0; // the lowest load segment's; symbols' addresses count from it
   std::vector<Symbol> symbols_;
   std::string names_;
+  std::shared_ptr<const Table::NameFile> name_file_;
   uint64_t names_cut_ = 0;
   // Demangled names by name offset, made on first lookup.
   mutable std::unordered_map<uint32_t, Demangled> demangled_;
   mutable uint64_t demangled_cut_ = 0;
+  // A read of the name file that stalled: no other is tried until it ends.
+  mutable std::shared_future<std::optional<std::string>> stalled_read_;
+  mutable bool names_changed_ = false;
+  std::string shown_;
   std::string build_id_;
   std::string symbols_from_;
   std::vector<std::string> problems_;

@@ -136,7 +136,7 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
   }
   held_bytes_ += bytes;
   auto held = std::make_shared<Held>(
-      Held{symbols, bytes, std::move(charge), MemoryCharge(share, MemoryKind::kInlines)});
+      Held{symbols, bytes, bytes, std::move(charge), MemoryCharge(share, MemoryKind::kInlines)});
   held_by_content_[content_hash] = held;
   files_.emplace(key, Cached{std::move(held), uses_});
   queue_inlines(key, symbols);
@@ -310,8 +310,26 @@ size_t ElfCache::erase(const FileKey& key)
   return held->bytes;
 }
 
+void ElfCache::charge_names_read()
+{
+  std::set<Held*> charged;
+  for (auto& [key, cached] : files_) {
+    Held& held = *cached.held;
+    if (!charged.insert(&held).second)
+      continue;
+    size_t now = held.symbols->memory_bytes();
+    // A share that refuses leaves them uncharged, not unread: they are held already, and few.
+    if (now > held.symbol_bytes && held.charge.grow(now - held.symbol_bytes)) {
+      held_bytes_ += now - held.symbol_bytes;
+      held.bytes += now - held.symbol_bytes;
+      held.symbol_bytes = now;
+    }
+  }
+}
+
 void ElfCache::trim()
 {
+  charge_names_read();
   auto unused = unused_files();
   // Newest first; copies of a kept table cost nothing more.
   std::sort(unused.begin(), unused.end(), std::greater<>());
@@ -334,6 +352,8 @@ void ElfCache::trim()
   // forgotten at once and retried when met again.
   if (failed_.size() > kFailuresKept)
     failed_.clear();
+  if (changed_.size() > kFailuresKept)
+    changed_.clear();
   over_share_.clear();
   std::erase_if(held_by_content_, [](const auto& entry) { return entry.second.expired(); });
 }
@@ -579,6 +599,25 @@ void ElfCache::forget_build_id(const std::string& build_id)
     erase(key);
 }
 
+bool ElfCache::forget_changed()
+{
+  std::vector<FileKey> forgotten;
+  for (const auto& [key, cached] : files_) {
+    const ElfSymbols& symbols = *cached.held->symbols;
+    if (!symbols.names_changed())
+      continue;
+    forgotten.push_back(key);
+    // Once per file: one that keeps changing is read again each interval, quietly.
+    if (changed_.insert(key).second)
+      spdlog::warn("{}: a name in the file is not the one read before (the file changed); its "
+                   "symbols are read again",
+                   symbols.shown());
+  }
+  for (const auto& key : forgotten)
+    erase(key);
+  return !forgotten.empty();
+}
+
 void ProcessTable::fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher)
 {
   fetcher_ = fetcher;
@@ -596,6 +635,15 @@ void ProcessTable::take_arrivals()
           if (mapped.symbols && mapped.symbols->build_id() == build_id)
             mapped.symbols.reset();
         }
+      }
+    }
+  }
+  // A file changed since its table was read is read again on its next use, by each process.
+  if (elf_cache_.forget_changed()) {
+    for (auto& [key, image] : processes_) {
+      for (auto& mapped : image.code) {
+        if (mapped.symbols && mapped.symbols->names_changed())
+          mapped.symbols.reset();
       }
     }
   }

@@ -120,6 +120,10 @@ public:
   }
   // Forgets the files whose build ID (hex) is build_id: their debug file arrived.
   void forget_build_id(const std::string& build_id);
+  // Forgets the files whose table found a name changed since it was read; true if any.
+  bool forget_changed();
+  // The guard that names still in a target's file are read in, as the files are.
+  StallGuard& name_guard() { return stall_guard_; }
   // Gives the files whose inline index was built since the last call their index (one line for
   // what a build cut or refused). A file read while kMaxQueued builds wait gets none.
   void install_inlines();
@@ -150,15 +154,18 @@ private:
   // containers' images are different files to the kernel, and each would hold the same table.
   struct Held {
     std::shared_ptr<const ElfSymbols> symbols;
-    size_t bytes = 0;    // symbols->memory_bytes() when cached, and its inline index's once built
-    MemoryCharge charge; // the symbols' bytes, charged to the share of the first process that
-                         // mapped a copy
+    size_t bytes = 0;        // symbol_bytes, and its inline index's once built
+    size_t symbol_bytes = 0; // symbols->memory_bytes(), when cached and as names were read since
+    MemoryCharge charge;     // the symbols' bytes, charged to the share of the first process that
+                             // mapped a copy
     MemoryCharge inline_charge; // its inline index's bytes, to the same share
   };
   struct Cached {
     std::shared_ptr<Held> held; // shared by the file's copies
     uint64_t last_use = 0;
   };
+  // Charges the names each table read since it was cached or last charged.
+  void charge_names_read();
   // The held table that names every byte as symbols does, if any.
   std::shared_ptr<Held> held_alike(const ElfSymbols& symbols, uint64_t content_hash) const;
   // The files no process holds (only the cache holds their table), with their last use.
@@ -184,6 +191,8 @@ private:
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   // Files their target's share had no room for: tried again after the next trim().
   std::set<FileKey> over_share_;
+  // Files found changed since read, said once each.
+  std::set<FileKey> changed_;
   uint64_t uses_ = 0; // a clock of get() calls, for last_use
   size_t held_bytes_ = 0;
   bool full_reported_ = false; // kMaxHeldBytes was reached, and that was said
@@ -297,6 +306,8 @@ public:
   void take_arrivals();
   // Inline index builds queued or under way.
   size_t inline_builds_pending() const { return elf_cache_.inline_builds_pending(); }
+  // The guard to read names in that ElfSymbols left in a target's file (match_file_offset).
+  StallGuard* name_guard() { return &elf_cache_.name_guard(); }
   // Starts a new generation (taking what arrived first), which is also a new interval for the perf
   // maps' budgets, and removes the images of processes that no longer exist, and images replaced by
   // an exec that no sample used in the generation; returns their keys, which every runtime forgets.

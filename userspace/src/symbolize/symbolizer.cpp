@@ -221,7 +221,7 @@ bool Symbolizer::name_user_address(const ImageKey& key,
   if (symbols) {
     if (!symbols->build_id().empty())
       profile.build_ids.try_emplace(mapping.path, symbols->build_id());
-    if (auto match = symbols->match_file_offset(file_offset)) {
+    if (auto match = symbols->match_file_offset(file_offset, processes_.name_guard())) {
       size_t first = out.size();
       *cut_when_read =
           add_native_frames(key, std::move(*match), mapping.path, file_offset, out, profile);
@@ -399,7 +399,7 @@ Symbolizer::name_again(const profile::Frame& frame, profile::SymbolizedProfile& 
     add_user_frames(entry->image, entry->address, frames, profile);
   } else if (auto symbols = entry->symbols.lock()) {
     // The process exited: its file's symbols, as they stand, name it.
-    auto match = symbols->match_file_offset(entry->file_offset);
+    auto match = symbols->match_file_offset(entry->file_offset, processes_.name_guard());
     if (!match)
       return std::nullopt;
     bool cut = add_native_frames(entry->image, std::move(*match), frame.module, entry->file_offset,

@@ -375,6 +375,16 @@ std::string Pclntab::name(size_t index)
   return string_at(found->name_offset);
 }
 
+std::optional<Pclntab::FunctionName> Pclntab::function_name(size_t index)
+{
+  auto found = record(index);
+  if (!found) {
+    ++malformed_;
+    return std::nullopt;
+  }
+  return FunctionName{found->name_offset, string_at(found->name_offset)};
+}
+
 bool Pclntab::decode(size_t index,
                      uint64_t table,
                      std::vector<PcValueRun>& runs,

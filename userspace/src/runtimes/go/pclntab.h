@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/elf_reader.h"
@@ -63,6 +64,17 @@ public:
   std::optional<size_t> find(uint64_t address) const;
   // The function's name ("main.(*Server).handle"), "" if unreadable.
   std::string name(size_t index);
+  // The same with where it starts in the name table; nullopt if the record is unreadable.
+  struct FunctionName {
+    uint64_t offset = 0;
+    std::string text;
+  };
+  std::optional<FunctionName> function_name(size_t index);
+  // Where the name table is in the file, and the bytes readable from there (to the table's end).
+  std::pair<uint64_t, uint64_t> name_table() const
+  {
+    return {names_, names_ <= end_ ? end_ - names_ : 0};
+  }
   // The runs of the function's stack-pointer delta: bytes the function has pushed or reserved
   // below the sp it was entered with (the return address not counted). False if the table is
   // malformed or the function's record unreadable.
