@@ -367,8 +367,10 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     debug.reset();
     // MiniDebugInfo holds only what .dynsym lacks (the copy is of the few files that have it).
     if (auto mini = mini_debug_info_table(*reader, problems)) {
-      // Joined in memory: the two tables' names are not in one file.
-      Table with_dynamic = joined(read_table(*reader, SHT_DYNSYM, 0, problems, true), *mini);
+      // Joined in memory: the two tables' names are not in one file. What .dynsym's read cut
+      // was said when it was read the first time.
+      std::vector<std::string> said;
+      Table with_dynamic = joined(read_table(*reader, SHT_DYNSYM, 0, said, true), *mini);
       if (with_dynamic.symbols.size() > best_size()) {
         richer = std::move(with_dynamic);
         symbols->symbols_from_ = ".gnu_debugdata";
