@@ -2,7 +2,7 @@
 # What Go binaries' own tables cost flamebpf, on this host's Go programs (containerd, dockerd,
 # docker, ctr, runc, a shim, podman, Go's compilers, and kubectl where one is installed) and the
 # tests' split workload, position-independent too: the table found and checked, names, unwind
-# rows, inline index and memory (bench/go-pclntab), side by side with Go's own reader of the same
+# rows, inline trees and memory (bench/go-pclntab), side by side with Go's own reader of the same
 # table (`go tool addr2line`, debug/gosym, asked one address), and what 30 such daemons' rows take
 # of the unwind tables' map budget (--unwind-memory, 32 MiB).
 # Usage: bench/go-pclntab.sh

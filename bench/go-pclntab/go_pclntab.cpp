@@ -1,9 +1,10 @@
 // What a Go binary's own function table (.gopclntab) costs flamebpf, for each file named: finding
 // and checking the table; its functions' names as the symbol reader keeps them (bytes held, time);
-// the unwind rows its stack-pointer tables add to the file's table (rows, map bytes, time); the
-// inline index of its inline trees as the background thread builds it (ranges, bytes, time); and
-// the growth of resident memory through all of it.
+// the unwind rows its stack-pointer tables add to the file's table (rows, map bytes, time); its
+// inline trees as frames read them (held before any lookup, and after a lookup in every function);
+// and the growth of resident memory through all of it.
 // Usage: flamebpf-go-pclntab FILE...
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
@@ -103,16 +104,30 @@ int main(int argc, char** argv)
                cfi_rows, all_rows, mib(all_rows * sizeof(fb_unwind_row)), sizeof(fb_unwind_row),
                rows.framed, rows.functions, rows.stack_switches, rows.malformed, rows_seconds);
 
+    // Inline trees are read a function at a time, as frames need them: the table held meanwhile,
+    // then one lookup in every function, the most a profile can ask.
     started = std::chrono::steady_clock::now();
     std::vector<std::string> problems;
-    auto index = symbolize::build_go_inline_index(*elf, problems);
-    double inline_seconds = seconds_since(started);
-    if (index)
-      fmt::print("  inline index: {} ranges, {:.2f} MiB held, built in {:.3f} s{}\n",
-                 (*index)->ranges(), mib((*index)->memory_bytes()), inline_seconds,
-                 problems.empty() ? "" : " (" + problems.front() + ")");
-    else
-      fmt::print("  inline index: {}\n", index.error().message);
+    auto tree = symbolize::GoInlineTree::open(fd.get(), path, problems);
+    double tree_seconds = seconds_since(started);
+    if (tree) {
+      size_t held = tree->memory_bytes();
+      size_t inlined = 0;
+      started = std::chrono::steady_clock::now();
+      for (size_t f = 0; f < (*table)->size(); ++f) {
+        go::GoFunction function = (*table)->function(f);
+        inlined += !tree->at(function.entry + (function.end - function.entry) / 2, nullptr).empty();
+      }
+      double every_seconds = seconds_since(started);
+      fmt::print("  inline trees: {:.2f} MiB held before a lookup (opened in {:.3f} s); one lookup "
+                 "in each of the {} functions read them all in {:.3f} s ({:.1f} us a function, "
+                 "{} inside an inlined call), {:.2f} MiB held after\n",
+                 mib(held), tree_seconds, (*table)->size(), every_seconds,
+                 1e6 * every_seconds / static_cast<double>(std::max<size_t>(1, (*table)->size())),
+                 inlined, mib(tree->memory_bytes()));
+    } else {
+      fmt::print("  inline trees: none{}\n", problems.empty() ? "" : ": " + problems.front());
+    }
     fmt::print("  resident memory grew {:.1f} MiB\n",
                mib(rss_bytes() > rss_before ? rss_bytes() - rss_before : 0));
   }

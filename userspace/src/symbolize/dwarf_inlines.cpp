@@ -1157,41 +1157,6 @@ size_t InlineIndex::lay_out(std::vector<Range>& ranges,
   return overlaps;
 }
 
-std::unique_ptr<InlineIndex> InlineIndex::assemble(std::vector<CallRange> calls)
-{
-  std::unique_ptr<InlineIndex> index(new InlineIndex());
-  std::unordered_map<std::string_view, uint32_t> name_ids;
-  std::vector<Range> ranges;
-  std::vector<uint32_t> depths; // by call
-  ranges.reserve(calls.size());
-  for (const auto& call : calls) {
-    if (call.end <= call.begin || call.end - call.begin > UINT32_MAX || call.call == 0 ||
-        call.depth == 0 || call.depth > kMaxInlineDepth)
-      continue;
-    std::string_view name = call.name.empty() ? kUnnamed : call.name;
-    auto [it, added] = name_ids.try_emplace(name, static_cast<uint32_t>(index->names_.size()));
-    if (added) {
-      index->names_.push_back(
-          {static_cast<uint32_t>(index->text_.size()), static_cast<uint32_t>(name.size()), false});
-      index->text_ += name;
-    }
-    if (depths.size() < call.call)
-      depths.resize(call.call);
-    depths[call.call - 1] = call.depth;
-    ranges.push_back({call.begin, static_cast<uint32_t>(call.end - call.begin), it->second,
-                      call.call, call.caller});
-  }
-  // Names were viewed in calls, not in text_, which moved as it grew: nothing refers to them now.
-  index->overlaps_dropped_ =
-      index->lay_out(ranges, [&](const Range& range) { return depths[range.call - 1]; });
-  index->ranges_.shrink_to_fit();
-  index->names_.shrink_to_fit();
-  index->text_.shrink_to_fit();
-  index->units_read_ = 0;
-  index->info_fraction_read_ = 1.0;
-  return index;
-}
-
 size_t InlineIndex::memory_bytes() const
 {
   return sizeof(*this) + text_.capacity() + names_.capacity() * sizeof(Name) +

@@ -81,23 +81,6 @@ public:
         std::vector<std::string>& problems,
         size_t budget_bytes = kMaxInlineBuildBytes);
 
-  // One inlined call's range as a format other than DWARF gives it (a Go binary's inline tree,
-  // symbolize/go_inlines.h). Depth 1 is a call inlined into the function itself; call numbers
-  // are unique in the index, from 1; caller is the call of the depth above that holds this one
-  // (0 at depth 1). name views a name the caller keeps until assemble returns: a large Go
-  // binary has hundreds of thousands of ranges and tens of thousands of names.
-  struct CallRange {
-    uint64_t begin = 0;
-    uint64_t end = 0;
-    uint32_t depth = 0;
-    uint32_t call = 0;
-    uint32_t caller = 0;
-    std::string_view name;
-  };
-  // An index of calls; where ranges of one depth overlap, the first kept wins (counted as
-  // overlaps_dropped).
-  static std::unique_ptr<InlineIndex> assemble(std::vector<CallRange> calls);
-
   struct Inlined {
     std::string_view name; // demangled; points into the index, valid while it lives
     bool cut;              // a budget shortened the name: it ends in kTruncated (name_cut.h)

@@ -215,15 +215,6 @@ std::optional<ElfSymbols::Table> go_table(const ElfReader& reader,
   return out;
 }
 
-// A Go binary's inline tree as the source of its inlined frames, when nothing else gives them.
-std::optional<InlineSource> go_inline_source(int fd, const std::string& shown)
-{
-  UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-  if (!own.valid())
-    return std::nullopt;
-  return InlineSource{std::move(own), 0, shown, true};
-}
-
 // The .symtab of the debug file of reader's file, if one is found; its path in found_at, and
 // where its DWARF is in dwarf.
 std::optional<ElfSymbols::Table> debug_file_table(const ElfReader& reader,
@@ -389,7 +380,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
                    reader->section_named(".go.buildinfo") != nullptr ||
                    symbols->symbols_from_ == ".gopclntab";
   if (!symbols->inline_source_ && go_binary)
-    symbols->inline_source_ = go_inline_source(fd.get(), shown);
+    symbols->go_inlines_ = GoInlineTree::open(fd.get(), shown, problems);
 
   symbols->keep(std::move(best));
   return symbols;
@@ -459,7 +450,8 @@ size_t ElfSymbols::memory_bytes() const
 {
   size_t bytes = sizeof *this + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
                  segments_.capacity() * sizeof(Segment) +
-                 (name_file_ ? sizeof(Table::NameFile) : 0);
+                 (name_file_ ? sizeof(Table::NameFile) : 0) +
+                 (go_inlines_ ? go_inlines_->memory_bytes() : 0);
   for (const auto& [offset, name] : demangled_)
     bytes += sizeof offset + sizeof name + name.text.capacity();
   return bytes;
@@ -602,6 +594,8 @@ std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t fi
       it->second.text, *address - base_address_ - symbol->address, it->second.cut, {}};
   if (inlines_)
     match.inlined = inlines_->at(*address);
+  else if (go_inlines_)
+    match.inlined = go_inlines_->at(*address, guard);
   return match;
 }
 

@@ -27,6 +27,7 @@
 #include "symbolize/debug_files.h"
 #include "symbolize/demangle.h"
 #include "symbolize/dwarf_inlines.h"
+#include "symbolize/go_inlines.h"
 #include "symbolize/inline_indexer.h"
 
 namespace flamebpf::symbolize {
@@ -68,8 +69,9 @@ public:
     std::string name; // demangled, at most kMaxSymbolNameBytes or kMaxDemangledBytes
     uint64_t offset;  // of the looked-up byte from the symbol's start
     bool cut = false; // a budget cut the name (when read or demangled): it ends in kTruncated
-    // The functions the compiler inlined at the byte, outermost first, once the file's inline
-    // index is built (use_inlines); they live as long as this ElfSymbols.
+    // The functions the compiler inlined at the byte, outermost first: a Go binary's from its
+    // pclntab, another file's once its inline index is built (use_inlines); they live until the
+    // next lookup.
     std::vector<InlineIndex::Inlined> inlined;
   };
   // The function covering the byte at file_offset, with the byte's offset into it. A name still in
@@ -192,6 +194,8 @@ private:
   // Set on the thread that reads the symbols, taken and given by the one that names frames.
   mutable std::optional<InlineSource> inline_source_;
   mutable std::shared_ptr<const InlineIndex> inlines_;
+  // A Go binary without DWARF: its inlined calls, read from its pclntab as frames need them.
+  std::unique_ptr<GoInlineTree> go_inlines_;
   mutable bool inlines_pending_ = false;
 };
 

@@ -1,64 +1,121 @@
 #include "symbolize/go_inlines.h"
 
 #include <algorithm>
-#include <string>
-#include <unordered_set>
+#include <fcntl.h>
+#include <functional>
+#include <sys/stat.h>
 
-#include "runtimes/go/pclntab.h"
+#include "common/log.h"
 
 namespace flamebpf::symbolize {
 
-Result<std::unique_ptr<InlineIndex>> build_go_inline_index(const ElfReader& reader,
-                                                           std::vector<std::string>& problems)
+std::unique_ptr<GoInlineTree>
+GoInlineTree::open(int fd, const std::string& shown, std::vector<std::string>& problems)
 {
-  auto table = go::Pclntab::open(reader);
-  if (!table)
-    return fail(table.error());
-  if (!*table)
-    return fail(error(reader.shown() + " is no Go binary"));
-  std::vector<InlineIndex::CallRange> calls;
-  std::unordered_set<std::string> names; // each once; the ranges view them
-  std::vector<go::PcValueRun> runs;
-  std::vector<go::Pclntab::InlinedCall> tree;
-  std::vector<uint32_t> call_numbers;
-  std::vector<int32_t> chain;
-  uint32_t next_call = 1;
-  bool cut = false;
-  for (size_t i = 0; i < (*table)->size() && !cut; ++i) {
-    if (!(*table)->inline_tree(i, runs, tree))
-      continue;
-    // Each entry of a function's tree is one call, whatever runs of pcs it spans.
-    call_numbers.assign(tree.size(), 0);
-    for (const auto& run : runs) {
-      chain.clear();
-      for (int32_t call = run.value; call >= 0 && static_cast<size_t>(call) < tree.size() &&
-                                     chain.size() < go::kMaxGoInlineDepth;
-           call = tree[static_cast<size_t>(call)].parent)
-        chain.push_back(call);
-      // Outermost first: depth 1 is the call inlined into the function itself.
-      std::reverse(chain.begin(), chain.end());
-      uint32_t caller = 0;
-      for (size_t depth = 0; depth < chain.size(); ++depth) {
-        auto entry = static_cast<size_t>(chain[depth]);
-        if (call_numbers[entry] == 0)
-          call_numbers[entry] = next_call++;
-        std::string_view name = *names.insert(tree[entry].name).first;
-        calls.push_back({run.begin, run.end, static_cast<uint32_t>(depth + 1), call_numbers[entry],
-                         caller, name});
-        caller = call_numbers[entry];
-      }
-      if (calls.size() >= kMaxGoInlineRanges) {
-        problems.push_back("more than " + std::to_string(kMaxGoInlineRanges) +
-                           " inlined call ranges in " + reader.shown() + ": the rest not read");
-        cut = true;
-        break;
-      }
-    }
+  auto table = std::make_shared<Table>();
+  table->fd = UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  struct stat status {};
+  if (!table->fd.valid() || ::fstat(table->fd.get(), &status) != 0)
+    return nullptr;
+  auto reader = ElfReader::open(
+      ElfBytes::file(table->fd.get(), static_cast<uint64_t>(status.st_size)), shown);
+  if (!reader)
+    return nullptr;
+  table->reader = std::make_unique<ElfReader>(std::move(*reader));
+  auto pclntab = go::Pclntab::open(*table->reader);
+  if (!pclntab) {
+    problems.push_back(pclntab.error().message);
+    return nullptr;
   }
-  if ((*table)->malformed() > 0)
-    problems.push_back(std::to_string((*table)->malformed()) + " malformed function records in " +
-                       reader.shown() + "'s pclntab");
-  return InlineIndex::assemble(std::move(calls));
+  if (!*pclntab)
+    return nullptr;
+  table->pclntab.emplace(std::move(**pclntab));
+  table->pclntab->release_windows();
+  std::unique_ptr<GoInlineTree> tree(new GoInlineTree(table));
+  tree->functions_held_ = table->pclntab->memory_bytes();
+  return tree;
+}
+
+std::vector<InlineIndex::Inlined> GoInlineTree::at(uint64_t address, StallGuard* guard) const
+{
+  std::optional<size_t> function;
+  {
+    // The function table is never read again: looking in it takes no file read.
+    std::unique_lock lock(table_->mutex, std::try_to_lock);
+    if (!lock.owns_lock())
+      return {}; // a stalled read holds the table
+    function = table_->pclntab->find(address);
+  }
+  if (!function)
+    return {};
+  auto found = functions_.find(*function);
+  if (found == functions_.end()) {
+    if (stalled_read_.valid()) {
+      if (stalled_read_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        return {};
+      stalled_read_ = {};
+    }
+    std::function<std::optional<FunctionTree>()> read = [table = table_, index = *function] {
+      std::lock_guard lock(table->mutex);
+      FunctionTree tree;
+      if (!table->pclntab->inline_tree(index, tree.runs, tree.calls)) {
+        tree.runs.clear();
+        tree.calls.clear();
+      }
+      // The windows are read again for the next function: most are read once.
+      table->pclntab->release_windows();
+      return std::optional<FunctionTree>(std::move(tree));
+    };
+    std::optional<FunctionTree> tree;
+    if (!guard) {
+      tree = read();
+    } else {
+      auto outcome = guard->run<std::optional<FunctionTree>>(std::move(read));
+      if (!outcome)
+        return {};
+      if (outcome->stalled) {
+        spdlog::warn("{}: a read of its inlined calls got no answer within {} ms (its file system "
+                     "stalls); they stay unnamed until it answers",
+                     table_->reader->shown(), guard->limit().count());
+        stalled_read_ = outcome->result;
+        return {};
+      }
+      tree = outcome->result.get();
+    }
+    if (!tree)
+      return {};
+    if (tree_bytes_ > kMaxGoInlineTreeBytes) {
+      functions_.clear();
+      tree_bytes_ = 0;
+    }
+    for (const auto& call : tree->calls)
+      tree_bytes_ += sizeof call + call.name.capacity();
+    tree_bytes_ +=
+        tree->runs.capacity() * sizeof(go::PcValueRun) + sizeof(FunctionTree) + sizeof(size_t) * 2;
+    found = functions_.emplace(*function, std::move(*tree)).first;
+  }
+  const FunctionTree& tree = found->second;
+  auto after =
+      std::upper_bound(tree.runs.begin(), tree.runs.end(), address,
+                       [](uint64_t value, const go::PcValueRun& run) { return value < run.begin; });
+  if (after == tree.runs.begin())
+    return {};
+  const go::PcValueRun& run = *std::prev(after);
+  if (address >= run.end)
+    return {};
+  std::vector<InlineIndex::Inlined> chain;
+  for (int32_t call = run.value; call >= 0 && static_cast<size_t>(call) < tree.calls.size() &&
+                                 chain.size() < go::kMaxGoInlineDepth;
+       call = tree.calls[static_cast<size_t>(call)].parent)
+    chain.push_back({tree.calls[static_cast<size_t>(call)].name, false});
+  // Outermost first: the first is the call inlined into the function itself.
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+size_t GoInlineTree::memory_bytes() const
+{
+  return sizeof *this + functions_held_ + tree_bytes_;
 }
 
 } // namespace flamebpf::symbolize

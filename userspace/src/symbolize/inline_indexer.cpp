@@ -7,7 +7,6 @@
 
 #include "common/elf_reader.h"
 #include "symbolize/dwarf_inlines.h"
-#include "symbolize/go_inlines.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -30,10 +29,7 @@ InlineIndexer::Built build(uint64_t key, const InlineSource& source)
                  source.shown);
              !reader) {
     built.index = fail(reader.error());
-  } else if (auto index = source.go_pclntab
-                              ? build_go_inline_index(*reader, built.problems)
-                              : InlineIndex::build(*reader, source.bias, built.problems);
-             !index) {
+  } else if (auto index = InlineIndex::build(*reader, source.bias, built.problems); !index) {
     built.index = fail(index.error());
   } else {
     built.index = std::shared_ptr<const InlineIndex>(std::move(*index));

@@ -28,8 +28,6 @@ struct InlineSource {
   UniqueFd fd;
   uint64_t bias = 0; // added to DWARF addresses to make them the file's
   std::string shown; // names the DWARF's file in messages
-  // The inline tree of a Go binary's pclntab (go_inlines.h) rather than DWARF.
-  bool go_pclntab = false;
 };
 
 class InlineIndexer {

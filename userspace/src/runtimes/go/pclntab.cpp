@@ -301,6 +301,15 @@ std::optional<std::string_view> Pclntab::read_anywhere(uint64_t offset, size_t l
   return std::string_view(oldest->bytes).substr(0, length);
 }
 
+void Pclntab::release_windows()
+{
+  for (Window& window : windows_) {
+    window.bytes.clear();
+    window.bytes.shrink_to_fit();
+    window.last_use = 0;
+  }
+}
+
 std::optional<std::string_view> Pclntab::read(uint64_t offset, size_t length)
 {
   if (offset < start_ || offset > end_ || length > end_ - offset)

@@ -104,6 +104,11 @@ public:
   bool inline_tree(size_t index, std::vector<PcValueRun>& runs, std::vector<InlinedCall>& calls);
   // Functions skipped because their records were malformed.
   uint64_t malformed() const { return malformed_; }
+  // Lets go of the bytes of the windows reads go through (later reads fill them again): a table
+  // kept for later reads holds only its function table meanwhile.
+  void release_windows();
+  // The function table's bytes.
+  size_t memory_bytes() const { return functions_.capacity() * sizeof(Entry); }
 
 private:
   // A function's record (_func): the fields this reader uses.
