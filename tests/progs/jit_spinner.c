@@ -34,6 +34,8 @@
 //   heavy NAME           a valid line, then 64 MiB (sparse: names are mostly holes) of entries:
 //                        one range with a 60 KiB name, 8192 small ranges splitting it, then
 //                        ranges with distinct names of 16 KiB less 64 bytes
+//   many NAME            a valid line, then distinct short entries, 256 Ki ranges in all (what
+//                        one map may hold): a map that costs its reader ranges, not names
 //   inline NAME COUNT    120 generated functions, each calling the next (as recursion does),
 //                        named by one line: a chain of COUNT methods NAME, as inlining writes
 //   replace NAME         four maps of 32 MiB (a valid line, then distinct short entries) made
@@ -367,6 +369,22 @@ static void write_replacement(const char* path, const char* name)
   close(fd);
 }
 
+static void write_many(int fd, const char* name)
+{
+  static char chunk[1 << 20];
+  size_t used = (size_t)stub_line(chunk, sizeof chunk, 0, name);
+  uint64_t address = 0x300000000000ull;
+  for (int i = 1; i < 256 * 1024; ++i) {
+    if (used + 64 >= sizeof chunk) {
+      write_all(fd, chunk, used);
+      used = 0;
+    }
+    address += 0x100;
+    used += (size_t)snprintf(chunk + used, 64, "%llx 10 Many.%d\n", (unsigned long long)address, i);
+  }
+  write_all(fd, chunk, used);
+}
+
 static void make_map(const char* mode, const char* path, char** names, size_t count)
 {
   if (strcmp(mode, "none") == 0)
@@ -428,6 +446,8 @@ static void make_map(const char* mode, const char* path, char** names, size_t co
     write_valid(fd, names, 1);
   } else if (strcmp(mode, "heavy") == 0) {
     write_heavy(fd, unescape(names[0]));
+  } else if (strcmp(mode, "many") == 0) {
+    write_many(fd, unescape(names[0]));
   } else if (strcmp(mode, "replace") == 0) {
     static struct Replacer replacer;
     snprintf(replacer.path, sizeof replacer.path, "%s", path);

@@ -110,14 +110,15 @@ TEST_F(HostileContainerTest, MapReplacedEveryFewMillisecondsIsReadOncePerInterva
 
 TEST_F(HostileContainerTest, ProcessesOfOneContainerHoldNoMoreThanItsShare)
 {
-  // Eight processes of one container, each naming its code in a map of 32 MiB of names (what one
-  // map may hold): 256 MiB that flamebpf held before its memory account, and were it a few dozen
-  // processes, past the limit it is shipped with. Another container beside them names its code in
-  // a small map. An account of 128 MiB between two targets gives each 64 MiB.
-  auto attacker = spin("hb-share", {"--comm", "attacker0", "heavy", "Attack.heavy"});
+  // Eight processes of one container, each naming its code in a map of 256 Ki ranges (what one map
+  // may hold; their names are read only as frames need them, the ranges are held): 24 MiB of ranges
+  // each, and were it a few dozen processes, past the limit flamebpf is shipped with. Another
+  // container beside them names its code in a small map. An account of 128 MiB between two targets
+  // gives each 64 MiB.
+  auto attacker = spin("hb-share", {"--comm", "attacker0", "many", "Attack.heavy"});
   for (int i = 1; i < kShareAttackers; ++i) {
     std::string comm = "attacker" + std::to_string(i);
-    spin_another(attacker, comm, {"--comm", comm, "heavy", "Attack.heavy"});
+    spin_another(attacker, comm, {"--comm", comm, "many", "Attack.heavy"});
   }
   spin("hb-victim", {"valid", "Victim.outer", "Victim.inner"});
   std::string out = dir_.path().string() + "/out";
@@ -125,7 +126,7 @@ TEST_F(HostileContainerTest, ProcessesOfOneContainerHoldNoMoreThanItsShare)
   auto run = run_measured({"--cgroup", "hb-share", "--cgroup", "hb-victim", "--no-attach",
                            "--target-memory", "128", "-d", "4", "-o", out + "/share.folded"},
                           dir_.path());
-  print_figures("eight heavy maps in one container", run);
+  print_figures("eight maps of 256 Ki ranges in one container", run);
   expect_prompt(run, 4);
 #ifndef FLAMEBPF_SANITIZED
   // Under ASan its quarantine of freed memory (256 MiB) and shadow dwarf the share: the plain pass

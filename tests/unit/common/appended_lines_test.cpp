@@ -102,11 +102,15 @@ TEST_F(AppendedLinesTest, EachLineIsFoundAgainWhereItBegan)
   EXPECT_EQ(read(lines), (std::vector<std::string>{"first", "second", "third"}));
   EXPECT_GT(lines.changes(), changes);
   EXPECT_EQ(offsets_, (std::vector<uint64_t>{0, 6, 13}));
-  for (size_t i = 0; i < lines_.size(); ++i)
+  for (size_t i = 0; i < lines_.size(); ++i) {
     EXPECT_EQ(lines.line_at(offsets_[i]), lines_[i]);
-  // No whole line there: an unfinished one, or none at all.
+    EXPECT_EQ(lines.line_at(offsets_[i], lines_[i].size()), lines_[i]);
+  }
+  // No whole line there: an unfinished one, or none at all; one of another length.
   EXPECT_FALSE(lines.line_at(19));
   EXPECT_FALSE(lines.line_at(1000));
+  EXPECT_FALSE(lines.line_at(6, 5));
+  EXPECT_FALSE(lines.line_at(6, 7));
 }
 
 TEST_F(AppendedLinesTest, AReplacedOrShrunkFileStartsOver)

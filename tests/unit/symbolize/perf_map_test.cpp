@@ -42,6 +42,13 @@ std::unique_ptr<PerfMapReader> load(const std::string& fixture, uint64_t* bad = 
   return reader;
 }
 
+// The entry covering address, its name read from the map as a frame's would be.
+std::optional<PerfMapTable::Entry> named(PerfMapReader& reader, uint64_t address)
+{
+  reader.read_name(address);
+  return reader.table().find(address);
+}
+
 TEST(PerfMapLine, EveryProducersSpelling)
 {
   auto jdk = parse_perf_map_line("0x00007fe79ceca920 0x00000000000000b8 long Hot.work(long)");
@@ -63,19 +70,28 @@ TEST(PerfMapTable, HoldsWhatItsShareAllowsAndGivesItBack)
   auto share = account->share("jit");
   PerfMapTable table;
   table.charge_to(share);
+  // Each name costs its text and kNameBytes, each range kRangeBytes: the rest is held as
+  // kTruncated while ranges still fit (an insert asks for two while it places one), then refused.
+  // A name of a size that leaves room for such ranges once names no longer fit:
   std::string name(1000, 'n');
+  auto each_insert = [&] {
+    return name.size() + PerfMapTable::kNameBytes + PerfMapTable::kRangeBytes;
+  };
+  while ((16u << 20) % each_insert() < 4 * PerfMapTable::kRangeBytes)
+    name.push_back('n');
   size_t fitted = 0;
   for (uint64_t i = 0; i < 20000; ++i)
     fitted += table.insert({0x1000 + i * 0x10, 0x1010 + i * 0x10, name, false});
-  // Each name costs its text and kNameBytes, each range kRangeBytes: the rest is held as
-  // kTruncated while ranges still fit, then refused.
-  size_t each = name.size() + PerfMapTable::kNameBytes + PerfMapTable::kRangeBytes;
+  size_t each = each_insert();
   EXPECT_NEAR(static_cast<double>(fitted), static_cast<double>((16u << 20) / each), 2.0);
   EXPECT_GT(table.share_refusals(), 0u);
   EXPECT_LE(share->held(), uint64_t{16} << 20);
-  auto last = table.find(0x1000 + (fitted + 1) * 0x10);
-  ASSERT_TRUE(last);
-  EXPECT_TRUE(last->truncated);
+  // The entries after the last that fitted: kTruncated, as long as their ranges fit.
+  std::optional<PerfMapTable::Entry> after;
+  for (uint64_t i = fitted; i < 20000 && !after; ++i)
+    after = table.find(0x1000 + i * 0x10);
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->truncated);
   table.clear();
   EXPECT_EQ(share->held(), 0u);
   // Ranges replaced give back their names and nodes.
@@ -149,11 +165,11 @@ TEST(PerfMapFixtures, Jdk17AndJdk25CompilerPerfmap)
     EXPECT_GE(reader->table().size(), 40u) << fixture;
   }
   auto reader = load("jdk17-compiler-perfmap.map");
-  auto work = reader->table().find(0x00007fe79ceca920 + 0x10);
+  auto work = named(*reader, 0x00007fe79ceca920 + 0x10);
   ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->name, "long Hot.work(long)");
   EXPECT_FALSE(work->truncated);
-  auto interpreter = reader->table().find(0x00007fe79c940b80 + 0x100);
+  auto interpreter = named(*reader, 0x00007fe79c940b80 + 0x100);
   ASSERT_TRUE(interpreter.has_value());
   EXPECT_EQ(interpreter->name, "Interpreter");
 }
@@ -163,7 +179,7 @@ TEST(PerfMapFixtures, FlamebpfAgent)
   uint64_t bad = 0;
   auto reader = load("flamebpf-agent-jdk17.map", &bad);
   EXPECT_EQ(bad, 0u);
-  auto work = reader->table().find(0x7faa19403040);
+  auto work = named(*reader, 0x7faa19403040);
   ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->name, "Hot.work(long)");
 }
@@ -172,11 +188,10 @@ TEST(PerfMapFixtures, PerfMapAgentAndBadLinesCounted)
 {
   uint64_t bad = 0;
   auto reader = load("perf-map-agent.map", &bad);
-  const auto& table = reader->table();
   EXPECT_EQ(bad, 4u);
-  EXPECT_EQ(table.size(), 8u);
-  ASSERT_TRUE(table.find(0x7f3c2d012a10).has_value());
-  EXPECT_EQ(table.find(0x7f3c2d012a10)->name,
+  EXPECT_EQ(reader->table().size(), 8u);
+  ASSERT_TRUE(named(*reader, 0x7f3c2d012a10).has_value());
+  EXPECT_EQ(named(*reader, 0x7f3c2d012a10)->name,
             "Lorg/example/Service;::handle->Lorg/example/Codec;::decode");
   uint64_t malformed_bad = 0;
   auto malformed = load("malformed.map", &malformed_bad);
@@ -261,11 +276,11 @@ TEST_F(PerfMapReaderTest, ReadsWhatIsAppendedAndWaitsForWholeLines)
   PerfMapReader reader(7, 1, proc());
   reader.refresh();
   EXPECT_EQ(reader.table().size(), 1u);
-  EXPECT_FALSE(reader.table().find(0x2000).has_value()); // the line is not finished yet
+  EXPECT_FALSE(named(reader, 0x2000).has_value()); // the line is not finished yet
   append("()\n1000 10 A.recompiled()\n");
   reader.refresh();
-  EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
-  EXPECT_EQ(reader.table().find(0x1000)->name, "A.recompiled()");
+  EXPECT_EQ(named(reader, 0x2000)->name, "B.b()");
+  EXPECT_EQ(named(reader, 0x1000)->name, "A.recompiled()");
   EXPECT_EQ(reader.bad_lines(), 0u);
 }
 
@@ -314,16 +329,56 @@ TEST_F(PerfMapReaderTest, NamesBeyondTheMapsBudgetAreReadAsTruncated)
     reader.begin_interval();
   }
   EXPECT_EQ(reader.table().size(), count);
+  for (size_t i = 0; i < count; ++i)
+    reader.read_name(0x10000 + i * 0x10);
   EXPECT_LE(reader.table().name_bytes(), PerfMapTable::kMaxNameBytes + kTruncated.size());
   EXPECT_GE(reader.names_over_budget(), 100u);
   EXPECT_EQ(reader.long_names(), 0u);
-  auto first = reader.table().find(0x10000);
+  auto first = named(reader, 0x10000);
   ASSERT_TRUE(first.has_value());
   EXPECT_TRUE(first->name.starts_with("0nnn"));
-  auto last = reader.table().find(0x10000 + (count - 1) * 0x10);
+  auto last = named(reader, 0x10000 + (count - 1) * 0x10);
   ASSERT_TRUE(last.has_value());
   EXPECT_EQ(last->name, "[truncated]");
   EXPECT_TRUE(last->truncated);
+}
+
+// A map names every piece of code a JIT made, and samples hold few of them: a name is read from
+// its line when a frame needs it, and believed only if the line there still names that code.
+TEST_F(PerfMapReaderTest, ANameIsReadWhenAFrameNeedsItIfItsLineStillNamesIt)
+{
+  auto account = MemoryAccount::create(16 << 20);
+  auto share = account->share("jit");
+  std::string text = lines(100, 0x10000, "Some.method(long)") + "20000 100 Outer.run()\n";
+  write_file(map_path(), text);
+  PerfMapReader reader(7, 1, proc(), share);
+  reader.refresh();
+  EXPECT_EQ(reader.table().size(), 101u);
+  EXPECT_EQ(reader.table().name_bytes(), 0u);
+  EXPECT_EQ(share->held(), 101 * PerfMapTable::kRangeBytes);
+  auto unread = reader.table().find(0x10010);
+  ASSERT_TRUE(unread.has_value());
+  EXPECT_TRUE(unread->line.has_value());
+  EXPECT_EQ(unread->name, "");
+  EXPECT_EQ(named(reader, 0x10010)->name, "Some.method(long)");
+  EXPECT_EQ(reader.table().name_bytes(), std::string_view("Some.method(long)").size());
+  // A later line splits Outer.run(): both pieces are named by its line.
+  append("20040 10 Inner.inlined()\n");
+  reader.refresh();
+  EXPECT_EQ(named(reader, 0x20000)->name, "Outer.run()");
+  EXPECT_EQ(named(reader, 0x200ff)->name, "Outer.run()");
+  EXPECT_EQ(named(reader, 0x20040)->name, "Inner.inlined()");
+  // The process rewrites a line in place, as long as before: it names other code now, and the
+  // code it named before stays unnamed.
+  size_t at = text.find("10020 10 Some.method(long)");
+  ASSERT_NE(at, std::string::npos);
+  {
+    std::fstream in_place(map_path(), std::ios::in | std::ios::out);
+    in_place.seekp(static_cast<std::streamoff>(at));
+    in_place << "30020";
+  }
+  EXPECT_FALSE(named(reader, 0x10020).has_value());
+  EXPECT_EQ(named(reader, 0x10030)->name, "Some.method(long)");
 }
 
 TEST_F(PerfMapReaderTest, LongNamesAreCutAndCounted)
@@ -333,9 +388,9 @@ TEST_F(PerfMapReaderTest, LongNamesAreCutAndCounted)
   reader.refresh();
   EXPECT_EQ(reader.long_names(), 1u);
   EXPECT_EQ(reader.bad_lines(), 0u);
-  EXPECT_EQ(reader.table().find(0x1000)->name.size(), kMaxPerfMapName);
-  EXPECT_TRUE(reader.table().find(0x1000)->truncated);
-  EXPECT_EQ(reader.table().find(0x2000)->name, "B.b()");
+  EXPECT_EQ(named(reader, 0x1000)->name.size(), kMaxPerfMapName);
+  EXPECT_TRUE(named(reader, 0x1000)->truncated);
+  EXPECT_EQ(named(reader, 0x2000)->name, "B.b()");
 }
 
 TEST_F(PerfMapReaderTest, AnIntervalReadsAtMostItsBudgetHoweverOftenItRefreshes)
@@ -348,13 +403,13 @@ TEST_F(PerfMapReaderTest, AnIntervalReadsAtMostItsBudgetHoweverOftenItRefreshes)
   for (int poll = 0; poll < 10; ++poll)
     reader.refresh();
   EXPECT_EQ(reader.file().intervals_over_budget(), 1u);
-  EXPECT_FALSE(reader.table().find(0x2000).has_value());
+  EXPECT_FALSE(named(reader, 0x2000).has_value());
   EXPECT_LT(reader.table().size(), count);
   EXPECT_GT(reader.table().size(), count / 2);
   reader.begin_interval();
   reader.refresh();
-  ASSERT_TRUE(reader.table().find(0x2000).has_value());
-  EXPECT_EQ(reader.table().find(0x2000)->name, "Last.line()");
+  ASSERT_TRUE(named(reader, 0x2000).has_value());
+  EXPECT_EQ(named(reader, 0x2000)->name, "Last.line()");
   EXPECT_EQ(reader.file().intervals_over_budget(), 1u);
 }
 

@@ -195,16 +195,17 @@ void AppendedLines::read(const std::function<void()>& on_start_over,
   }
 }
 
-std::optional<std::string> AppendedLines::line_at(uint64_t offset) const
+std::optional<std::string> AppendedLines::line_at(uint64_t offset,
+                                                  std::optional<size_t> length) const
 {
-  if (!fd_.valid())
+  if (!fd_.valid() || (length && *length > budgets_.max_line))
     return std::nullopt;
-  std::string line(budgets_.max_line + 1, '\0');
+  std::string line(length.value_or(budgets_.max_line) + 1, '\0');
   ssize_t n = ::pread(fd_.get(), line.data(), line.size(), static_cast<off_t>(offset));
   if (n <= 0)
     return std::nullopt;
   size_t newline = std::string_view(line.data(), static_cast<size_t>(n)).find('\n');
-  if (newline == std::string_view::npos)
+  if (newline == std::string_view::npos || (length && newline != *length))
     return std::nullopt;
   line.resize(newline);
   return line;

@@ -54,9 +54,11 @@ public:
   void read(const std::function<void()>& on_start_over,
             const std::function<void(std::string_view line, uint64_t offset)>& on_line);
   // The line that begins at offset in the file being read (as read() passed it), read again, at
-  // most max_line bytes: what a reader that kept only where a line is needs; nullopt if no whole
-  // line of that size is there now (the file may have changed meanwhile).
-  std::optional<std::string> line_at(uint64_t offset) const;
+  // most max_line bytes (length bytes, if given): what a reader that kept only where a line is
+  // needs; nullopt if no whole line of that size is there now (the file may have changed
+  // meanwhile).
+  std::optional<std::string> line_at(uint64_t offset,
+                                     std::optional<size_t> length = std::nullopt) const;
   // A new interval begins: its budgets are whole again.
   void begin_interval();
   // The file was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written

@@ -49,10 +49,24 @@ PerfMapTable::PerfMapTable(size_t max_name_bytes)
 
 void PerfMapTable::release(const Range& range)
 {
-  if (range.name.use_count() == 1 && range.name != over_budget_) {
+  if (range.name && range.name.use_count() == 1 && range.name != over_budget_) {
     name_bytes_ -= range.name->text.size();
     charge_.shrink(range.name->text.size() + kNameBytes);
   }
+}
+
+std::shared_ptr<const PerfMapTable::Name>
+PerfMapTable::hold_name(std::string text, bool truncated, bool& fitted)
+{
+  fitted = name_bytes_ + text.size() <= max_name_bytes_;
+  if (fitted && !charge_.grow(text.size() + kNameBytes)) {
+    ++share_refusals_;
+    fitted = false;
+  }
+  if (!fitted)
+    return over_budget_;
+  name_bytes_ += text.size();
+  return std::make_shared<const Name>(Name{std::move(text), truncated});
 }
 
 bool PerfMapTable::insert(PerfMapEntry entry)
@@ -62,42 +76,62 @@ bool PerfMapTable::insert(PerfMapEntry entry)
     ++share_refusals_;
     return false;
   }
-  size_t ranges_before = ranges_.size();
-  bool fitted = name_bytes_ + entry.name.size() <= max_name_bytes_;
-  if (fitted && !charge_.grow(entry.name.size() + kNameBytes)) {
+  bool fitted = true;
+  auto name = hold_name(std::move(entry.name), entry.truncated, fitted);
+  place(entry.start, Range{entry.end, std::move(name)});
+  return fitted;
+}
+
+bool PerfMapTable::insert_line(uint64_t start, uint64_t end, uint64_t line, uint32_t line_bytes)
+{
+  if (!charge_.grow(2 * kRangeBytes)) {
     ++share_refusals_;
-    fitted = false;
+    return false;
   }
-  std::shared_ptr<const Name> name = over_budget_;
-  if (fitted) {
-    name_bytes_ += entry.name.size();
-    name = std::make_shared<const Name>(Name{std::move(entry.name), entry.truncated});
-  }
-  // Trim or remove what the new entry overlaps; a range it splits keeps both outer parts, which
-  // share its name.
-  auto it = ranges_.lower_bound(entry.start);
+  place(start, Range{end, nullptr, line, line_bytes});
+  return true;
+}
+
+void PerfMapTable::place(uint64_t start, Range range)
+{
+  uint64_t end = range.end;
+  size_t ranges_before = ranges_.size();
+  // Trim or remove what the new range overlaps; a range it splits keeps both outer parts, which
+  // share its name (or its line).
+  auto it = ranges_.lower_bound(start);
   if (it != ranges_.begin()) {
     auto before = std::prev(it);
-    if (before->second.end > entry.start) {
-      if (before->second.end > entry.end)
-        ranges_.emplace(entry.end, Range{before->second.end, before->second.name});
-      before->second.end = entry.start;
+    if (before->second.end > start) {
+      if (before->second.end > end) {
+        Range tail = before->second;
+        ranges_.emplace(end, std::move(tail));
+      }
+      before->second.end = start;
     }
   }
-  it = ranges_.lower_bound(entry.start);
-  while (it != ranges_.end() && it->first < entry.end) {
-    if (it->second.end > entry.end) {
+  it = ranges_.lower_bound(start);
+  while (it != ranges_.end() && it->first < end) {
+    if (it->second.end > end) {
       Range tail = std::move(it->second);
       ranges_.erase(it);
-      ranges_.emplace(entry.end, std::move(tail));
+      ranges_.emplace(end, std::move(tail));
       break;
     }
     release(it->second);
     it = ranges_.erase(it);
   }
-  ranges_.insert_or_assign(entry.start, Range{entry.end, std::move(name)});
+  ranges_.insert_or_assign(start, std::move(range));
   // Ranges removed give back their charge with what was charged for ranges not made.
   charge_.shrink((ranges_before + 2 - ranges_.size()) * kRangeBytes);
+}
+
+bool PerfMapTable::keep_name(uint64_t start, std::string name, bool truncated)
+{
+  auto it = ranges_.find(start);
+  if (it == ranges_.end() || it->second.name)
+    return true;
+  bool fitted = true;
+  it->second.name = hold_name(std::move(name), truncated, fitted);
   return fitted;
 }
 
@@ -107,10 +141,14 @@ std::optional<PerfMapTable::Entry> PerfMapTable::find(uint64_t address) const
   if (it == ranges_.begin())
     return std::nullopt;
   --it;
-  if (address >= it->second.end)
+  const Range& range = it->second;
+  if (address >= range.end)
     return std::nullopt;
-  const Name& name = *it->second.name;
-  return Entry{it->first, it->second.end, name.text, name.truncated};
+  if (!range.name)
+    return Entry{it->first, range.end, {}, false, range.line, range.line_bytes};
+  if (range.name->text.empty())
+    return std::nullopt; // its line named it no more when read
+  return Entry{it->first, range.end, range.name->text, range.name->truncated};
 }
 
 void PerfMapTable::clear()
@@ -160,7 +198,7 @@ void PerfMapReader::report()
   }
 }
 
-void PerfMapReader::take_line(std::string_view line, uint64_t /*offset*/)
+void PerfMapReader::take_line(std::string_view line, uint64_t offset)
 {
   auto entry = parse_perf_map_line(line);
   if (!entry) {
@@ -169,11 +207,28 @@ void PerfMapReader::take_line(std::string_view line, uint64_t /*offset*/)
     ++ignored_lines_;
   } else {
     long_names_ += entry->truncated;
-    uint64_t refused_before = table_.share_refusals();
-    // A share's refusal is said by the share, for the whole target.
-    if (!table_.insert(std::move(*entry)) && table_.share_refusals() == refused_before)
-      ++names_over_budget_;
+    // Only where the name is: it is read when a frame needs it (read_name). A line is at most
+    // kMaxLine bytes.
+    table_.insert_line(entry->start, entry->end, offset, static_cast<uint32_t>(line.size()));
   }
+}
+
+void PerfMapReader::read_name(uint64_t address)
+{
+  auto entry = table_.find(address);
+  if (!entry || !entry->line)
+    return;
+  // The file is the target's: what is there now is parsed again, and believed only if it still
+  // names a range holding the entry (a later line may have split it).
+  auto line = file_.line_at(*entry->line, entry->line_bytes);
+  auto parsed = line ? parse_perf_map_line(*line) : std::nullopt;
+  bool names_it = parsed && parsed->start <= entry->start && entry->end <= parsed->end;
+  uint64_t refused_before = table_.share_refusals();
+  bool kept = names_it ? table_.keep_name(entry->start, std::move(parsed->name), parsed->truncated)
+                       : table_.keep_name(entry->start, std::string(), false);
+  // A share's refusal is said by the share, for the whole target.
+  if (!kept && table_.share_refusals() == refused_before)
+    ++names_over_budget_;
 }
 
 } // namespace flamebpf::symbolize

@@ -49,8 +49,10 @@ std::optional<PerfMapEntry> parse_perf_map_line(std::string_view line,
                                                 size_t max_name = kMaxPerfMapName);
 
 // Named ranges where a later insert wins over whatever it overlaps. The pieces of a range that a
-// later one splits share its name, and the bytes of names held have a budget. Movable, not
-// copyable: a copy would share names that each table counts as its own.
+// later one splits share its name, and the bytes of names held have a budget. A range may come
+// with where its line is in the map rather than its name, which is kept once read (keep_name):
+// a JIT names thousands of pieces of code, and samples hold few of them. Movable, not copyable: a
+// copy would share names that each table counts as its own.
 class PerfMapTable {
 public:
   // A range as the table holds it; name is valid until the table changes.
@@ -59,6 +61,10 @@ public:
     uint64_t end = 0; // exclusive
     std::string_view name;
     bool truncated = false; // a budget cut the name, or replaced it by kTruncated
+    // Where the line naming the range begins in its map, and its length, while its name is not
+    // read (name is empty then).
+    std::optional<uint64_t> line;
+    uint32_t line_bytes = 0;
   };
 
   // max_name_bytes bounds the bytes of names held (kMaxNameBytes unless a test says).
@@ -78,9 +84,16 @@ public:
   // does not fit in the budget of name bytes, or that the share refuses, is held as kTruncated;
   // an entry whose range the share refuses is not added. Returns false in either case.
   bool insert(PerfMapEntry entry);
+  // Adds [start, end) as insert() does, named by the line_bytes bytes at line in its map, which
+  // are read when a frame needs them. Returns false if the share refuses the range.
+  bool insert_line(uint64_t start, uint64_t end, uint64_t line, uint32_t line_bytes);
+  // Keeps the name read from the line of the range that begins at start, if its name was not
+  // read; an empty name says that its line names it no more (the range is then unnamed). Returns
+  // false if the name was held as kTruncated for a budget.
+  bool keep_name(uint64_t start, std::string name, bool truncated);
   // Names and ranges the share refused (as opposed to the table's own budget).
   uint64_t share_refusals() const { return share_refusals_; }
-  // The entry covering address, if any.
+  // The entry covering address, if any and its line still names it.
   std::optional<Entry> find(uint64_t address) const;
   size_t size() const { return ranges_.size(); }
   // Bytes of the names held.
@@ -92,7 +105,7 @@ public:
   static constexpr size_t kMaxNameBytes = 32 << 20;
   // What a range and a name cost besides the name's text, as charged to the share: a node of the
   // map, and a name's shared block.
-  static constexpr size_t kRangeBytes = 80;
+  static constexpr size_t kRangeBytes = 96;
   static constexpr size_t kNameBytes = 64;
 
 private:
@@ -102,9 +115,15 @@ private:
   };
   struct Range {
     uint64_t end = 0;
-    std::shared_ptr<const Name> name; // shared by the pieces of a split range
+    std::shared_ptr<const Name> name; // shared by the pieces of a split range; null until read
+    uint64_t line = 0;                // where the name is, until it is read
+    uint32_t line_bytes = 0;
   };
 
+  // The name held for text, or kTruncated if a budget refuses it (fitted is false then).
+  std::shared_ptr<const Name> hold_name(std::string text, bool truncated, bool& fitted);
+  // Puts range at start over whatever it overlaps; 2 * kRangeBytes are charged for it.
+  void place(uint64_t start, Range range);
   // Forgets a range's name; its bytes are free once no range holds it.
   void release(const Range& range);
 
@@ -133,6 +152,9 @@ public:
                 std::shared_ptr<MemoryShare> share = nullptr);
 
   const PerfMapTable& table() const { return table_; }
+  // Reads the name of the entry covering address from its line, if it was not read: the line
+  // there now must still be a line whose range holds the entry's. Reads the file, as refresh().
+  void read_name(uint64_t address);
   // Lines skipped as malformed or too long, since the reader was made.
   uint64_t bad_lines() const { return bad_lines_ + file_.overlong_lines(); }
   // Valid lines ignored because the table already held kMaxEntries ranges.

@@ -482,24 +482,31 @@ bool ProcessImage::perf_map_usable()
 
 void ProcessTable::refresh_perf_map(ProcessImage& image)
 {
-  if (!image.perf_map_usable())
-    return;
+  if (image.perf_map_usable())
+    read_perf_map_file(image, [](PerfMapReader& reader) { reader.refresh(); });
+}
+
+bool ProcessTable::read_perf_map_file(ProcessImage& image,
+                                      const std::function<void(PerfMapReader&)>& work)
+{
   // The work holds the reader: should it stall, it may finish long after this image is gone.
-  auto outcome = stall_guard_.run<bool>([reader = image.perf_map] {
-    reader->refresh();
+  auto outcome = stall_guard_.run<bool>([reader = image.perf_map, work] {
+    work(*reader);
     return true;
   });
   if (!outcome) {
     spdlog::debug("{}: not read, too many reads of targets' files are stalled",
                   image.perf_map->file().path());
-    return;
+    return false;
   }
   if (outcome->stalled) {
     image.perf_map_stalled = outcome->result;
     spdlog::warn("{}: no answer within {} ms (its file system stalls); its JIT frames stay "
                  "unnamed until it answers",
                  image.perf_map->file().path(), kStallLimit.count());
+    return false;
   }
+  return true;
 }
 
 const ProcessImage& ProcessTable::get(const ImageKey& key)
@@ -541,7 +548,15 @@ std::optional<PerfMapTable::Entry> ProcessTable::perf_map_entry(const ImageKey& 
                                                                 uint64_t address)
 {
   const PerfMapTable* map = perf_map(key);
-  return map ? map->find(address) : std::nullopt;
+  auto entry = map ? map->find(address) : std::nullopt;
+  if (!entry || !entry->line)
+    return entry;
+  // Its name is read from the map the first time a frame needs it, as the map is read.
+  ProcessImage& image = processes_.at(key);
+  if (!read_perf_map_file(image, [address](PerfMapReader& reader) { reader.read_name(address); }))
+    return std::nullopt;
+  entry = image.perf_map->table().find(address);
+  return entry && !entry->line ? entry : std::nullopt;
 }
 
 bool ProcessTable::open_perf_map(const ImageKey& key, ProcessImage& image)

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -333,6 +334,10 @@ private:
   bool open_perf_map(const ImageKey& key, ProcessImage& image);
   // Refreshes image's perf map through the stall guard; one line if it stalls.
   void refresh_perf_map(ProcessImage& image);
+  // Runs work on image's perf map reader (whose reads are of the target's file) in the stall
+  // guard's worker; false if it did not finish: too many reads are stalled, or this one stalled
+  // (one line; the map is not used until it answers).
+  bool read_perf_map_file(ProcessImage& image, const std::function<void(PerfMapReader&)>& work);
 
   std::string proc_root_;
   std::shared_ptr<MemoryAccount> account_;
