@@ -32,7 +32,9 @@ TEST(NodeRuntime, JavaScriptFunctionsAreNamedOnceEachAndTheirSplitShows)
   TempDir dir;
   std::string script = (dir.path() / "split.js").string();
   std::ofstream(script) << kScript;
-  Child node({"/usr/bin/node", "--perf-basic-prof", script, "12"});
+  // V8 logs beside its perf map, into the working directory unless told where.
+  Child node({"/usr/bin/node", "--perf-basic-prof", "--no-logfile-per-isolate",
+              "--logfile=" + (dir.path() / "v8.log").string(), script, "12"});
   wait_until_busy(node.pid(), "node");
   std::string folded_path = (dir.path() / "node.folded").string();
   auto run = run_process({FLAMEBPF_BINARY, "--pid", std::to_string(node.pid()), "-d", "4", "-F",
