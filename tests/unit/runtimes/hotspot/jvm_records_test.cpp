@@ -130,6 +130,60 @@ TEST(JvmRecords, KeepWhereEachMethodIsAndTheNamesReadOfIt)
   EXPECT_FALSE(records.method_name(0x30));
 }
 
+// A JVM names some ten thousand methods, their Method*s in a few 4 GiB spans of metadata: settled,
+// each costs 8 bytes, the last line of a method holds, and a line far into its file is not kept.
+TEST(JvmRecords, ManyMethodsAcrossSpansSettleAtEightBytesEach)
+{
+  auto account = MemoryAccount::create(64 << 20);
+  auto share = account->share("jvm");
+  JvmRecords records;
+  records.charge_to(share);
+  auto method_at = [](uint64_t method, uint64_t offset) {
+    JvmRecord record;
+    record.kind = JvmRecord::Kind::kMethod;
+    record.method = method;
+    record.line_offset = offset;
+    return record;
+  };
+  constexpr uint64_t kSpans[] = {0x7f2e00000000, 0x7f2f00000000, 0x800000000};
+  constexpr size_t kPerSpan = 10000;
+  uint64_t offset = 0;
+  // Out of order, as class loading writes them; every tenth method named twice, later again.
+  for (size_t i = 0; i < kPerSpan; ++i) {
+    for (uint64_t span : kSpans) {
+      uint64_t method = span + (kPerSpan - i) * 0x58;
+      ASSERT_TRUE(records.apply(method_at(method, offset += 100)));
+      if (i % 10 == 0) {
+        ASSERT_TRUE(records.apply(method_at(method + 0x8, offset += 100)));
+      }
+    }
+  }
+  uint64_t last_of_first = 0;
+  for (uint64_t span : kSpans) {
+    for (size_t i = 0; i < kPerSpan; i += 10) {
+      ASSERT_TRUE(records.apply(method_at(span + (kPerSpan - i) * 0x58 + 0x8, offset += 100)));
+      if (span == kSpans[2] && i == 0)
+        last_of_first = offset;
+    }
+  }
+  EXPECT_EQ(records.method_line(kSpans[0] + kPerSpan * 0x58), 100u);
+  EXPECT_EQ(records.method_line(kSpans[2] + kPerSpan * 0x58 + 0x8), last_of_first);
+  EXPECT_FALSE(records.method_line(kSpans[1] + 0x8));
+  EXPECT_FALSE(records.method_line(0x7f3000000000 + kPerSpan * 0x58));
+  size_t methods = 3 * (kPerSpan + kPerSpan / 10);
+  for (uint64_t span : kSpans) {
+    for (size_t i = 0; i < kPerSpan; ++i)
+      ASSERT_TRUE(records.method_line(span + (kPerSpan - i) * 0x58))
+          << std::hex << span << " " << i;
+  }
+  EXPECT_EQ(share->held(), methods * JvmRecords::kSettledMethodBytes);
+  // 4 GiB into the file and beyond, a line is not kept.
+  EXPECT_FALSE(records.apply(method_at(0x10, JvmRecords::kMaxMethodLineOffset + 1)));
+  EXPECT_FALSE(records.method_line(0x10));
+  records.clear();
+  EXPECT_EQ(share->held(), 0u);
+}
+
 TEST(JvmRecords, HoldWhatTheirShareAllowsAndGiveItBack)
 {
   // An account of 16 MiB has a sixteenth for its floor; alone, the share may hold it all.

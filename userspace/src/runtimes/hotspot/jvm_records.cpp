@@ -148,9 +148,13 @@ bool JvmRecords::apply(const JvmRecord& record)
     }
     return true;
   case JvmRecord::Kind::kMethod: {
-    if (method_lines_.size() >= kMaxMethods || !charge_.grow(kMethodBytes))
+    if (method_lows_.size() + pending_lines_.size() >= kMaxMethods ||
+        record.line_offset > kMaxMethodLineOffset || !charge_.grow(kMethodBytes))
       return false;
-    method_lines_.push_back({record.method, record.line_offset});
+    pending_lines_.push_back({record.method, record.line_offset});
+    // Settled as they come too, so that a JVM whose methods no frame asks for holds them compact.
+    if (pending_lines_.size() >= std::max<size_t>(4096, method_lows_.size()))
+      settle_method_lines();
     // A name read from an earlier line of the method no longer holds.
     if (auto named = names_.find(record.method); named != names_.end()) {
       method_name_bytes_ -= named->second.size();
@@ -165,35 +169,69 @@ bool JvmRecords::apply(const JvmRecord& record)
 
 void JvmRecords::settle_method_lines() const
 {
-  if (settled_lines_ == method_lines_.size())
+  if (pending_lines_.empty())
     return;
+  auto by_method_then_offset = [](const MethodLine& a, const MethodLine& b) {
+    return a.method != b.method ? a.method < b.method : a.offset < b.offset;
+  };
+  std::vector<MethodLine> settled_lines;
+  settled_lines.reserve(method_lows_.size());
+  for (size_t span = 0; span < method_spans_.size(); ++span) {
+    size_t end =
+        span + 1 < method_spans_.size() ? method_spans_[span + 1].second : method_lows_.size();
+    for (size_t i = method_spans_[span].second; i < end; ++i)
+      settled_lines.push_back(
+          {uint64_t{method_spans_[span].first} << 32 | method_lows_[i], method_offsets_[i]});
+  }
+  size_t settled = settled_lines.size();
+  std::sort(pending_lines_.begin(), pending_lines_.end(), by_method_then_offset);
   // One file's lines are applied in the order they stand in it (a file read again starts the
   // records over): of one method's lines, the one furthest in holds.
-  std::sort(method_lines_.begin(), method_lines_.end(),
-            [](const MethodLine& a, const MethodLine& b) {
-              return a.method != b.method ? a.method < b.method : a.offset < b.offset;
-            });
-  size_t kept = 0;
-  for (size_t i = 0; i < method_lines_.size(); ++i) {
-    if (i + 1 < method_lines_.size() && method_lines_[i + 1].method == method_lines_[i].method)
+  std::vector<MethodLine> lines(settled + pending_lines_.size());
+  std::merge(settled_lines.begin(), settled_lines.end(), pending_lines_.begin(),
+             pending_lines_.end(), lines.begin(), by_method_then_offset);
+  settled_lines = {};
+  size_t held_before = settled * kSettledMethodBytes + pending_lines_.size() * kMethodBytes;
+  method_spans_.clear();
+  method_lows_.clear();
+  method_offsets_.clear();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i + 1 < lines.size() && lines[i + 1].method == lines[i].method)
       continue;
-    method_lines_[kept++] = method_lines_[i];
+    auto high = static_cast<uint32_t>(lines[i].method >> 32);
+    if (method_spans_.empty() || method_spans_.back().first != high)
+      method_spans_.emplace_back(high, static_cast<uint32_t>(method_lows_.size()));
+    method_lows_.push_back(static_cast<uint32_t>(lines[i].method));
+    method_offsets_.push_back(static_cast<uint32_t>(lines[i].offset));
   }
-  // The lines dropped were charged by the records, which are const here: they stay charged
-  // until clear(), at most one entry for each line the agent repeated.
-  method_lines_.resize(kept);
-  settled_lines_ = kept;
+  method_spans_.shrink_to_fit();
+  method_lows_.shrink_to_fit();
+  method_offsets_.shrink_to_fit();
+  pending_lines_.clear();
+  if (pending_lines_.capacity() > 4096)
+    pending_lines_.shrink_to_fit();
+  // What settling saved, the lines a later one replaced among it, goes back to the share.
+  charge_.shrink(held_before - method_lows_.size() * kSettledMethodBytes);
 }
 
 std::optional<uint64_t> JvmRecords::method_line(uint64_t method) const
 {
   settle_method_lines();
-  auto it = std::lower_bound(
-      method_lines_.begin(), method_lines_.end(), method,
-      [](const MethodLine& line, uint64_t wanted) { return line.method < wanted; });
-  if (it == method_lines_.end() || it->method != method)
+  auto high = static_cast<uint32_t>(method >> 32);
+  auto span = std::lower_bound(method_spans_.begin(), method_spans_.end(), high,
+                               [](const std::pair<uint32_t, uint32_t>& entry, uint32_t wanted) {
+                                 return entry.first < wanted;
+                               });
+  if (span == method_spans_.end() || span->first != high)
     return std::nullopt;
-  return it->offset;
+  auto begin = method_lows_.begin() + span->second;
+  auto end = std::next(span) == method_spans_.end()
+                 ? method_lows_.end()
+                 : method_lows_.begin() + std::next(span)->second;
+  auto it = std::lower_bound(begin, end, static_cast<uint32_t>(method));
+  if (it == end || *it != static_cast<uint32_t>(method))
+    return std::nullopt;
+  return method_offsets_[static_cast<size_t>(it - method_lows_.begin())];
 }
 
 bool JvmRecords::keep_method_name(uint64_t method, std::string_view name)
@@ -221,8 +259,10 @@ void JvmRecords::clear()
 {
   code_.clear();
   interpreter_.reset();
-  method_lines_.clear();
-  settled_lines_ = 0;
+  method_spans_.clear();
+  method_lows_.clear();
+  method_offsets_.clear();
+  pending_lines_.clear();
   names_.clear();
   method_name_bytes_ = 0;
   charge_.reset();

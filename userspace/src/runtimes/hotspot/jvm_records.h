@@ -95,28 +95,39 @@ public:
   static constexpr size_t kMaxMethodNameBytes = 64 << 20;
   static constexpr size_t kMaxMethodName = 4096; // longer names are cut
   // What a code record, a method's line and a name read cost besides the name, as charged to the
-  // share: a node of the code's map, an entry of the lines' array, a node of the names' map.
+  // share: a node of the code's map, an entry of the lines' array (a line applied, then once
+  // settled among the others), a node of the names' map.
   static constexpr size_t kCodeBytes = 96;
   static constexpr size_t kMethodBytes = 16;
+  static constexpr size_t kSettledMethodBytes = 8;
   static constexpr size_t kNameBytes = 64;
+  // A method line further into its file than this is not kept (its method stays unnamed).
+  static constexpr uint64_t kMaxMethodLineOffset = UINT32_MAX;
 
 private:
   struct MethodLine {
     uint64_t method;
     uint64_t offset;
   };
-  // Sorts the lines applied since the last lookup in, the last line of a method holding.
+  // Sorts the lines applied since they were last settled in, the last line of a method holding.
   void settle_method_lines() const;
 
   std::map<uint64_t, JvmCode> code_;
   std::optional<std::pair<uint64_t, uint64_t>> interpreter_;
-  // By method once settled; lookups settle what apply() appended (both on one thread).
-  mutable std::vector<MethodLine> method_lines_;
-  mutable size_t settled_lines_ = 0;
+  // The settled lines, 8 bytes a method (a JVM names some ten thousand): sorted by method, the low
+  // halves of the Method*s and their lines' offsets side by side, and for each high half (a JVM's
+  // metadata lies in a few 4 GiB spans) where its methods begin.
+  mutable std::vector<std::pair<uint32_t, uint32_t>> method_spans_; // high half, first index
+  mutable std::vector<uint32_t> method_lows_;
+  mutable std::vector<uint32_t> method_offsets_;
+  // Applied since, in file order; lookups settle them, and so does apply() once they are many
+  // (both on one thread).
+  mutable std::vector<MethodLine> pending_lines_;
   std::unordered_map<uint64_t, std::string> names_; // read so far, "" if the line named nothing
   size_t method_name_bytes_ = 0;
-  // kCodeBytes per code record, kMethodBytes per method line, kNameBytes and its name per name
-  MemoryCharge charge_;
+  // kCodeBytes per code record, kMethodBytes per pending method line and kSettledMethodBytes per
+  // settled one, kNameBytes and its name per name read
+  mutable MemoryCharge charge_;
   uint64_t generation_ = 0;
   uint64_t overlaps_ = 0;
 };
