@@ -112,4 +112,35 @@ private:
   std::shared_ptr<std::atomic<size_t>> stuck_ = std::make_shared<std::atomic<size_t>>(0);
 };
 
+// Reads of one target's file made as frames need them, one at a time: after one stalls, none is
+// tried until it ends, so that a stalled file holds one of the guard's threads, not one per frame.
+template <class T> class GuardedReads {
+public:
+  // What read gives, read in guard if given (else directly); nullopt if the guard refused it, if
+  // it stalled (said by stalled(limit), once for it) or if a read that stalled has not ended.
+  template <class OnStall>
+  std::optional<T> run(StallGuard* guard, std::function<std::optional<T>()> read, OnStall&& stalled)
+  {
+    if (stalled_.valid()) {
+      if (stalled_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        return std::nullopt;
+      stalled_ = {};
+    }
+    if (!guard)
+      return read();
+    auto outcome = guard->run<std::optional<T>>(std::move(read));
+    if (!outcome)
+      return std::nullopt;
+    if (outcome->stalled) {
+      stalled(guard->limit());
+      stalled_ = outcome->result;
+      return std::nullopt;
+    }
+    return outcome->result.get();
+  }
+
+private:
+  std::shared_future<std::optional<T>> stalled_;
+};
+
 } // namespace flamebpf

@@ -529,40 +529,27 @@ std::optional<std::string> ElfSymbols::stored_name(const Symbol& symbol, StallGu
 {
   if (!name_file_)
     return std::string(raw_name_at(names_, symbol.name));
-  if (stalled_read_.valid()) {
-    if (stalled_read_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
-      return std::nullopt;
-    stalled_read_ = {};
-  }
   // The read owns the descriptor it reads: after a stall it may end after this table is gone.
   std::function<std::optional<std::string>()> read = [file = name_file_, at = symbol.name] {
-    std::optional<std::string> name;
-    if (at >= file->size)
-      return name;
-    size_t length =
-        static_cast<size_t>(std::min<uint64_t>(kMaxSymbolNameBytes + 1, file->size - at));
-    auto bytes = ElfBytes::file(file->fd.get(), file->at + file->size).read(file->at + at, length);
-    if (bytes)
-      name = bytes->substr(0, bytes->find('\0'));
-    return name;
-  };
-  std::optional<std::string> name;
-  if (!guard) {
-    name = read();
-  } else {
-    auto outcome = guard->run<std::optional<std::string>>(std::move(read));
-    if (!outcome)
-      return std::nullopt;
-    if (outcome->stalled) {
-      spdlog::warn("{}: a read of a name got no answer within {} ms (its file system stalls); "
-                   "its frames stay unnamed until it answers",
-                   shown_, guard->limit().count());
-      stalled_read_ = outcome->result;
-      return std::nullopt;
+    std::string name; // empty if the file no longer holds it (it shrank)
+    if (at < file->size) {
+      size_t length =
+          static_cast<size_t>(std::min<uint64_t>(kMaxSymbolNameBytes + 1, file->size - at));
+      auto bytes =
+          ElfBytes::file(file->fd.get(), file->at + file->size).read(file->at + at, length);
+      if (bytes)
+        name = bytes->substr(0, bytes->find('\0'));
     }
-    name = outcome->result.get();
-  }
-  if (!name || name->empty() || name_check(*name) != symbol.check) {
+    return std::optional<std::string>(std::move(name));
+  };
+  auto name = name_reads_.run(guard, std::move(read), [&](std::chrono::milliseconds limit) {
+    spdlog::warn("{}: a read of a name got no answer within {} ms (its file system stalls); its "
+                 "frames stay unnamed until it answers",
+                 shown_, limit.count());
+  });
+  if (!name)
+    return std::nullopt; // not read now: refused, or stalled
+  if (name->empty() || name_check(*name) != symbol.check) {
     names_changed_ = true;
     return std::nullopt;
   }

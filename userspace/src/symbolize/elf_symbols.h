@@ -184,8 +184,8 @@ private:
   // Demangled names by name offset, made on first lookup.
   mutable std::unordered_map<uint32_t, Demangled> demangled_;
   mutable uint64_t demangled_cut_ = 0;
-  // A read of the name file that stalled: no other is tried until it ends.
-  mutable std::shared_future<std::optional<std::string>> stalled_read_;
+  // Reads of the name file, one at a time.
+  mutable GuardedReads<std::string> name_reads_;
   mutable bool names_changed_ = false;
   std::string shown_;
   std::string build_id_;

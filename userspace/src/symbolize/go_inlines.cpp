@@ -50,11 +50,6 @@ std::vector<InlineIndex::Inlined> GoInlineTree::at(uint64_t address, StallGuard*
     return {};
   auto found = functions_.find(*function);
   if (found == functions_.end()) {
-    if (stalled_read_.valid()) {
-      if (stalled_read_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
-        return {};
-      stalled_read_ = {};
-    }
     std::function<std::optional<FunctionTree>()> read = [table = table_, index = *function] {
       std::lock_guard lock(table->mutex);
       FunctionTree tree;
@@ -66,22 +61,11 @@ std::vector<InlineIndex::Inlined> GoInlineTree::at(uint64_t address, StallGuard*
       table->pclntab->release_windows();
       return std::optional<FunctionTree>(std::move(tree));
     };
-    std::optional<FunctionTree> tree;
-    if (!guard) {
-      tree = read();
-    } else {
-      auto outcome = guard->run<std::optional<FunctionTree>>(std::move(read));
-      if (!outcome)
-        return {};
-      if (outcome->stalled) {
-        spdlog::warn("{}: a read of its inlined calls got no answer within {} ms (its file system "
-                     "stalls); they stay unnamed until it answers",
-                     table_->reader->shown(), guard->limit().count());
-        stalled_read_ = outcome->result;
-        return {};
-      }
-      tree = outcome->result.get();
-    }
+    auto tree = tree_reads_.run(guard, std::move(read), [&](std::chrono::milliseconds limit) {
+      spdlog::warn("{}: a read of its inlined calls got no answer within {} ms (its file system "
+                   "stalls); they stay unnamed until it answers",
+                   table_->reader->shown(), limit.count());
+    });
     if (!tree)
       return {};
     if (tree_bytes_ > kMaxGoInlineTreeBytes) {

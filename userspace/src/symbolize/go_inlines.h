@@ -63,8 +63,8 @@ private:
   // By function index; a function without inlined calls has an empty tree.
   mutable std::unordered_map<size_t, FunctionTree> functions_;
   mutable size_t tree_bytes_ = 0;
-  // A read that stalled: no other is tried until it ends.
-  mutable std::shared_future<std::optional<FunctionTree>> stalled_read_;
+  // Reads of the trees, one at a time.
+  mutable GuardedReads<FunctionTree> tree_reads_;
 };
 
 } // namespace flamebpf::symbolize
