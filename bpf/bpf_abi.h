@@ -124,18 +124,24 @@ struct fb_unwind_table {
  * unwound by the frame pointer. */
 #define FB_MAX_IMAGE_MAPPINGS 128
 
+/* The table_base of executable code known to have no table (a JIT's anonymous code, a file with
+ * no CFI): no pc reaches it, so its frames are unwound by the frame pointer without counting as a
+ * miss. */
+#define FB_NO_TABLE_BASE (~0ULL)
+
 /* One executable mapping of a process image and the table that unwinds its code. */
 struct fb_unwind_mapping {
   __u64 start;      /* first address */
   __u64 end;        /* one past the last address */
   __u64 table_base; /* the address that the table's pc_offset 0 stands for: load bias plus the */
-                    /* table's base address */
+                    /* table's base address; FB_NO_TABLE_BASE for code with no table */
   __u32 table;      /* slot in unwind_tables */
   __u32 pad;
 };
 
-/* Value of image_mappings, keyed by fb_image_key: a process image's mappings that have tables,
- * sorted by start and not overlapping. Replaced whole, so a reader sees the old set or the new. */
+/* Value of image_mappings, keyed by fb_image_key: a process image's executable mappings (those
+ * with tables take the places first), sorted by start and not overlapping. Replaced whole, so a
+ * reader sees the old set or the new. */
 struct fb_image_mappings {
   __u32 count;  /* entries of mappings in use, at most FB_MAX_IMAGE_MAPPINGS */
   __u32 missed; /* set by the program when a pc of this image had no mapping here */

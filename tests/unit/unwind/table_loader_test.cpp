@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <future>
 #include <gtest/gtest.h>
@@ -80,6 +81,17 @@ private:
   std::vector<fb_unwind_table> tables_;
 };
 
+// The mappings of an image that have tables, in order (code without one is installed too, so
+// that its pcs are no misses).
+std::vector<fb_unwind_mapping> tabled(const fb_image_mappings& image)
+{
+  std::vector<fb_unwind_mapping> found;
+  for (uint32_t i = 0; i < image.count; ++i)
+    if (image.mappings[i].table_base != FB_NO_TABLE_BASE)
+      found.push_back(image.mappings[i]);
+  return found;
+}
+
 fb_unwind_row row(uint32_t pc_offset, uint8_t kind, int16_t cfa_offset = 0)
 {
   return {pc_offset, kind, 0, cfa_offset};
@@ -145,15 +157,21 @@ TEST_F(TableLoaderTest, InstallsEachExecutableMappingWithItsLoadBias)
   loader.on_process_seen(42, 7);
 
   ASSERT_TRUE(maps_.has_image(42, 7));
-  const auto& image = maps_.image(42, 7);
-  ASSERT_EQ(image.count, 2u);
-  EXPECT_EQ(image.mappings[0].start, 0x555555555000u);
-  EXPECT_EQ(image.mappings[0].end, 0x555555556000u);
+  auto image = tabled(maps_.image(42, 7));
+  ASSERT_EQ(image.size(), 2u);
+  EXPECT_EQ(image[0].start, 0x555555555000u);
+  EXPECT_EQ(image[0].end, 0x555555556000u);
   // Offset 0x1000 is virtual address 0x1000, so the bias is start - 0x1000; plus the table's base.
-  EXPECT_EQ(image.mappings[0].table_base, 0x555555555000u - 0x1000 + 0x1000);
-  EXPECT_EQ(image.mappings[1].start, 0x7ffff7c00000u);
-  EXPECT_EQ(maps_.rows_of(image.mappings[0]), files_.tables["/usr/bin/app"].table.rows);
-  EXPECT_EQ(maps_.rows_of(image.mappings[1]), files_.tables["/usr/lib/libc.so.6"].table.rows);
+  EXPECT_EQ(image[0].table_base, 0x555555555000u - 0x1000 + 0x1000);
+  EXPECT_EQ(image[1].start, 0x7ffff7c00000u);
+  EXPECT_EQ(maps_.rows_of(image[0]), files_.tables["/usr/bin/app"].table.rows);
+  EXPECT_EQ(maps_.rows_of(image[1]), files_.tables["/usr/lib/libc.so.6"].table.rows);
+  // The vDSO is installed without a table: its pcs are known code, no miss.
+  const auto& all = maps_.image(42, 7);
+  ASSERT_EQ(all.count, 3u);
+  EXPECT_EQ(all.mappings[2].start, 0x7ffff7fc1000u);
+  EXPECT_EQ(all.mappings[2].end, 0x7ffff7fc3000u);
+  EXPECT_EQ(all.mappings[2].table_base, FB_NO_TABLE_BASE);
   EXPECT_EQ(loader.counts().files_built, 2u);
   EXPECT_EQ(loader.counts().files_failed, 1u);
   EXPECT_EQ(loader.rows_used(), 8u);
@@ -192,25 +210,26 @@ TEST_F(TableLoaderTest, FirstLoadInstallsEachTableAsItIsBuiltAndReloadsKeepTheir
   write_maps(42, kLibcAndApp);
   std::vector<uint32_t> installed_while_building; // mappings the image had at each library's build
   auto builder = files_.builder();
-  TableLoader loader(
-      maps_, proc_.path().string(), [&](const std::string& dir, const procfs::Mapping& mapping) {
-        if (mapping.path.starts_with("/usr/lib/"))
-          installed_while_building.push_back(maps_.has_image(42, 7) ? maps_.image(42, 7).count : 0);
-        return builder(dir, mapping);
-      });
+  TableLoader loader(maps_, proc_.path().string(),
+                     [&](const std::string& dir, const procfs::Mapping& mapping) {
+                       if (mapping.path.starts_with("/usr/lib/"))
+                         installed_while_building.push_back(
+                             maps_.has_image(42, 7) ? tabled(maps_.image(42, 7)).size() : 0);
+                       return builder(dir, mapping);
+                     });
   loader.on_process_seen(42, 7);
   EXPECT_EQ(installed_while_building, std::vector<uint32_t>{1});
-  ASSERT_EQ(maps_.image(42, 7).count, 2u);
+  ASSERT_EQ(tabled(maps_.image(42, 7)).size(), 2u);
 
   // libm is loaded later: while its table is built, app and libc stay installed.
   write_maps(42, std::string(kLibcAndApp) +
                      "7ffff7d00000-7ffff7d10000 r-xp 00001000 08:01 300 /usr/lib/libm.so.6\n");
   loader.on_mapping_missed(42, 7);
   EXPECT_EQ(installed_while_building, (std::vector<uint32_t>{1, 2}));
-  EXPECT_EQ(maps_.image(42, 7).count, 3u);
+  EXPECT_EQ(tabled(maps_.image(42, 7)).size(), 3u);
 }
 
-TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndFreeItWithTheLastUser)
+TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndTheLastUserLeavesItIdle)
 {
   files_.tables["/usr/lib/libc.so.6"] = file_table(2, 5);
   // Another container's copy of the same library: another inode and path, the same CFI.
@@ -237,11 +256,54 @@ TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndFreeItWithTheLastUser
   EXPECT_FALSE(maps_.has_image(1, 1));
   EXPECT_EQ(loader.known_files(), 2u);
   loader.forget_image(3, 1);
-  EXPECT_EQ(loader.known_files(), 0u); // new containers' inodes must not pile up
   EXPECT_EQ(loader.live_tables(), 0u);
   EXPECT_EQ(loader.rows_used(), 0u);
-  EXPECT_EQ(maps_.live_slots(), 0u);
   EXPECT_TRUE(maps_.images.empty());
+  // Idle: still in the maps, and found again without a build by the next run of the program.
+  EXPECT_EQ(loader.idle_tables(), 1u);
+  EXPECT_EQ(loader.idle_rows(), 5u);
+  EXPECT_EQ(maps_.live_slots(), 1u);
+  write_maps(4, "7ffff7c00000-7ffff7c10000 r-xp 00001000 08:01 200 /usr/lib/libc.so.6\n");
+  loader.on_process_seen(4, 1);
+  EXPECT_EQ(files_.builds["/usr/lib/libc.so.6"], 1);
+  EXPECT_EQ(loader.table_users(2), 1u);
+  EXPECT_EQ(loader.idle_tables(), 0u);
+  EXPECT_EQ(loader.rows_used(), 5u);
+  loader.forget_image(4, 1);
+  EXPECT_EQ(loader.idle_tables(), 1u);
+}
+
+// Idle tables hold at most kMaxIdleRows, the longest idle freed first (and the files behind
+// them forgotten, so that new containers' inodes do not pile up), and make room for a table in
+// use.
+TEST_F(TableLoaderTest, IdleTablesAreBoundedAndMakeRoom)
+{
+  constexpr uint32_t kBig = TableLoader::kMaxIdleRows / 2 + 1; // two of them do not fit idle
+  FakeMaps maps(3 * kBig, 16);
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::string path = "/usr/bin/tool" + std::to_string(i);
+    files_.tables[path] = file_table(10 + i, kBig);
+    write_maps(20 + i,
+               fmt::format("555555555000-555555556000 r-xp 00001000 08:01 {} {}\n", 300 + i, path));
+  }
+  TableLoader loader(maps, proc_.path().string(), files_.builder());
+  loader.on_process_seen(20, 1);
+  loader.on_process_seen(21, 1);
+  loader.forget_image(20, 1);
+  EXPECT_EQ(loader.idle_tables(), 1u);
+  loader.forget_image(21, 1);
+  // tool0's table, the longest idle, went for tool1's.
+  EXPECT_EQ(loader.idle_tables(), 1u);
+  EXPECT_EQ(loader.idle_rows(), kBig);
+  EXPECT_EQ(loader.known_files(), 1u);
+
+  // The rows are all taken but for tool1's idle table: tool2's table takes its place.
+  files_.tables["/usr/bin/tool2"] = file_table(12, 2 * kBig + 1);
+  write_maps(22, "555555555000-555555556000 r-xp 00001000 08:01 302 /usr/bin/tool2\n");
+  loader.on_process_seen(22, 1);
+  EXPECT_EQ(loader.counts().files_no_room, 0u);
+  EXPECT_EQ(loader.idle_tables(), 0u);
+  EXPECT_EQ(loader.rows_used(), 2 * kBig + 1);
 }
 
 TEST_F(TableLoaderTest, AFileThatStallsHoldsNothingUpAndIsUsedOnceItAnswers)
@@ -268,17 +330,17 @@ TEST_F(TableLoaderTest, AFileThatStallsHoldsNothingUpAndIsUsedOnceItAnswers)
   EXPECT_LT(took, TableLoader::kStallLimit * 3);
   EXPECT_EQ(loader.counts().files_stalled, 1u);
   ASSERT_TRUE(maps_.has_image(42, 7));
-  EXPECT_EQ(maps_.image(42, 7).count, 1u);
+  EXPECT_EQ(tabled(maps_.image(42, 7)).size(), 1u);
   // Asked again while it still stalls: not read a second time, nothing waits.
   loader.on_mapping_missed(42, 7);
   EXPECT_EQ(loader.counts().files_stalled, 1u);
-  EXPECT_EQ(maps_.image(42, 7).count, 1u);
+  EXPECT_EQ(tabled(maps_.image(42, 7)).size(), 1u);
 
   answer.set_value();
   ASSERT_TRUE(testing::wait_until(
       [&] {
         loader.on_mapping_missed(42, 7);
-        return maps_.image(42, 7).count == 2;
+        return tabled(maps_.image(42, 7)).size() == 2;
       },
       std::chrono::seconds(10), "libc's table to be built"));
   EXPECT_EQ(loader.counts().files_built, 2u);
@@ -322,6 +384,97 @@ TEST_F(TableLoaderTest, AMissReadsTheMapsAgainAndPicksUpALoadedLibrary)
   EXPECT_EQ(loader.rows_used(), 3u);
 }
 
+// A pc in code that has no table (a JIT's anonymous code, a file without CFI) is no miss: that
+// code is installed too, in the places the tables leave, and a reread is for new mappings only.
+TEST_F(TableLoaderTest, CodeWithoutTablesIsInstalledAroundTheTables)
+{
+  files_.tables["/usr/bin/java"] = file_table(1, 3);
+  write_maps(8, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/java\n"
+                "7f0000000000-7f0000040000 rwxp 00000000 00:00 0 \n"
+                "7f0000040000-7f0000100000 rwxp 00000000 00:00 0 \n"
+                "7f1000000000-7f1000010000 r-xp 00001000 08:01 400 /usr/lib/libnocfi.so\n"
+                "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(8, 1);
+  // The JIT's code table lies inside its anonymous code.
+  UnwindTable code;
+  code.base_address = 0x7f0000010000;
+  code.rows = {row(0, FB_UNWIND_CFA_SP, 16), row(0x100, FB_UNWIND_FRAME_POINTER)};
+  ASSERT_TRUE(loader.install_code_table(8, 1, 0x7f0000010000, 0x7f0000020000, code));
+
+  const auto& image = maps_.image(8, 1);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<bool> with_table;
+  for (uint32_t i = 0; i < image.count; ++i) {
+    ranges.emplace_back(image.mappings[i].start, image.mappings[i].end);
+    with_table.push_back(image.mappings[i].table_base != FB_NO_TABLE_BASE);
+  }
+  // The two adjacent anonymous mappings are one range, cut by the code table.
+  EXPECT_EQ(ranges, (std::vector<std::pair<uint64_t, uint64_t>>{{0x555555555000, 0x555555556000},
+                                                                {0x7f0000000000, 0x7f0000010000},
+                                                                {0x7f0000010000, 0x7f0000020000},
+                                                                {0x7f0000020000, 0x7f0000100000},
+                                                                {0x7f1000000000, 0x7f1000010000}}));
+  EXPECT_EQ(with_table, (std::vector<bool>{true, false, true, false, false}));
+}
+
+TEST_F(TableLoaderTest, TablesTakeThePlacesFirst)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  std::string maps;
+  // More separate pieces of anonymous code than an image has places, below the program.
+  for (uint64_t i = 0; i < FB_MAX_IMAGE_MAPPINGS + 10; ++i)
+    maps += fmt::format("{:x}-{:x} r-xp 00000000 00:00 0 \n", 0x100000 + i * 0x2000,
+                        0x101000 + i * 0x2000);
+  maps += "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n";
+  write_maps(3, maps);
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(3, 1);
+  const auto& image = maps_.image(3, 1);
+  EXPECT_EQ(image.count, uint32_t{FB_MAX_IMAGE_MAPPINGS});
+  ASSERT_EQ(tabled(image).size(), 1u);
+  EXPECT_EQ(tabled(image)[0].start, 0x555555555000u);
+}
+
+// A pc that is no code (a return address read from a stack gone wrong) makes a miss that a reread
+// cannot explain: the misses after it are let pass, more of them after each such reread, and a
+// reread that finds a new library starts the count again.
+TEST_F(TableLoaderTest, MissesAfterAFruitlessRereadAreLetPass)
+{
+  files_.tables["/usr/bin/app"] = file_table(1, 3);
+  files_.tables["/usr/lib/libplugin.so"] = file_table(3, 4);
+  write_maps(5, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n");
+  TableLoader loader(maps_, proc_.path().string(), files_.builder());
+  loader.on_process_seen(5, 1);
+
+  // Which of 40 misses read the maps again.
+  std::vector<int> rereads;
+  for (int miss = 0; miss < 40; ++miss) {
+    auto before = loader.counts().maps_rereads;
+    loader.on_mapping_missed(5, 1);
+    if (loader.counts().maps_rereads != before)
+      rereads.push_back(miss);
+  }
+  // 1, 3, 7, then 15 misses let pass after each fruitless reread.
+  EXPECT_EQ(rereads, (std::vector<int>{0, 2, 6, 14, 30}));
+  EXPECT_EQ(loader.counts().maps_rereads_fruitless, 5u);
+  EXPECT_EQ(loader.counts().misses_let_pass, 35u);
+
+  // A library loaded meanwhile is found at the next reread, and the count starts again.
+  write_maps(5, "555555555000-555555556000 r-xp 00001000 08:01 100 /usr/bin/app\n"
+                "7ffff7000000-7ffff7010000 r-xp 00001000 08:01 300 /usr/lib/libplugin.so\n");
+  int misses = 0;
+  while (tabled(maps_.image(5, 1)).size() < 2 && misses < 20) {
+    loader.on_mapping_missed(5, 1);
+    ++misses;
+  }
+  EXPECT_EQ(tabled(maps_.image(5, 1)).size(), 2u);
+  EXPECT_LE(misses, int{TableLoader::kMaxMissesLetPass} + 1);
+  auto rereads_before = loader.counts().maps_rereads;
+  loader.on_mapping_missed(5, 1);
+  EXPECT_EQ(loader.counts().maps_rereads, rereads_before + 1);
+}
+
 TEST_F(TableLoaderTest, AFullRowArrayLeavesNewFilesToFramePointers)
 {
   FakeMaps small(6, 16);
@@ -331,14 +484,14 @@ TEST_F(TableLoaderTest, AFullRowArrayLeavesNewFilesToFramePointers)
   TableLoader loader(small, proc_.path().string(), files_.builder());
   loader.on_process_seen(42, 1);
   EXPECT_EQ(loader.counts().files_no_room, 1u);
-  ASSERT_EQ(small.image(42, 1).count, 1u);
-  EXPECT_EQ(small.image(42, 1).mappings[0].start, 0x555555555000u);
+  ASSERT_EQ(tabled(small.image(42, 1)).size(), 1u);
+  EXPECT_EQ(tabled(small.image(42, 1))[0].start, 0x555555555000u);
 
   // Room made by the exit: the next process gets libc's table.
   loader.forget_image(42, 1);
   write_maps(43, "7ffff7c00000-7ffff7c10000 r-xp 00001000 08:01 200 /usr/lib/libc.so.6\n");
   loader.on_process_seen(43, 1);
-  EXPECT_EQ(small.image(43, 1).count, 1u);
+  EXPECT_EQ(tabled(small.image(43, 1)).size(), 1u);
 }
 
 TEST_F(TableLoaderTest, ACodeTableIsReplacedWholeAfterItsRowsAreWritten)

@@ -179,8 +179,29 @@ void TableLoader::on_mapping_missed(uint32_t pid, uint32_t image_id)
   auto it = images_.find({pid, image_id});
   if (it == images_.end())
     return;
+  Image& image = it->second;
+  if (image.misses_to_let_pass > 0) {
+    --image.misses_to_let_pass;
+    ++counts_.misses_let_pass;
+    return;
+  }
   ++counts_.maps_rereads;
-  load_image(it->first, it->second);
+  auto mappings_before = image.file_mappings;
+  auto without_tables_before = image.without_tables;
+  load_image(it->first, image);
+  bool same =
+      image.without_tables == without_tables_before &&
+      std::equal(image.file_mappings.begin(), image.file_mappings.end(), mappings_before.begin(),
+                 mappings_before.end(), [](const fb_unwind_mapping& a, const fb_unwind_mapping& b) {
+                   return a.start == b.start && a.end == b.end;
+                 });
+  if (!same || image.tables_to_come) {
+    image.fruitless_rereads = 0;
+    return;
+  }
+  ++counts_.maps_rereads_fruitless;
+  image.fruitless_rereads = std::min(image.fruitless_rereads + 1, 4u);
+  image.misses_to_let_pass = std::min((1u << image.fruitless_rereads) - 1, kMaxMissesLetPass);
 }
 
 void TableLoader::forget_image(uint32_t pid, uint32_t image_id)
@@ -212,21 +233,43 @@ void TableLoader::load_image(const ImageKey& key, Image& image)
   // takes tens of milliseconds) would otherwise leave all of its code unwound by frame pointers,
   // which without them gives wrong stacks until the last table is in.
   bool first_load = image.file_mappings.empty() && image.content_keys.empty();
+  std::vector<Range> without_tables;
+  bool tables_to_come = false;
+  auto no_table = [&](const procfs::Mapping& mapping) {
+    if (!without_tables.empty() && without_tables.back().end == mapping.start)
+      without_tables.back().end = mapping.end;
+    else
+      without_tables.push_back({mapping.start, mapping.end});
+  };
   for (const auto& mapping : procfs::parse_proc_maps(*text)) {
-    if (!mapping.executable || (!mapping.file_backed() && mapping.path != "[vdso]"))
+    if (!mapping.executable)
       continue;
+    if (!mapping.file_backed() && mapping.path != "[vdso]") {
+      no_table(mapping);
+      continue;
+    }
     auto built_before = counts_.files_built;
     const KnownFile* file = file_for(process_dir, mapping);
-    if (!file)
+    if (!file) {
+      // A file that failed or has no rows never will; one that stalls or found no room may.
+      auto known = files_.find(file_key(mapping));
+      if (failed_files_.contains(file_key(mapping)) ||
+          (known != files_.end() && !known->second.has_rows))
+        no_table(mapping);
+      else
+        tables_to_come = true;
       continue;
+    }
     auto bias = load_bias(file->segments, mapping);
     auto table = tables_.find(file->content_key);
-    if (!bias || table == tables_.end())
+    if (!bias || table == tables_.end()) {
+      no_table(mapping);
       continue;
+    }
     // Counted once per image, whatever number of its mappings use the table.
     if (content_keys.insert(file->content_key).second &&
         !image.content_keys.contains(file->content_key))
-      ++table->second.users;
+      reuse(file->content_key, table->second);
     mappings.push_back({mapping.start, mapping.end, *bias + table->second.base_address,
                         table->second.placed.slot, 0});
     if (first_load && counts_.files_built != built_before) {
@@ -239,18 +282,25 @@ void TableLoader::load_image(const ImageKey& key, Image& image)
   std::set_difference(image.content_keys.begin(), image.content_keys.end(), content_keys.begin(),
                       content_keys.end(), std::inserter(dropped, dropped.end()));
   image.file_mappings = std::move(mappings);
+  image.without_tables = std::move(without_tables);
+  image.tables_to_come = tables_to_come;
   image.content_keys = std::move(content_keys);
   install(key, image);
   for (uint64_t content_key : dropped)
     release_use(content_key);
 }
 
+TableLoader::FileKey TableLoader::file_key(const procfs::Mapping& mapping)
+{
+  return mapping.path == "[vdso]"
+             ? FileKey{~0ull, 0}
+             : FileKey{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
+}
+
 const TableLoader::KnownFile* TableLoader::file_for(const std::string& process_dir,
                                                     const procfs::Mapping& mapping)
 {
-  FileKey key = mapping.path == "[vdso]"
-                    ? FileKey{~0ull, 0}
-                    : FileKey{makedev(mapping.device_major, mapping.device_minor), mapping.inode};
+  FileKey key = file_key(mapping);
   if (failed_files_.contains(key))
     return nullptr;
   if (auto known = files_.find(key); known != files_.end()) {
@@ -358,9 +408,16 @@ std::optional<TableLoader::Placed> TableLoader::place(const UnwindTable& table,
   if (table.rows.size() > UINT32_MAX)
     return no_room("its table is larger than the row array");
   auto count = static_cast<uint32_t>(table.rows.size());
+  // Idle tables make room first.
+  if (free_slots_.empty())
+    trim_idle(0);
   if (free_slots_.empty())
     return no_room("every unwind table slot is taken");
   auto first = rows_.take(count);
+  if (!first && !idle_.empty()) {
+    trim_idle(0);
+    first = rows_.take(count);
+  }
   if (!first)
     return no_room("the unwind table memory is full");
   uint32_t slot = free_slots_.back();
@@ -391,6 +448,44 @@ void TableLoader::release_use(uint64_t content_key)
   auto table = tables_.find(content_key);
   if (table == tables_.end() || --table->second.users > 0)
     return;
+  uint32_t rows = table->second.placed.row_count;
+  if (rows > kMaxIdleRows) {
+    free_table(content_key);
+    return;
+  }
+  idle_.push_back(content_key);
+  idle_rows_ += rows;
+  trim_idle(kMaxIdleRows);
+}
+
+void TableLoader::reuse(uint64_t content_key, SharedTable& table)
+{
+  if (table.users++ > 0)
+    return;
+  if (auto idle = std::find(idle_.begin(), idle_.end(), content_key); idle != idle_.end()) {
+    idle_.erase(idle);
+    idle_rows_ -= table.placed.row_count;
+  }
+}
+
+void TableLoader::trim_idle(uint32_t max_rows)
+{
+  while (idle_rows_ > max_rows && !idle_.empty()) {
+    uint64_t content_key = idle_.front();
+    idle_.pop_front();
+    auto table = tables_.find(content_key);
+    if (table == tables_.end())
+      continue;
+    idle_rows_ -= table->second.placed.row_count;
+    free_table(content_key);
+  }
+}
+
+void TableLoader::free_table(uint64_t content_key)
+{
+  auto table = tables_.find(content_key);
+  if (table == tables_.end())
+    return;
   release(table->second.placed);
   tables_.erase(table);
   // What is known of the files behind the table goes with it: containers bring new inodes of the
@@ -403,21 +498,48 @@ void TableLoader::install(const ImageKey& key, const Image& image)
   std::vector<fb_unwind_mapping> all = image.file_mappings;
   for (const auto& [start, code] : image.code)
     all.push_back({start, code.end, code.base_address, code.placed.slot, 0});
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
-  auto mappings = std::make_unique<fb_image_mappings>();
+  auto by_start = [](const auto& a, const auto& b) { return a.start < b.start; };
+  std::sort(all.begin(), all.end(), by_start);
+  std::vector<fb_unwind_mapping> placed;
   for (const auto& mapping : all) {
-    if (mappings->count == FB_MAX_IMAGE_MAPPINGS)
+    if (placed.size() == FB_MAX_IMAGE_MAPPINGS)
       break; // the rest are unwound by the frame pointer
     // Overlaps cannot be searched: the first one wins.
-    if (mappings->count > 0 && mapping.start < mappings->mappings[mappings->count - 1].end)
+    if (!placed.empty() && mapping.start < placed.back().end)
       continue;
-    mappings->mappings[mappings->count++] = mapping;
+    placed.push_back(mapping);
   }
   fb_image_key image_key{key.first, key.second};
-  if (mappings->count == 0) {
+  if (placed.empty()) {
+    // With no table at all, the kernel's frame-pointer walker does as well.
     maps_.remove_image(image_key);
     return;
   }
+  // The code without tables fills the places left, around the tables' (a JIT's code table lies
+  // inside its anonymous mapping).
+  std::vector<fb_unwind_mapping> gaps;
+  size_t room = FB_MAX_IMAGE_MAPPINGS - placed.size();
+  for (const auto& range : image.without_tables) {
+    uint64_t from = range.start;
+    auto next = std::upper_bound(placed.begin(), placed.end(),
+                                 fb_unwind_mapping{range.start, 0, 0, 0, 0}, by_start);
+    if (next != placed.begin() && std::prev(next)->end > from)
+      from = std::prev(next)->end;
+    while (from < range.end && gaps.size() < room) {
+      uint64_t to = next != placed.end() ? std::min<uint64_t>(next->start, range.end) : range.end;
+      if (from < to)
+        gaps.push_back({from, to, FB_NO_TABLE_BASE, 0, 0});
+      if (next == placed.end())
+        break;
+      from = std::max<uint64_t>(from, next->end);
+      ++next;
+    }
+  }
+  placed.insert(placed.end(), gaps.begin(), gaps.end());
+  std::sort(placed.begin(), placed.end(), by_start);
+  auto mappings = std::make_unique<fb_image_mappings>();
+  mappings->count = static_cast<uint32_t>(placed.size());
+  std::copy(placed.begin(), placed.end(), mappings->mappings);
   if (auto set = maps_.set_image(image_key, *mappings); !set) {
     spdlog::debug("process {}: {}", key.first, set.error().message);
     return;
@@ -479,10 +601,12 @@ void TableLoader::measure()
   bytes += stalled_files_.size() *
            (kTreeNode + sizeof(std::pair<const FileKey, std::shared_future<Result<FileTable>>>));
   bytes += tables_.bucket_count() * sizeof(void*) +
-           tables_.size() * (kHashNode + sizeof(std::pair<const uint64_t, SharedTable>));
+           tables_.size() * (kHashNode + sizeof(std::pair<const uint64_t, SharedTable>)) +
+           idle_.size() * sizeof(uint64_t);
   for (const auto& [key, image] : images_)
     bytes += kTreeNode + sizeof(std::pair<const ImageKey, Image>) +
              image.file_mappings.capacity() * sizeof(fb_unwind_mapping) +
+             image.without_tables.capacity() * sizeof(Range) +
              image.content_keys.size() * (kTreeNode + sizeof(uint64_t)) +
              image.code.size() * (kTreeNode + sizeof(std::pair<const uint64_t, CodeTable>));
   bytes += queued_.size() * sizeof(ImageKey);
@@ -491,7 +615,7 @@ void TableLoader::measure()
 
 size_t TableLoader::live_tables() const
 {
-  size_t live = tables_.size();
+  size_t live = tables_.size() - idle_.size();
   for (const auto& [key, image] : images_)
     live += image.code.size();
   return live;

@@ -65,6 +65,10 @@ struct LoaderCounts {
   uint64_t files_stalled = 0;    // files whose reading overran kStallLimit (logged once per file)
   uint64_t images_installed = 0; // images whose mappings went to the sampler (again after a miss)
   uint64_t maps_rereads = 0;     // maps read again after the program met an unknown pc
+  // Rereads that found no executable mapping the last read had not (the pc was no code: a stack
+  // gone wrong), and misses let pass without a reread after them.
+  uint64_t maps_rereads_fruitless = 0;
+  uint64_t misses_let_pass = 0;
 };
 
 class TableLoader {
@@ -90,8 +94,13 @@ public:
   // is loaded whole). Returns whether some are still queued.
   bool load_queued(std::chrono::steady_clock::time_point deadline);
   // The program met a pc of the image outside its installed mappings (a library loaded since):
-  // its maps are read again. The pipeline calls this at most once per image and interval.
+  // its maps are read again. The pipeline calls this at most once per image and drain. Every
+  // executable mapping is installed, those without tables too, so only a new mapping or a pc that
+  // is no code makes a miss; after a reread that found nothing new, the next misses are let pass
+  // (1, 3, 7, then kMaxMissesLetPass), since a process whose unwinding meets garbage would
+  // otherwise have its maps read at every drain.
   void on_mapping_missed(uint32_t pid, uint32_t image_id);
+  static constexpr uint32_t kMaxMissesLetPass = 15;
   // The image exited: its mappings leave the sampler and the tables no other image uses are
   // freed.
   void forget_image(uint32_t pid, uint32_t image_id);
@@ -114,12 +123,21 @@ public:
   void measure();
 
   const LoaderCounts& counts() const { return counts_; }
-  // Tables in the sampler's maps now (file tables, shared ones once, and code tables).
+  // A file table whose last image is forgotten stays in the maps, idle, while the idle ones
+  // hold at most this many rows (or until room is needed): a program run again and again (a
+  // health check, a probe's runc, a script's tools) would otherwise have its files' tables built
+  // at every run.
+  static constexpr uint32_t kMaxIdleRows = 1 << 16;
+
+  // Tables in use in the sampler's maps now (file tables, shared ones once, and code tables).
   size_t live_tables() const;
+  // Idle file tables, and the rows they hold.
+  size_t idle_tables() const { return idle_.size(); }
+  uint32_t idle_rows() const { return idle_rows_; }
   // Images that use the file table with this content key.
   uint32_t table_users(uint64_t content_key) const;
-  // Rows taken in the row array.
-  uint32_t rows_used() const { return rows_.used(); }
+  // Rows taken in the row array by tables in use (idle ones not counted).
+  uint32_t rows_used() const { return rows_.used() - idle_rows_; }
   // Process images the loader follows (with tables installed or not).
   size_t images() const { return images_.size(); }
   // Files (device and inode) whose table the loader remembers.
@@ -148,11 +166,25 @@ private:
     uint64_t base_address = 0;
     Placed placed;
   };
+  struct Range {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    bool operator==(const Range&) const = default;
+  };
   struct Image {
     std::vector<fb_unwind_mapping> file_mappings;
+    // Executable code the last read found with no table to come (anonymous code, files with no
+    // rows or that failed), merged where adjacent: installed so that its pcs are no misses.
+    std::vector<Range> without_tables;
+    // The last read left a file to come (stalled, or no room yet): a miss reads the maps again.
+    bool tables_to_come = false;
+    uint32_t misses_to_let_pass = 0;
+    uint32_t fruitless_rereads = 0;
     std::set<uint64_t> content_keys;    // the shared tables it holds a use of
     std::map<uint64_t, CodeTable> code; // by start
   };
+  // Device and inode of the mapped file ((~0, 0) for the vDSO).
+  static FileKey file_key(const procfs::Mapping& mapping);
 
   // Reads the image's maps and (re)installs it.
   void load_image(const ImageKey& key, Image& image);
@@ -167,7 +199,14 @@ private:
   // Places rows in the maps; nullopt (counted and logged once) if they do not fit.
   std::optional<Placed> place(const UnwindTable& table, const std::string& shown);
   void release(const Placed& placed);
+  // An image no longer uses the table: with no user left, it goes idle (or is freed).
   void release_use(uint64_t content_key);
+  // A table used again leaves the idle ones.
+  void reuse(uint64_t content_key, SharedTable& table);
+  // Frees idle tables, the longest idle first, until they hold at most max_rows.
+  void trim_idle(uint32_t max_rows);
+  // Frees the table and forgets the files behind it.
+  void free_table(uint64_t content_key);
   // Writes the image's mappings to the maps, or removes it when it has none.
   void install(const ImageKey& key, const Image& image);
 
@@ -181,6 +220,8 @@ private:
   std::set<FileKey> reported_files_; // malformed CFI already logged
   std::map<FileKey, std::shared_future<Result<FileTable>>> stalled_files_;
   std::unordered_map<uint64_t, SharedTable> tables_; // by content key
+  std::deque<uint64_t> idle_;                        // content keys, the longest idle first
+  uint32_t idle_rows_ = 0;
   std::map<ImageKey, Image> images_;
   std::deque<ImageKey> queued_;
   LoaderCounts counts_;
