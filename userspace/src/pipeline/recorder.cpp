@@ -33,6 +33,9 @@ using Wall = Schedule::Wall;
 
 // Refreshes triggered by cgroup directories coming and going are at most this frequent.
 constexpr auto kMinRefreshGap = std::chrono::milliseconds(100);
+// Where the watcher follows every directory of the tree, a drain refreshes the targets only when
+// it has seen a change, or when the last refresh is this old (a net under the events).
+constexpr auto kMaxRefreshGap = std::chrono::minutes(5);
 // The longest the loop spends loading unwind tables before it polls again (one image may take
 // longer: it is loaded whole); it then waits four times as long before the next slice.
 constexpr auto kUnwindTableSlice = std::chrono::milliseconds(20);
@@ -267,8 +270,15 @@ void Recorder::install_code_tables()
   }
 }
 
+bool Recorder::watcher_follows_all() const
+{
+  // Without it (process targets, or one cgroup), a refresh checks the few targets there are.
+  return targets_.follows_changes() && watcher_.size() == targets_.watched_directories().size();
+}
+
 void Recorder::refresh_targets(bool reresolve)
 {
+  refresh_pending_ = false;
   last_refresh_ = Steady::now();
   auto changes = targets_.refresh(reresolve);
   // A target that joins is measured from the next interval on; one that leaves, no more. (A name
@@ -322,8 +332,10 @@ Result<> Recorder::collect(bool ends_interval)
   report_drops(*raw);
   // A container whose cgroup appeared before the buffers were switched is found before its
   // samples are named: otherwise those the kernel took before it joined the filter would count
-  // for the host.
-  refresh_targets(false);
+  // for the host. Its directory's event is in the watcher's queue by now.
+  refresh_pending_ |= watcher_.changed();
+  if (refresh_pending_ || !watcher_follows_all() || drained_at - last_refresh_ >= kMaxRefreshGap)
+    refresh_targets(false);
   auto symbolized = symbolize(*raw, drained_at);
   if (!symbolized)
     return fail(symbolized.error());
@@ -513,7 +525,6 @@ Result<RecordSummary> Recorder::run()
   // those started before (the runtimes' helpers, the server's, top's screen) narrowed themselves
   // as they started.
   caps::narrow_this_thread(caps::Role::kPipeline);
-  bool refresh_pending = false;
   service_.ready();
   while (!g_stop_requested.load()) {
     service_.alive();
@@ -540,7 +551,6 @@ Result<RecordSummary> Recorder::run()
           return fail(consumed.error());
         schedule.interval_ended(Wall::now());
       }
-      refresh_pending = false; // the drain refreshed the targets
       schedule.drained(Steady::now(), Wall::now());
       continue;
     }
@@ -550,14 +560,13 @@ Result<RecordSummary> Recorder::run()
       refresh_targets(true);
       service_.ready();
     }
-    refresh_pending |= watcher_.changed();
-    if (refresh_pending && now - last_refresh_ >= kMinRefreshGap) {
-      refresh_pending = false;
+    refresh_pending_ |= watcher_.changed();
+    if (refresh_pending_ && now - last_refresh_ >= kMinRefreshGap) {
       refresh_targets(false);
     }
     auto wait =
         std::min<Steady::duration>(schedule.next_wake() - now, std::chrono::milliseconds(200));
-    if (refresh_pending)
+    if (refresh_pending_)
       wait = std::min<Steady::duration>(wait, kMinRefreshGap);
     if (tables_queued_)
       wait = std::clamp<Steady::duration>(next_table_slice_ - now, Steady::duration::zero(), wait);

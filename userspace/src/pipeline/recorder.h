@@ -76,6 +76,9 @@ private:
   void install_code_tables();
   // Follows the targets that came and went (all of them resolved again with reresolve).
   void refresh_targets(bool reresolve);
+  // Whether the watcher follows every directory the targets' refresh would scan, so that its
+  // events say when a refresh is needed.
+  bool watcher_follows_all() const;
   void watch_targets();
   // Whoever holds something of a process image forgets it, through image_holders_.
   void hold_images();
@@ -129,7 +132,8 @@ private:
   std::set<std::string> coverage_warned_; // targets whose coverage fell short, said once
   Schedule::Wall::time_point interval_start_;
   Schedule::Steady::time_point last_refresh_;
-  std::string node_; // the host's name, for the profiles' labels
+  bool refresh_pending_ = false; // the watcher saw a change the targets have not followed yet
+  std::string node_;             // the host's name, for the profiles' labels
   bool first_sample_seen_ = false;
   // Notices taken and not yet handled: during long work, notices are taken every
   // meanwhile::kStep and their processes' snapshots read, and the processes are captured after it
