@@ -36,7 +36,11 @@ protected:
   void SetUp() override { write_status(proc(), 7, ::geteuid()); }
   std::string proc() const { return dir_.path().string(); }
   std::string file() const { return proc() + "/7/root/tmp/lines"; }
-  void append(const std::string& text) { std::ofstream(file(), std::ios::app) << text; }
+  void append(const std::string& text) { append_to(file(), text); }
+  static void append_to(const std::string& path, const std::string& text)
+  {
+    std::ofstream(path, std::ios::app) << text;
+  }
   void replace(const std::string& text)
   {
     write_file(proc() + "/7/root/tmp/new", text);
@@ -126,6 +130,36 @@ TEST_F(AppendedLinesTest, AReplacedOrShrunkFileStartsOver)
   read(lines);
   append("d\n");
   EXPECT_EQ(read(lines), Lines{"d"});
+}
+
+// A poll of the file held is one fstat: the path is looked up again only when that file lost its
+// last link (a rename over it), or once the period has passed. A file still linked elsewhere and
+// replaced under the path is read in its place until then.
+TEST_F(AppendedLinesTest, ThePathIsLookedUpAgainOnlyWhenTheFileHeldIsUnlinked)
+{
+  write_file(file(), "a\n");
+  auto lines = reader();
+  EXPECT_EQ(read(lines), Lines{"a"});
+  for (int poll = 0; poll < 50; ++poll) {
+    append("x\n");
+    read(lines);
+  }
+  EXPECT_EQ(lines.path_lookups(), 1u);
+  EXPECT_EQ(lines_.size(), 51u);
+
+  // Kept under a second name, then replaced under the first: still the file read.
+  ASSERT_EQ(::link(file().c_str(), (file() + ".kept").c_str()), 0);
+  replace("new\n");
+  lines.begin_interval();
+  append_to(file() + ".kept", "old\n");
+  read(lines);
+  EXPECT_EQ(lines_.back(), "old");
+  EXPECT_EQ(lines.path_lookups(), 1u);
+
+  // Its last link gone, the next read finds the file at the path.
+  std::filesystem::remove(file() + ".kept");
+  EXPECT_EQ(read(lines), Lines{"new"});
+  EXPECT_EQ(lines.path_lookups(), 2u);
 }
 
 // Truncated and written whole again (jcmd Compiler.perfmap), as long as before: only being told

@@ -106,40 +106,52 @@ void AppendedLines::report()
   }
 }
 
-void AppendedLines::read(const std::function<void()>& on_start_over,
-                         const std::function<void(std::string_view line, uint64_t offset)>& on_line)
+bool AppendedLines::follow_path(const std::function<void()>& on_start_over)
 {
+  ++path_lookups_;
+  path_looked_up_ = std::chrono::steady_clock::now();
   // While the process lives, the path says which file is current; once it is gone, the file
   // already open is all there is.
   std::string root = proc_root_ + "/" + std::to_string(host_pid_) + "/root";
   auto current = open_contained(root, path_in_root_);
-  if (current) {
-    struct stat status {};
-    if (::fstat(current->get(), &status) == 0 &&
-        (!fd_.valid() || status.st_dev != device_ || status.st_ino != inode_)) {
-      if (!owner_trusted(status.st_uid, status.st_dev, status.st_ino)) {
-        // What was read belongs to a file that is no longer the process's.
-        if (fd_.valid()) {
-          start_over(UniqueFd(), 0, 0);
-          on_start_over();
-          started_over_in_interval_ = false;
-        }
-        return;
-      }
-      // A file replaced again within the interval is read from its start in the next one.
-      if (fd_.valid() && started_over_in_interval_) {
-        note_over_budget();
-      } else {
-        start_over(std::move(*current), status.st_dev, status.st_ino);
-        on_start_over();
-      }
-    }
-  }
-  if (!fd_.valid())
-    return;
+  if (!current)
+    return true;
   struct stat status {};
-  if (::fstat(fd_.get(), &status) != 0)
-    return;
+  if (::fstat(current->get(), &status) != 0 ||
+      (fd_.valid() && status.st_dev == device_ && status.st_ino == inode_))
+    return true;
+  if (!owner_trusted(status.st_uid, status.st_dev, status.st_ino)) {
+    // What was read belongs to a file that is no longer the process's.
+    if (fd_.valid()) {
+      start_over(UniqueFd(), 0, 0);
+      on_start_over();
+      started_over_in_interval_ = false;
+    }
+    return false;
+  }
+  // A file replaced again within the interval is read from its start in the next one.
+  if (fd_.valid() && started_over_in_interval_) {
+    note_over_budget();
+  } else {
+    start_over(std::move(*current), status.st_dev, status.st_ino);
+    on_start_over();
+  }
+  return true;
+}
+
+void AppendedLines::read(const std::function<void()>& on_start_over,
+                         const std::function<void(std::string_view line, uint64_t offset)>& on_line)
+{
+  struct stat status {};
+  bool held = fd_.valid() && ::fstat(fd_.get(), &status) == 0;
+  // A file renamed over the path unlinks the one held; other replacements wait for the period.
+  if (!held || status.st_nlink == 0 ||
+      std::chrono::steady_clock::now() - path_looked_up_ >= kPathCheckPeriod) {
+    if (!follow_path(on_start_over))
+      return;
+    if (!fd_.valid() || ::fstat(fd_.get(), &status) != 0)
+      return;
+  }
   modified_ = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(status.st_mtim.tv_sec) +

@@ -4,6 +4,8 @@
 //   identity  the file at the path now is the one read; another file there (an atomic rewrite)
 //             is read from its start, and so is one that shrank or was rewritten in place, at most
 //             once an interval: a process that replaces its file all the time costs one read.
+//             The path is looked up again when the file held has lost its last link (a rename
+//             over it), and otherwise every kPathCheckPeriod: a poll of a quiet file is one fstat.
 //   owner     believed only if the process's own user or root owns it, as perf does.
 //   budgets   a line (longer ones are skipped, and their sparse holes never read), and per
 //             interval the bytes read and the bytes of lines passed on; the rest waits for the
@@ -37,6 +39,10 @@ public:
     size_t max_read_per_interval = 0;  // bytes read, lines skipped as overlong included
     size_t max_lines_per_interval = 0; // bytes of lines passed on
   };
+
+  // The longest a file replaced under the path while the one held keeps another link is read
+  // in its place.
+  static constexpr std::chrono::seconds kPathCheckPeriod{10};
 
   // The file at path_in_root inside the root of process host_pid, below proc_root (normally
   // "/proc"). refusal_cost says, in the one warning about a file refused for its owner, what the
@@ -76,6 +82,8 @@ public:
   // How many reads found something new (lines appended, another file, a rewrite): unchanged while
   // the file stays as it was, which tells a poller that it may look less often.
   uint64_t changes() const { return changes_; }
+  // Lookups of the path in the process's root.
+  uint64_t path_lookups() const { return path_lookups_; }
   // Lines skipped for their length.
   uint64_t overlong_lines() const { return overlong_lines_; }
   // Intervals whose budget ran out before the file was read to its end (or before a replaced
@@ -92,6 +100,9 @@ private:
   bool owner_trusted(uint32_t owner, uint64_t device, uint64_t inode);
   void start_over(UniqueFd fd, uint64_t device, uint64_t inode);
   void note_over_budget();
+  // Looks the path up: starts over on another file there (or drops one refused for its owner).
+  // False if what was read no longer holds and nothing is to be read.
+  bool follow_path(const std::function<void()>& on_start_over);
 
   uint32_t host_pid_;
   std::string proc_root_;
@@ -103,6 +114,8 @@ private:
   uint64_t inode_ = 0;
   uint64_t offset_ = 0; // bytes of the file consumed
   uint64_t changes_ = 0;
+  uint64_t path_lookups_ = 0;
+  std::chrono::steady_clock::time_point path_looked_up_;
   LineAssembler lines_;
   std::optional<std::chrono::system_clock::time_point> modified_;
   // This interval's spending.
