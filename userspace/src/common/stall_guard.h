@@ -57,13 +57,20 @@ public:
       return std::nullopt;
     auto started = std::chrono::steady_clock::now();
     auto checked = started;
-    Progress before = progress();
+    // Taken at the first step, not at the start: most work is done before it, and reading the
+    // worker's progress costs more than a perf map's poll.
+    std::optional<Progress> before;
     // Waits in steps, so that the thread's other work goes on meanwhile (common/meanwhile.h).
     while (result.wait_for(std::min(limit_, meanwhile::kStep)) == std::future_status::timeout) {
       meanwhile::run_if_due();
       if (result.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
         break; // done while the task ran: not to be judged idle
       auto now = std::chrono::steady_clock::now();
+      if (!before) {
+        before = progress();
+        checked = now;
+        continue;
+      }
       if (now - checked < limit_)
         continue;
       Progress current = progress();
