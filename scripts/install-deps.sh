@@ -7,7 +7,7 @@ set -euo pipefail
 
 build_packages=(
   build-essential cmake ninja-build pkg-config clang libbpf-dev bpftool libelf-dev liblzma-dev
-  libiberty-dev zlib1g-dev libsystemd-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libiberty-dev zlib1g-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler openjdk-17-jdk-headless libdebuginfod-dev libncurses-dev
   libmicrohttpd-dev nettle-dev
 )
