@@ -45,7 +45,7 @@ std::vector<TablesLine> tables_lines(const std::string& log)
   return lines;
 }
 
-TEST(UnwindTablesTest, ProcessesShareTablesAndAnExitFreesTheTablesNoOneElseUses)
+TEST(UnwindTablesTest, ProcessesShareTablesAndAnExitLeavesTheTablesNoOneElseUsesIdle)
 {
   ASSERT_EQ(::geteuid(), 0u) << "integration tests load BPF: run as root";
   // Two processes of one program, and a third of another (deep_chain also maps libstdc++, libm
