@@ -132,6 +132,26 @@ TEST(Accumulator, FrameKindModuleAndTargetAreIdentity)
   EXPECT_EQ(total.stacks[3].target, "docker/4f3c");
 }
 
+// Unnamed code at two addresses reads alike but may be named apart later; a name is held once
+// (the index keeps a hash of each stack, not its names again).
+TEST(Accumulator, FramesToBeNamedLaterStayApartAndNamesAreHeldOnce)
+{
+  Accumulator accumulator;
+  Stack first = stack_of(1, {"main", "burner+0x10"}, 1);
+  first.frames.back().late = 1;
+  Stack second = first;
+  second.frames.back().late = 2;
+  accumulator.add(interval(0, 1, {first, second, first}));
+  ASSERT_EQ(accumulator.total().stacks.size(), 2u);
+  EXPECT_EQ(accumulator.total().stacks[0].count, 2u);
+
+  Accumulator long_names;
+  std::string name(10000, 'n');
+  long_names.add(interval(0, 1, {stack_of(1, {name}, 1)}));
+  EXPECT_GT(long_names.held_bytes(), name.size());
+  EXPECT_LT(long_names.held_bytes(), name.size() + 1000);
+}
+
 TEST(Accumulator, SpansFromFirstStartToLastEnd)
 {
   Accumulator accumulator;

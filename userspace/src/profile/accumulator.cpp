@@ -1,37 +1,48 @@
 #include "profile/accumulator.h"
 
+#include <algorithm>
+#include <string_view>
+
+#include "common/hashing.h"
+
 namespace flamebpf::profile {
 namespace {
 
-// Identity of a stack: process, target and every frame. \x1d, \x1f and \x1e never occur in names.
-std::string identity(const Stack& stack)
+// A keyed hash of what makes a stack itself: process, target and every frame (where it may be
+// named later included: unnamed code at two addresses reads alike, and may be named apart). The
+// index holds the hash, not the names a second time; stacks of one hash are compared whole, and
+// the key keeps a target from making its stacks collide on purpose.
+uint64_t identity_hash(const Stack& stack)
 {
-  std::string key = std::to_string(stack.pid);
-  key += '\x1e';
-  key += stack.comm;
-  key += '\x1e';
-  key += stack.target;
+  SipHash hash(content_hash_key());
+  auto add_text = [&](std::string_view text) {
+    hash.update(uint64_t{text.size()});
+    hash.update(text);
+  };
+  hash.update(uint64_t{stack.pid});
+  add_text(stack.comm);
+  add_text(stack.target);
   for (const auto& frame : stack.frames) {
-    key += '\x1e';
-    key += static_cast<char>('0' + static_cast<int>(frame.kind));
-    key += frame.name;
-    key += '\x1f';
-    key += frame.module;
-    // Unnamed code at two addresses reads alike, and may be named apart later.
-    if (frame.late != 0) {
-      key += '\x1d';
-      key += std::to_string(frame.late);
-    }
+    hash.update(static_cast<uint64_t>(frame.kind) | uint64_t{frame.late} << 8);
+    add_text(frame.name);
+    add_text(frame.module);
   }
-  return key;
+  return hash.finish();
 }
 
-// About what a stack takes on the heap, and its entry in the index (identity is key).
-size_t held_by(const Stack& stack, const std::string& key)
+bool same_identity(const Stack& a, const Stack& b)
 {
-  // Each node of the index: the key's string, the position and the hash table's own pointers.
-  constexpr size_t kIndexEntry = sizeof(std::string) + sizeof(size_t) + 4 * sizeof(void*);
-  size_t bytes = sizeof(Stack) + stack.comm.size() + stack.target.size() + kIndexEntry + key.size();
+  return a.pid == b.pid && a.comm == b.comm && a.target == b.target &&
+         std::equal(a.frames.begin(), a.frames.end(), b.frames.begin(), b.frames.end(),
+                    [](const Frame& x, const Frame& y) { return x == y && x.late == y.late; });
+}
+
+// About what a stack takes on the heap, and its entry in the index.
+size_t held_by(const Stack& stack)
+{
+  // Each node of the index: the hash, the position and the hash table's own pointers.
+  constexpr size_t kIndexEntry = sizeof(uint64_t) + sizeof(size_t) + 4 * sizeof(void*);
+  size_t bytes = sizeof(Stack) + stack.comm.size() + stack.target.size() + kIndexEntry;
   for (const auto& frame : stack.frames)
     bytes += sizeof(Frame) + frame.name.size() + frame.module.size();
   return bytes;
@@ -57,12 +68,17 @@ void Accumulator::add(SymbolizedProfile interval)
   if (!interval.node.empty())
     total_.node = std::move(interval.node);
   for (auto& stack : interval.stacks) {
-    auto [it, inserted] = index_.try_emplace(identity(stack), total_.stacks.size());
-    if (inserted) {
-      held_bytes_ += held_by(stack, it->first);
+    uint64_t hash = identity_hash(stack);
+    auto [first, last] = index_.equal_range(hash);
+    auto found = std::find_if(first, last, [&](const auto& entry) {
+      return same_identity(total_.stacks[entry.second], stack);
+    });
+    if (found == last) {
+      index_.emplace(hash, total_.stacks.size());
+      held_bytes_ += held_by(stack);
       total_.stacks.push_back(std::move(stack));
     } else {
-      Stack& same = total_.stacks[it->second];
+      Stack& same = total_.stacks[found->second];
       same.count += stack.count;
       same.lost_samples += stack.lost_samples;
       same.cut_samples += stack.cut_samples;

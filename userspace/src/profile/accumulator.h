@@ -1,7 +1,7 @@
 // Sums symbolized intervals into one profile, merging equal stacks.
 #pragma once
 
-#include <string>
+#include <cstdint>
 #include <unordered_map>
 
 #include "profile/symbolized_profile.h"
@@ -22,7 +22,8 @@ public:
 private:
   SymbolizedProfile total_;
   bool empty_ = true;
-  std::unordered_map<std::string, size_t> index_; // stack identity -> position in total_.stacks
+  // A hash of each stack's identity -> its position in total_.stacks.
+  std::unordered_multimap<uint64_t, size_t> index_;
   size_t held_bytes_ = 0;
 };
 
