@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <dlfcn.h>
 #include <map>
 #include <microhttpd.h>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <set>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <type_traits>
 #include <unistd.h>
 
 #include "common/capabilities.h"
@@ -27,6 +29,63 @@
 
 namespace flamebpf::serve {
 namespace {
+
+// libmicrohttpd is loaded when a server starts (--listen), not with flamebpf: with the TLS
+// libraries it brings (gnutls and seven more), it took over a millisecond of every start.
+struct Libmicrohttpd {
+  decltype(&MHD_add_response_header) add_response_header = nullptr;
+  decltype(&MHD_create_response_from_buffer_with_free_callback_cls)
+      create_response_from_buffer_with_free_callback_cls = nullptr;
+  decltype(&MHD_destroy_response) destroy_response = nullptr;
+  decltype(&MHD_get_connection_info) get_connection_info = nullptr;
+  decltype(&MHD_get_connection_values) get_connection_values = nullptr;
+  decltype(&MHD_get_daemon_info) get_daemon_info = nullptr;
+  decltype(&MHD_lookup_connection_value) lookup_connection_value = nullptr;
+  decltype(&MHD_queue_response) queue_response = nullptr;
+  decltype(&MHD_resume_connection) resume_connection = nullptr;
+  decltype(&MHD_start_daemon) start_daemon = nullptr;
+  decltype(&MHD_stop_daemon) stop_daemon = nullptr;
+  decltype(&MHD_suspend_connection) suspend_connection = nullptr;
+};
+
+const Result<Libmicrohttpd>& load_libmicrohttpd()
+{
+  static const Result<Libmicrohttpd> loaded = []() -> Result<Libmicrohttpd> {
+    void* handle = ::dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return fail(error(std::string("--listen: cannot load libmicrohttpd: ") + ::dlerror()));
+    Libmicrohttpd library;
+    bool found = true;
+    auto resolve = [&](auto& function, const char* name) {
+      function =
+          reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(handle, name));
+      found &= function != nullptr;
+    };
+    resolve(library.add_response_header, "MHD_add_response_header");
+    resolve(library.create_response_from_buffer_with_free_callback_cls,
+            "MHD_create_response_from_buffer_with_free_callback_cls");
+    resolve(library.destroy_response, "MHD_destroy_response");
+    resolve(library.get_connection_info, "MHD_get_connection_info");
+    resolve(library.get_connection_values, "MHD_get_connection_values");
+    resolve(library.get_daemon_info, "MHD_get_daemon_info");
+    resolve(library.lookup_connection_value, "MHD_lookup_connection_value");
+    resolve(library.queue_response, "MHD_queue_response");
+    resolve(library.resume_connection, "MHD_resume_connection");
+    resolve(library.start_daemon, "MHD_start_daemon");
+    resolve(library.stop_daemon, "MHD_stop_daemon");
+    resolve(library.suspend_connection, "MHD_suspend_connection");
+    if (!found)
+      return fail(error("--listen: libmicrohttpd lacks a function flamebpf calls"));
+    return library;
+  }();
+  return loaded;
+}
+
+// The library's functions; only called once a server started, so loaded.
+const Libmicrohttpd& mhd()
+{
+  return *load_libmicrohttpd();
+}
 
 // File descriptors kept for everything else flamebpf opens (its own files, the targets' files,
 // the BPF maps) when the connection limit is set from RLIMIT_NOFILE.
@@ -162,25 +221,25 @@ MHD_Result queue(MHD_Connection* connection,
 {
   auto* sent = new SentBody{answer.body, MemoryCharge(memory, MemoryKind::kAnswers)};
   (void)sent->charge.grow(sent->body.size()); // measured: never refused
-  MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+  MHD_Response* response = mhd().create_response_from_buffer_with_free_callback_cls(
       sent->body.size(), sent->body.data(), [](void* body) { delete static_cast<SentBody*>(body); },
       sent);
   if (!response) {
     delete sent;
     return MHD_NO;
   }
-  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
+  mhd().add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
   // Whatever the body, a browser must not run it as something else.
-  MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
-  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  mhd().add_response_header(response, "X-Content-Type-Options", "nosniff");
+  mhd().add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   // Every answer runs nothing and is framed by nothing unless its route allows more.
   if (!answer.headers.contains("Content-Security-Policy"))
-    MHD_add_response_header(response, "Content-Security-Policy", kDataPolicy);
+    mhd().add_response_header(response, "Content-Security-Policy", kDataPolicy);
   for (const auto& [name, value] : answer.headers)
-    MHD_add_response_header(response, name.c_str(), value.c_str());
+    mhd().add_response_header(response, name.c_str(), value.c_str());
   MHD_Result queued =
-      MHD_queue_response(connection, static_cast<unsigned>(answer.status), response);
-  MHD_destroy_response(response);
+      mhd().queue_response(connection, static_cast<unsigned>(answer.status), response);
+  mhd().destroy_response(response);
   return queued;
 }
 
@@ -263,7 +322,7 @@ void on_completed(void* cls,
 int connection_fd(MHD_Connection* connection)
 {
   const MHD_ConnectionInfo* info =
-      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+      mhd().get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
   return info ? info->connect_fd : -1;
 }
 
@@ -302,9 +361,9 @@ MHD_Result on_request(void* cls,
     }
     // GET has no body: a request that announces one is refused before it is read.
     const char* length =
-        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                    MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+        mhd().lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (mhd().lookup_connection_value(connection, MHD_HEADER_KIND,
+                                      MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
         (length && std::string_view(length) != "0"))
       return queue(connection, plain_text(413, "a request body is not accepted"),
                    server.options().memory);
@@ -325,12 +384,12 @@ MHD_Result on_request(void* cls,
   }
   HttpRequest request;
   request.path = url ? url : "";
-  MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_query, &request.query);
+  mhd().get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_query, &request.query);
   RequestSender sender;
   sender.authorization =
-      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-  sender.host = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-  sender.origin = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin");
+      mhd().lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  sender.host = mhd().lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+  sender.origin = mhd().lookup_connection_value(connection, MHD_HEADER_KIND, "Origin");
   if (server.options().address.loopback())
     sender.local_user = local_peer_user(connection_fd(connection));
   HttpResponse response = server.answer(method ? method : "", request, sender);
@@ -436,7 +495,7 @@ void HttpServer::watch_connections()
       waiting->abandoned->value = true;
       waiting->replied = true;
       waiting->answer = [] { return plain_text(499, "the client went away"); };
-      MHD_resume_connection(waiting->connection);
+      mhd().resume_connection(waiting->connection);
       it = waiting_->connections.erase(it);
     }
   }
@@ -461,13 +520,13 @@ HttpServer::~HttpServer()
       waiting->replied = true;
       waiting->answer = [] { return plain_text(503, "flamebpf is stopping"); };
       waiting_->answering.insert(waiting.get());
-      MHD_resume_connection(waiting->connection);
+      mhd().resume_connection(waiting->connection);
     }
     waiting_->connections.clear();
     waiting_->answered.wait_for(lock, kAnswerAtStop,
                                 [this] { return waiting_->answering.empty(); });
   }
-  MHD_stop_daemon(daemon_);
+  mhd().stop_daemon(daemon_);
 }
 
 void HttpServer::waiting_done(const Waiting& waiting)
@@ -486,7 +545,7 @@ void HttpServer::defer(const std::shared_ptr<Waiting>& waiting, const HttpRespon
       waiting->answer = [] { return plain_text(503, "flamebpf is stopping"); };
       return; // not suspended: answered at the next call
     }
-    MHD_suspend_connection(waiting->connection);
+    mhd().suspend_connection(waiting->connection);
     waiting_->connections.insert(waiting);
   }
   response.deferred(Reply(
@@ -497,7 +556,7 @@ void HttpServer::defer(const std::shared_ptr<Waiting>& waiting, const HttpRespon
         waiting->replied = true;
         waiting->answer = std::move(answer);
         list->connections.erase(waiting);
-        MHD_resume_connection(waiting->connection);
+        mhd().resume_connection(waiting->connection);
       },
       waiting->abandoned));
 }
@@ -505,6 +564,8 @@ void HttpServer::defer(const std::shared_ptr<Waiting>& waiting, const HttpRespon
 Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
                                                       HttpHandler handler)
 {
+  if (const auto& library = load_libmicrohttpd(); !library)
+    return fail(library.error());
   // Each connection holds a descriptor: the limit must leave room for the rest of flamebpf.
   rlimit files{};
   if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
@@ -537,7 +598,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   caps::start_thread(
       caps::Role::kNone, kServingThreadName,
       [&server, &settings, &listening, flags] {
-        server->daemon_ = MHD_start_daemon(
+        server->daemon_ = mhd().start_daemon(
             flags, 0, nullptr, nullptr, on_request, server.get(), MHD_OPTION_LISTEN_SOCKET,
             listening->release(), MHD_OPTION_THREAD_POOL_SIZE, std::max(1u, settings.max_handlers),
             MHD_OPTION_CONNECTION_LIMIT, settings.max_connections,
@@ -554,7 +615,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   if (!server->daemon_)
     return fail(error(fmt::format("--listen: cannot serve on {}:{}", settings.address.host,
                                   settings.address.port)));
-  const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  const MHD_DaemonInfo* info = mhd().get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
   server->port_ = info ? info->port : settings.address.port;
   return server;
 }
