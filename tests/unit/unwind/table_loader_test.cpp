@@ -97,6 +97,15 @@ fb_unwind_row row(uint32_t pc_offset, uint8_t kind, int16_t cfa_offset = 0)
   return {pc_offset, kind, 0, cfa_offset};
 }
 
+// A JIT's table for its code at base: one row of code, then the frame pointer.
+UnwindTable code_table(uint64_t base)
+{
+  UnwindTable table;
+  table.base_address = base;
+  table.rows = {row(0, FB_UNWIND_CFA_SP, 16), row(0x100, FB_UNWIND_FRAME_POINTER)};
+  return table;
+}
+
 // Tables by file path: what a file's CFI would give.
 struct FakeFiles {
   std::map<std::string, FileTable> tables;
@@ -397,9 +406,7 @@ TEST_F(TableLoaderTest, CodeWithoutTablesIsInstalledAroundTheTables)
   TableLoader loader(maps_, proc_.path().string(), files_.builder());
   loader.on_process_seen(8, 1);
   // The JIT's code table lies inside its anonymous code.
-  UnwindTable code;
-  code.base_address = 0x7f0000010000;
-  code.rows = {row(0, FB_UNWIND_CFA_SP, 16), row(0x100, FB_UNWIND_FRAME_POINTER)};
+  UnwindTable code = code_table(0x7f0000010000);
   ASSERT_TRUE(loader.install_code_table(8, 1, 0x7f0000010000, 0x7f0000020000, code));
 
   const auto& image = maps_.image(8, 1);
@@ -499,9 +506,7 @@ TEST_F(TableLoaderTest, ACodeTableIsReplacedWholeAfterItsRowsAreWritten)
   write_maps(77, "");
   TableLoader loader(maps_, proc_.path().string(), files_.builder());
   loader.on_process_seen(77, 1);
-  UnwindTable code;
-  code.base_address = 0x7f0000000000;
-  code.rows = {row(0, FB_UNWIND_CFA_SP, 16), row(0x100, FB_UNWIND_FRAME_POINTER)};
+  UnwindTable code = code_table(0x7f0000000000);
   ASSERT_TRUE(loader.install_code_table(77, 1, 0x7f0000000000, 0x7f0000001000, code));
   const auto& first = maps_.image(77, 1);
   ASSERT_EQ(first.count, 1u);

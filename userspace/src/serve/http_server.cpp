@@ -7,7 +7,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <dlfcn.h>
 #include <map>
 #include <microhttpd.h>
 #include <mutex>
@@ -17,10 +16,10 @@
 #include <set>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <type_traits>
 #include <unistd.h>
 
 #include "common/capabilities.h"
+#include "common/loaded_library.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
@@ -30,8 +29,9 @@
 namespace flamebpf::serve {
 namespace {
 
-// libmicrohttpd is loaded when a server starts (--listen), not with flamebpf: with the TLS
-// libraries it brings (gnutls and seven more), it took over a millisecond of every start.
+// libmicrohttpd is loaded when a server starts (--listen), not with flamebpf
+// (common/loaded_library.h): with the nine libraries it brings (gnutls's), it took over a
+// millisecond of every start.
 struct Libmicrohttpd {
   decltype(&MHD_add_response_header) add_response_header = nullptr;
   decltype(&MHD_create_response_from_buffer_with_free_callback_cls)
@@ -50,35 +50,29 @@ struct Libmicrohttpd {
 
 const Result<Libmicrohttpd>& load_libmicrohttpd()
 {
-  static const Result<Libmicrohttpd> loaded = []() -> Result<Libmicrohttpd> {
-    void* handle = ::dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      return fail(error(std::string("--listen: cannot load libmicrohttpd: ") + ::dlerror()));
+  static const Result<Libmicrohttpd> functions = []() -> Result<Libmicrohttpd> {
+    auto loaded = LoadedLibrary::open("libmicrohttpd.so.12", "--listen");
+    if (!loaded)
+      return fail(loaded.error());
     Libmicrohttpd library;
-    bool found = true;
-    auto resolve = [&](auto& function, const char* name) {
-      function =
-          reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(handle, name));
-      found &= function != nullptr;
-    };
-    resolve(library.add_response_header, "MHD_add_response_header");
-    resolve(library.create_response_from_buffer_with_free_callback_cls,
-            "MHD_create_response_from_buffer_with_free_callback_cls");
-    resolve(library.destroy_response, "MHD_destroy_response");
-    resolve(library.get_connection_info, "MHD_get_connection_info");
-    resolve(library.get_connection_values, "MHD_get_connection_values");
-    resolve(library.get_daemon_info, "MHD_get_daemon_info");
-    resolve(library.lookup_connection_value, "MHD_lookup_connection_value");
-    resolve(library.queue_response, "MHD_queue_response");
-    resolve(library.resume_connection, "MHD_resume_connection");
-    resolve(library.start_daemon, "MHD_start_daemon");
-    resolve(library.stop_daemon, "MHD_stop_daemon");
-    resolve(library.suspend_connection, "MHD_suspend_connection");
-    if (!found)
+    loaded->resolve(library.add_response_header, "MHD_add_response_header");
+    loaded->resolve(library.create_response_from_buffer_with_free_callback_cls,
+                    "MHD_create_response_from_buffer_with_free_callback_cls");
+    loaded->resolve(library.destroy_response, "MHD_destroy_response");
+    loaded->resolve(library.get_connection_info, "MHD_get_connection_info");
+    loaded->resolve(library.get_connection_values, "MHD_get_connection_values");
+    loaded->resolve(library.get_daemon_info, "MHD_get_daemon_info");
+    loaded->resolve(library.lookup_connection_value, "MHD_lookup_connection_value");
+    loaded->resolve(library.queue_response, "MHD_queue_response");
+    loaded->resolve(library.resume_connection, "MHD_resume_connection");
+    loaded->resolve(library.start_daemon, "MHD_start_daemon");
+    loaded->resolve(library.stop_daemon, "MHD_stop_daemon");
+    loaded->resolve(library.suspend_connection, "MHD_suspend_connection");
+    if (!loaded->complete())
       return fail(error("--listen: libmicrohttpd lacks a function flamebpf calls"));
     return library;
   }();
-  return loaded;
+  return functions;
 }
 
 // The library's functions; only called once a server started, so loaded.

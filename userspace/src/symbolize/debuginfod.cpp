@@ -4,19 +4,18 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
 #include <tuple>
-#include <type_traits>
 #include <unistd.h>
 #include <vector>
 
 #include "common/capabilities.h"
 #include "common/contained_file.h"
 #include "common/elf_reader.h"
+#include "common/loaded_library.h"
 #include "common/log.h"
 #include "symbolize/debug_files.h"
 
@@ -41,22 +40,17 @@ Result<> load_library()
 {
   if (g_library.begin)
     return {};
-  void* handle = ::dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return fail(error(std::string("cannot load libdebuginfod: ") + ::dlerror()));
+  auto loaded = LoadedLibrary::open("libdebuginfod.so.1", "debuginfod");
+  if (!loaded)
+    return fail(loaded.error());
   Libdebuginfod library;
-  bool found = true;
-  auto resolve = [&](auto& function, const char* name) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(::dlsym(handle, name));
-    found &= function != nullptr;
-  };
-  resolve(library.begin, "debuginfod_begin");
-  resolve(library.end, "debuginfod_end");
-  resolve(library.find_debuginfo, "debuginfod_find_debuginfo");
-  resolve(library.set_progressfn, "debuginfod_set_progressfn");
-  resolve(library.set_user_data, "debuginfod_set_user_data");
-  resolve(library.get_user_data, "debuginfod_get_user_data");
-  if (!found)
+  loaded->resolve(library.begin, "debuginfod_begin");
+  loaded->resolve(library.end, "debuginfod_end");
+  loaded->resolve(library.find_debuginfo, "debuginfod_find_debuginfo");
+  loaded->resolve(library.set_progressfn, "debuginfod_set_progressfn");
+  loaded->resolve(library.set_user_data, "debuginfod_set_user_data");
+  loaded->resolve(library.get_user_data, "debuginfod_get_user_data");
+  if (!loaded->complete())
     return fail(error("libdebuginfod lacks a function flamebpf calls"));
   g_library = library;
   return {};
