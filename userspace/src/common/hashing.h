@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -58,14 +59,21 @@ public:
 
   void update(std::string_view bytes)
   {
-    for (char byte : bytes) {
-      tail_ |= static_cast<uint64_t>(static_cast<uint8_t>(byte)) << (8 * (length_ % 8));
-      ++length_;
-      if (length_ % 8 == 0) {
-        compress(tail_);
-        tail_ = 0;
+    size_t at = 0;
+    // Bytes complete the word begun, then whole words go in as they are (a little-endian load is
+    // the word the byte order of the algorithm makes), then the rest begins the next.
+    while (at < bytes.size() && length_ % 8 != 0)
+      add_byte(bytes[at++]);
+    if constexpr (std::endian::native == std::endian::little) {
+      for (; at + 8 <= bytes.size(); at += 8) {
+        uint64_t word;
+        std::memcpy(&word, bytes.data() + at, sizeof word);
+        compress(word);
+        length_ += 8;
       }
     }
+    while (at < bytes.size())
+      add_byte(bytes[at++]);
   }
   void update(uint64_t value)
   {
@@ -100,6 +108,15 @@ private:
     v_[2] += v_[1];
     v_[1] = rotate(v_[1], 17) ^ v_[2];
     v_[2] = rotate(v_[2], 32);
+  }
+  void add_byte(char byte)
+  {
+    tail_ |= static_cast<uint64_t>(static_cast<uint8_t>(byte)) << (8 * (length_ % 8));
+    ++length_;
+    if (length_ % 8 == 0) {
+      compress(tail_);
+      tail_ = 0;
+    }
   }
   void compress(uint64_t word)
   {
