@@ -310,8 +310,11 @@ void Recorder::refresh_targets(bool reresolve)
 
 void Recorder::watch_targets()
 {
-  watcher_.watch(targets_.follows_changes() ? targets_.watched_directories()
-                                            : std::vector<std::string>{});
+  // A directory watched only now may have had a container made in it since the scan that found
+  // the directory: the targets are scanned again, once the watch is on.
+  if (watcher_.watch(targets_.follows_changes() ? targets_.watched_directories()
+                                                : std::vector<std::string>{}) > 0)
+    refresh_pending_ = true;
 }
 
 Result<> Recorder::collect(bool ends_interval)

@@ -17,10 +17,11 @@ CgroupWatcher::CgroupWatcher() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
                   std::strerror(errno));
 }
 
-void CgroupWatcher::watch(const std::vector<std::string>& directories)
+size_t CgroupWatcher::watch(const std::vector<std::string>& directories)
 {
   if (!fd_.valid())
-    return;
+    return 0;
+  size_t added = 0;
   std::unordered_set<std::string> wanted(directories.begin(), directories.end());
   for (auto it = watches_.begin(); it != watches_.end();) {
     if (wanted.contains(it->first)) {
@@ -37,6 +38,7 @@ void CgroupWatcher::watch(const std::vector<std::string>& directories)
                                     IN_CREATE | IN_DELETE | IN_ONLYDIR | IN_DONT_FOLLOW);
     if (watch >= 0) {
       watches_.emplace(directory, watch);
+      ++added;
     } else if (errno == ENOSPC && !limit_reported_) {
       limit_reported_ = true;
       spdlog::debug("inotify watch limit reached at {} cgroup directories; the rest are "
@@ -44,6 +46,7 @@ void CgroupWatcher::watch(const std::vector<std::string>& directories)
                     watches_.size());
     }
   }
+  return added;
 }
 
 bool CgroupWatcher::changed()

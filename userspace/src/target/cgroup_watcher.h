@@ -15,8 +15,10 @@ public:
   CgroupWatcher();
 
   // Watches exactly these directories from now on (absolute paths). Directories beyond the
-  // kernel's watch limit are left to the periodic rescan.
-  void watch(const std::vector<std::string>& directories);
+  // kernel's watch limit are left to the periodic rescan. Returns how many were not watched
+  // before: what was created in them between the scan that listed them and now raised no event,
+  // so the caller scans again.
+  size_t watch(const std::vector<std::string>& directories);
 
   // Whether a watched directory gained or lost a subdirectory since the last call. Never blocks.
   bool changed();
