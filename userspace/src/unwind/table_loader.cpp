@@ -252,9 +252,9 @@ void TableLoader::load_image(const ImageKey& key, Image& image)
     const KnownFile* file = file_for(process_dir, mapping);
     if (!file) {
       // A file that failed or has no rows never will; one that stalls or found no room may.
-      auto known = files_.find(file_key(mapping));
-      if (failed_files_.contains(file_key(mapping)) ||
-          (known != files_.end() && !known->second.has_rows))
+      FileKey mapped = file_key(mapping);
+      auto known = files_.find(mapped);
+      if (failed_files_.contains(mapped) || (known != files_.end() && !known->second.has_rows))
         no_table(mapping);
       else
         tables_to_come = true;
