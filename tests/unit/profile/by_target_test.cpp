@@ -42,6 +42,36 @@ TEST(SplitByTarget, EachTargetKeepsItsOwnLabelsAndTheNode)
   EXPECT_EQ(parts.at("").node, "node-7");
 }
 
+TEST(SplitByTarget, EachPartCarriesTheBuildIdsOfItsOwnFilesOnly)
+{
+  SymbolizedProfile profile;
+  profile.stacks = {{1, "a", "web", {{"f", "/usr/bin/web", FrameKind::kNative}}, 3},
+                    {2, "b", "db", {{"g", "/usr/bin/db", FrameKind::kNative}}, 4},
+                    {3, "c", "db", {{"h", "/lib/libc.so.6", FrameKind::kNative}}, 1}};
+  profile.build_ids = {
+      {"/usr/bin/web", "aa"}, {"/usr/bin/db", "bb"}, {"/lib/libc.so.6", "cc"}, {"/gone", "dd"}};
+  auto parts = split_by_target(profile);
+  EXPECT_EQ(parts.at("web").build_ids,
+            (std::map<std::string, std::string>{{"/usr/bin/web", "aa"}}));
+  EXPECT_EQ(parts.at("db").build_ids,
+            (std::map<std::string, std::string>{{"/usr/bin/db", "bb"}, {"/lib/libc.so.6", "cc"}}));
+}
+
+TEST(StacksByTarget, IndexesInTheProfilesOrderAndAPartIsTheSplitsPart)
+{
+  SymbolizedProfile profile;
+  profile.frequency_hz = 19;
+  profile.stacks = {{1, "a", "web", {}, 3}, {2, "b", "db", {}, 4}, {3, "c", "web", {}, 5}};
+  auto indexes = stacks_by_target(profile);
+  EXPECT_EQ(indexes, (std::map<std::string, std::vector<size_t>>{{"db", {1}}, {"web", {0, 2}}}));
+  SymbolizedProfile web = target_part(profile, "web", indexes.at("web"));
+  ASSERT_EQ(web.stacks.size(), 2u);
+  EXPECT_EQ(web.stacks[0].pid, 1u);
+  EXPECT_EQ(web.stacks[1].pid, 3u);
+  EXPECT_EQ(web.frequency_hz, 19u);
+  EXPECT_EQ(web.total_samples(), split_by_target(profile).at("web").total_samples());
+}
+
 bool portable(const std::string& name)
 {
   return !name.empty() && name.front() != '.' &&

@@ -139,33 +139,42 @@ size_t DumpWriter::apply_retention(int dir_fd, const std::string& shown)
   return removed;
 }
 
+bool DumpWriter::write_part(const std::string& target,
+                            const profile::SymbolizedProfile& part,
+                            const Interval& interval,
+                            DumpReport& report)
+{
+  const std::string& directory = interval.directories.at(target);
+  auto written = write_target(target, directory, part, interval.window, interval.coverage);
+  if (!written && written.error().errno_value == kRefusedErrno) {
+    // Not a passing failure: keeping the dump would only stop every other target's.
+    // The message names the directory, whose name is safe to show, not the target.
+    if (refused_.insert(directory).second)
+      spdlog::error("{}; the dumps of that target are dropped until it is removed",
+                    written.error().message);
+    ++report.refused;
+    return true;
+  }
+  if (!written) {
+    if (report.error.empty())
+      report.error = written.error().message;
+    return false;
+  }
+  refused_.erase(directory);
+  report.files += written->files;
+  report.removed += written->removed;
+  return true;
+}
+
 DumpReport DumpWriter::drain_pending(DumpReport report)
 {
   while (!pending_.empty()) {
     Interval& interval = pending_.front();
     for (auto it = interval.targets.begin(); it != interval.targets.end();) {
-      const std::string& directory = interval.directories.at(it->first);
-      auto written =
-          write_target(it->first, directory, it->second, interval.window, interval.coverage);
-      if (!written && written.error().errno_value == kRefusedErrno) {
-        // Not a passing failure: keeping the dump would only stop every other target's.
-        // The message names the directory, whose name is safe to show, not the target.
-        if (refused_.insert(directory).second)
-          spdlog::error("{}; the dumps of that target are dropped until it is removed",
-                        written.error().message);
-        ++report.refused;
-        it = interval.targets.erase(it);
-        continue;
-      }
-      if (!written) {
-        if (report.error.empty())
-          report.error = written.error().message;
+      if (!write_part(it->first, it->second, interval, report)) {
         report.pending = pending_.size();
         return report;
       }
-      refused_.erase(directory);
-      report.files += written->files;
-      report.removed += written->removed;
       it = interval.targets.erase(it);
     }
     pending_.pop_front();
@@ -180,12 +189,19 @@ DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval,
 {
   // Earlier intervals first: if their writes work again, nothing needs to give way.
   DumpReport report = drain_pending(DumpReport{});
-  Interval next{window, profile::split_by_target(interval), {}, coverage};
+  auto stacks = profile::stacks_by_target(interval);
   std::set<std::string> targets;
-  for (const auto& [target, part] : next.targets)
+  for (const auto& [target, indexes] : stacks)
     targets.insert(target);
-  next.directories = profile::target_file_names(targets);
-  report.targets = next.targets.size();
+  Interval next{window, {}, profile::target_file_names(targets), coverage};
+  report.targets = stacks.size();
+  // One target's part is copied at a time and let go once written: a node's interval is never
+  // held twice. Only what cannot be written yet is kept.
+  for (const auto& [target, indexes] : stacks) {
+    profile::SymbolizedProfile part = profile::target_part(interval, target, indexes);
+    if (!report.error.empty() || !write_part(target, part, next, report))
+      next.targets.emplace(target, std::move(part));
+  }
   if (!next.targets.empty())
     pending_.push_back(std::move(next));
   while (pending_.size() > options_.max_pending) {
@@ -194,10 +210,7 @@ DumpReport DumpWriter::write(const profile::SymbolizedProfile& interval,
     pending_.pop_front();
     ++report.dropped;
   }
-  if (report.error.empty())
-    report = drain_pending(std::move(report));
-  else
-    report.pending = pending_.size();
+  report.pending = pending_.size();
   measure();
   return report;
 }

@@ -101,6 +101,12 @@ private:
                                      const profile::SymbolizedProfile& profile,
                                      const Window& window,
                                      const std::vector<profile::TargetCoverage>& coverage);
+  // Writes target's part of interval (write_target); false if it failed and is to be kept for
+  // a retry, the first failure's message in report. A refused directory drops the part.
+  bool write_part(const std::string& target,
+                  const profile::SymbolizedProfile& part,
+                  const Interval& interval,
+                  DumpReport& report);
   size_t apply_retention(int dir_fd, const std::string& shown);
   void clean_stale_temporaries();
   DumpReport drain_pending(DumpReport report);

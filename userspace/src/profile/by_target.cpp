@@ -87,27 +87,50 @@ std::string marked(std::string_view target, uint64_t salt)
 
 } // namespace
 
+std::map<std::string, std::vector<size_t>> stacks_by_target(const SymbolizedProfile& profile)
+{
+  std::map<std::string, std::vector<size_t>> indexes;
+  for (size_t i = 0; i < profile.stacks.size(); ++i)
+    indexes[profile.stacks[i].target].push_back(i);
+  return indexes;
+}
+
+SymbolizedProfile target_part(const SymbolizedProfile& profile,
+                              const std::string& target,
+                              const std::vector<size_t>& indexes)
+{
+  SymbolizedProfile part;
+  part.start = profile.start;
+  part.end = profile.end;
+  part.frequency_hz = profile.frequency_hz;
+  part.counters = profile.counters;
+  part.node = profile.node;
+  if (auto labels = profile.target_labels.find(target); labels != profile.target_labels.end())
+    part.target_labels.insert(*labels);
+  part.stacks.reserve(indexes.size());
+  for (size_t index : indexes) {
+    const Stack& stack = profile.stacks[index];
+    if (auto labels = profile.pod_container_labels.find(stack.pod_container_id);
+        labels != profile.pod_container_labels.end())
+      part.pod_container_labels.insert(*labels);
+    // Only the build IDs of the part's own files: the whole profile's, copied to each of a
+    // node's targets, would cost more than most parts' stacks.
+    for (const Frame& frame : stack.frames) {
+      if (frame.module.empty() || part.build_ids.contains(frame.module))
+        continue;
+      if (auto id = profile.build_ids.find(frame.module); id != profile.build_ids.end())
+        part.build_ids.insert(*id);
+    }
+    part.stacks.push_back(stack);
+  }
+  return part;
+}
+
 std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile& profile)
 {
   std::map<std::string, SymbolizedProfile> parts;
-  for (const auto& stack : profile.stacks) {
-    auto [it, inserted] = parts.try_emplace(stack.target);
-    if (inserted) {
-      it->second.start = profile.start;
-      it->second.end = profile.end;
-      it->second.frequency_hz = profile.frequency_hz;
-      it->second.counters = profile.counters;
-      it->second.build_ids = profile.build_ids;
-      it->second.node = profile.node;
-      if (auto labels = profile.target_labels.find(stack.target);
-          labels != profile.target_labels.end())
-        it->second.target_labels.insert(*labels);
-    }
-    if (auto labels = profile.pod_container_labels.find(stack.pod_container_id);
-        labels != profile.pod_container_labels.end())
-      it->second.pod_container_labels.insert(*labels);
-    it->second.stacks.push_back(stack);
-  }
+  for (const auto& [target, indexes] : stacks_by_target(profile))
+    parts.emplace(target, target_part(profile, target, indexes));
   return parts;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "profile/symbolized_profile.h"
 
@@ -13,6 +14,16 @@ namespace flamebpf::profile {
 
 // Each target's stacks, keyed by target name; times, frequency and counters are copied to each.
 std::map<std::string, SymbolizedProfile> split_by_target(const SymbolizedProfile& profile);
+
+// Where each target's stacks are in profile, by target name, in profile's order: a split that
+// copies nothing yet, so a writer can copy one target's part at a time (target_part).
+std::map<std::string, std::vector<size_t>> stacks_by_target(const SymbolizedProfile& profile);
+
+// The part of profile that target's stacks (at indexes, from stacks_by_target) make, as
+// split_by_target makes it.
+SymbolizedProfile target_part(const SymbolizedProfile& profile,
+                              const std::string& target,
+                              const std::vector<size_t>& indexes);
 
 // The longest target file name kept as it is; longer names are cut and marked.
 inline constexpr size_t kMaxTargetFileName = 120;
