@@ -168,5 +168,25 @@ TEST_F(ElfBudgets, NameSharedByManySymbolsIsHeldOnce)
   EXPECT_LT((*symbols)->memory_bytes(), 4096 * sizeof(ElfSymbols::Symbol) + 4 * name.size());
 }
 
+// Names that run to the end of the string table with no NUL are no names; the names before them
+// are kept, and many symbols named inside one long unterminated run cost no search each.
+TEST_F(ElfBudgets, NamesWithoutAnEndAreSkippedInOneSearch)
+{
+  SyntheticElf elf;
+  elf.unterminated_tail = std::string(8 << 20, 'u');
+  elf.symbols = {{"kept", kCode, 0x10}};
+  for (uint32_t i = 0; i < 100000; ++i)
+    elf.symbols.push_back({"", kCode + 0x10 + i % 0x100, 1, STT_FUNC, i * 64});
+  auto started = std::chrono::steady_clock::now();
+  auto symbols = open_image(elf.bytes());
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(symbols.has_value()) << symbols.error().message;
+  EXPECT_EQ((*symbols)->symbol_count(), 1u);
+  EXPECT_EQ((*symbols)->symbolize_file_offset(kCode + 4), "kept");
+  EXPECT_FALSE((*symbols)->symbolize_file_offset(kCode + 0x14).has_value());
+  EXPECT_LT(seconds, 5.0);
+}
+
 } // namespace
 } // namespace flamebpf::symbolize

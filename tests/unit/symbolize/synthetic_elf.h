@@ -37,6 +37,8 @@ struct SyntheticSymbol {
   uint64_t value = 0;
   uint64_t size = 0;
   uint8_t type = STT_FUNC;
+  // Named from this offset into SyntheticElf::unterminated_tail instead of by name.
+  std::optional<uint32_t> in_tail;
 };
 
 struct SyntheticElf {
@@ -56,6 +58,8 @@ struct SyntheticElf {
   std::optional<uint64_t> claimed_section_count;
   std::optional<uint64_t> claimed_symtab_size;
   std::optional<uint64_t> claimed_strtab_size;
+  // Bytes ending .strtab with no NUL after them, for symbols named inside them (in_tail).
+  std::string unterminated_tail;
 
   std::string bytes() const
   {
@@ -68,13 +72,17 @@ struct SyntheticElf {
     std::map<std::string, Elf64_Word> written;
     std::string symtab(sizeof(Elf64_Sym), '\0');
     for (const auto& symbol : symbols) {
-      Elf64_Sym entry{};
-      auto [at, added] = written.try_emplace(symbol.name, static_cast<Elf64_Word>(strtab.size()));
-      if (added) {
+      if (!symbol.in_tail &&
+          written.try_emplace(symbol.name, static_cast<Elf64_Word>(strtab.size())).second) {
         strtab += symbol.name;
         strtab.push_back('\0');
       }
-      entry.st_name = at->second;
+    }
+    auto tail_at = static_cast<Elf64_Word>(strtab.size());
+    strtab += unterminated_tail;
+    for (const auto& symbol : symbols) {
+      Elf64_Sym entry{};
+      entry.st_name = symbol.in_tail ? tail_at + *symbol.in_tail : written.at(symbol.name);
       entry.st_info = ELF64_ST_INFO(STB_GLOBAL, symbol.type);
       entry.st_shndx = 1; // .text
       entry.st_value = symbol.value;

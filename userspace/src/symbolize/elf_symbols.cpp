@@ -5,7 +5,6 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unordered_map>
 
 #include "common/elf_reader.h"
 #include "common/hashing.h"
@@ -88,34 +87,68 @@ Result<> add_symbols(const ElfReader& reader,
     out.name_file = name_file_of(reader, string_table.offset, names.size());
   }
   bool in_file = out.name_file != nullptr;
-  // Each name is checked (and, held in memory, copied) once, however many symbols share it.
-  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> seen; // st_name: name, check
+  // The function symbols first, in the table's order; their names are resolved after, in the
+  // string table's order, each checked (and, held in memory, copied) once however many symbols
+  // share it. Two arrays, not a node per name: a large library names hundreds of thousands, and
+  // small blocks freed after loading stay in the heap.
+  struct Found {
+    uint64_t address;
+    uint64_t size;
+    uint32_t string;   // st_name
+    uint32_t name = 0; // where the name is, once resolved
+    uint32_t check = 0;
+    bool valid = false;
+  };
+  std::vector<Found> found;
   uint64_t cut_before = out.names_cut;
   auto cut = reader.read_symbols(table, kMaxSymbolTableBytes, [&](const ElfSymbolEntry& entry) {
     if (entry.section == SHN_UNDEF || entry.section == SHN_ABS || entry.value == 0)
       return;
     if (entry.type != STT_FUNC && entry.type != STT_GNU_IFUNC && entry.type != STT_NOTYPE)
       return;
-    auto known = seen.find(entry.name);
-    if (known == seen.end()) {
-      if (entry.name >= names.size())
-        return;
-      size_t end = names.find('\0', entry.name);
-      if (end == std::string_view::npos || end == entry.name)
-        return; // empty, or its end is past the budget
-      std::string_view raw = raw_name_at(names, entry.name);
-      out.names_cut += raw.size() > kMaxSymbolNameBytes;
-      uint32_t name = entry.name;
-      if (!in_file) {
-        name = static_cast<uint32_t>(out.names.size());
-        out.names.append(raw);
-        out.names.push_back('\0');
-      }
-      known = seen.emplace(entry.name, std::pair{name, name_check(raw)}).first;
-    }
-    out.symbols.push_back(
-        {entry.value + bias, entry.size, known->second.first, known->second.second});
+    if (entry.name >= names.size())
+      return;
+    found.push_back({entry.value + bias, entry.size, entry.name});
   });
+  std::vector<uint32_t> by_string(found.size());
+  for (uint32_t i = 0; i < by_string.size(); ++i)
+    by_string[i] = i;
+  std::ranges::sort(by_string, [&](uint32_t a, uint32_t b) {
+    return std::pair(found[a].string, a) < std::pair(found[b].string, b);
+  });
+  // A name ends before the table's last NUL or not at all: one search, not one per name.
+  size_t last_end = names.rfind('\0');
+  const Found* previous = nullptr;
+  for (uint32_t index : by_string) {
+    Found& symbol = found[index];
+    if (previous && previous->string == symbol.string) {
+      symbol.name = previous->name;
+      symbol.check = previous->check;
+      symbol.valid = previous->valid;
+      previous = &symbol;
+      continue;
+    }
+    previous = &symbol;
+    if (names[symbol.string] == '\0' || last_end == std::string_view::npos ||
+        symbol.string > last_end)
+      continue; // empty, or its end is past the budget
+    std::string_view raw = raw_name_at(names, symbol.string);
+    out.names_cut += raw.size() > kMaxSymbolNameBytes;
+    symbol.name = symbol.string;
+    if (!in_file) {
+      symbol.name = static_cast<uint32_t>(out.names.size());
+      out.names.append(raw);
+      out.names.push_back('\0');
+    }
+    symbol.check = name_check(raw);
+    symbol.valid = true;
+  }
+  by_string = {};
+  out.symbols.reserve(out.symbols.size() + found.size());
+  for (const Found& symbol : found) {
+    if (symbol.valid)
+      out.symbols.push_back({symbol.address, symbol.size, symbol.name, symbol.check});
+  }
   if (!cut)
     return fail(cut.error());
   if (*cut)
