@@ -162,6 +162,37 @@ TEST_F(AppendedLinesTest, ThePathIsLookedUpAgainOnlyWhenTheFileHeldIsUnlinked)
   EXPECT_EQ(lines.path_lookups(), 2u);
 }
 
+// A poller is told at a glance, without a read, that a file read to its end is as it was; never
+// while it was not yet found, once it grew, shrank, lost its last link or must be read again.
+TEST_F(AppendedLinesTest, AQuietFileIsToldAtAGlance)
+{
+  write_file(file(), "a\nb");
+  auto lines = reader();
+  EXPECT_FALSE(lines.quiet_at_a_glance()); // not found yet
+  read(lines);
+  EXPECT_TRUE(lines.quiet_at_a_glance()); // read to its end, the unfinished line included
+  append("\n");
+  EXPECT_FALSE(lines.quiet_at_a_glance());
+  EXPECT_EQ(read(lines), (Lines{"a", "b"}));
+  EXPECT_TRUE(lines.quiet_at_a_glance());
+  lines.reread();
+  EXPECT_FALSE(lines.quiet_at_a_glance());
+  read(lines); // a start over waits for the next interval
+  EXPECT_FALSE(lines.quiet_at_a_glance());
+  lines.begin_interval();
+  read(lines);
+  EXPECT_TRUE(lines.quiet_at_a_glance());
+  ::truncate(file().c_str(), 1);
+  EXPECT_FALSE(lines.quiet_at_a_glance());
+  lines.begin_interval();
+  read(lines);
+  replace("c\n");
+  EXPECT_FALSE(lines.quiet_at_a_glance()); // the file held lost its last link
+  lines.begin_interval();
+  EXPECT_EQ(read(lines), Lines{"c"});
+  EXPECT_TRUE(lines.quiet_at_a_glance());
+}
+
 // Truncated and written whole again (jcmd Compiler.perfmap), as long as before: only being told
 // makes the reader start over.
 TEST_F(AppendedLinesTest, ARewriteInPlaceIsReadFromTheStartWhenTold)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -205,6 +206,19 @@ void AppendedLines::read(const std::function<void()>& on_start_over,
     overlong_lines_ += taken.overlong;
     passed_in_interval_ += taken.kept_bytes;
   }
+}
+
+bool AppendedLines::quiet_at_a_glance() const
+{
+  if (!fd_.valid() || reread_requested_.load(std::memory_order_relaxed) ||
+      std::chrono::steady_clock::now() - path_looked_up_ >= kPathCheckPeriod)
+    return false;
+  struct statx status {};
+  if (::statx(fd_.get(), "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE | STATX_NLINK,
+              &status) != 0 ||
+      (status.stx_mask & (STATX_SIZE | STATX_NLINK)) != (STATX_SIZE | STATX_NLINK))
+    return false;
+  return status.stx_nlink != 0 && status.stx_size == offset_;
 }
 
 std::optional<std::string> AppendedLines::line_at(uint64_t offset,

@@ -70,6 +70,14 @@ public:
   // The file was rewritten in place (as `jcmd Compiler.perfmap` does: truncated, then written
   // whole): the next read takes it from its start. Safe from any thread.
   void reread() { reread_requested_.store(true, std::memory_order_relaxed); }
+  // Whether a read() now would find nothing new, told without waiting on the file system: the
+  // file held is as long as what was read and still linked, by the attributes the kernel has at
+  // hand (no round trip to a FUSE daemon or a network server), and no path lookup or rereading
+  // is due. False if it cannot tell so: then read() must be called, where a stall is guarded.
+  // A poller calls it first, so a quiet file costs one system call and no hand-off to a worker;
+  // a file system whose attributes are cached still has the file looked at fully every
+  // kPathCheckPeriod.
+  bool quiet_at_a_glance() const;
   // Logs each kind of trouble of this file (a budget that cut, a refused owner) the first time.
   void report();
 

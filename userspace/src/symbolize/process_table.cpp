@@ -482,7 +482,8 @@ bool ProcessImage::perf_map_usable()
 
 void ProcessTable::refresh_perf_map(ProcessImage& image)
 {
-  if (image.perf_map_usable())
+  // A quiet map is told on this thread: no hand-off to the stall guard's worker.
+  if (image.perf_map_usable() && !image.perf_map->file().quiet_at_a_glance())
     read_perf_map_file(image, [](PerfMapReader& reader) { reader.refresh(); });
 }
 

@@ -212,6 +212,9 @@ HotSpotRuntime::records(ProcessTable& processes, const ImageKey& key, bool read_
     state.records_generation = processes.generation();
     if (new_generation)
       state.records->begin_interval();
+    // Quiet records are told on this thread, as perf maps are.
+    if (state.records->file().quiet_at_a_glance())
+      return &state.records->records();
     // As perf maps: the work holds the reader, and a stalled read leaves the frames unnamed.
     auto outcome = stall_guard_.run<bool>([reader = state.records] {
       reader->refresh();
