@@ -35,17 +35,21 @@ std::string_view or_unknown(const std::string& name)
   return name.empty() ? kUnknownName : std::string_view(name);
 }
 
-// The file a frame's code came from, "" if unknown. perf's names for the kernel's pseudo-files.
-std::string mapping_name(const Frame& frame)
+// The file a frame's code came from, "" if unknown. perf's names for the kernel's pseudo-files;
+// a kernel module's is made in scratch.
+std::string_view mapping_name(const Frame& frame, std::string& scratch)
 {
   switch (frame.kind) {
   case FrameKind::kKernel:
-    return frame.module.empty() ? std::string(kKernelMapping) : "[" + frame.module + "]";
+    if (frame.module.empty())
+      return kKernelMapping;
+    scratch = "[" + frame.module + "]";
+    return scratch;
   case FrameKind::kJit:
   case FrameKind::kInlined:
-    return std::string(kJitMapping);
+    return kJitMapping;
   case FrameKind::kInterpreted:
-    return std::string(kInterpreterMapping);
+    return kInterpreterMapping;
   case FrameKind::kNative:
   case FrameKind::kUnknown:
     break;
@@ -81,8 +85,8 @@ public:
 
 private:
   int64_t string(std::string_view text);
-  uint64_t function(std::string_view name, int kind, const std::string& module);
-  uint64_t mapping(const std::string& file);
+  uint64_t function(std::string_view name, int kind, std::string_view module);
+  uint64_t mapping(std::string_view file);
   // The location of code at address (a file offset; 0 if not known) in the mapping, with the
   // functions that name it (none: unnamed, for pprof's readers to name).
   uint64_t location(uint64_t mapping_id,
@@ -96,7 +100,8 @@ private:
   std::map<std::string, int64_t, std::less<>> strings_;
   std::map<std::tuple<std::string, int, std::string>, uint64_t, std::less<>> functions_;
   std::map<std::string, uint64_t, std::less<>> mappings_;
-  std::map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>>, uint64_t> locations_;
+  std::map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>>, uint64_t, std::less<>> locations_;
+  std::string scratch_;                   // a kernel module's mapping name
   std::vector<uint64_t> mapping_samples_; // by mapping id - 1
 };
 
@@ -114,11 +119,12 @@ int64_t Builder::string(std::string_view text)
   return index;
 }
 
-uint64_t Builder::function(std::string_view name, int kind, const std::string& module)
+uint64_t Builder::function(std::string_view name, int kind, std::string_view module)
 {
-  auto key = std::make_tuple(std::string(name), kind, module);
-  if (auto it = functions_.find(key); it != functions_.end())
+  // Looked up by views: a frame's name and module are copied only for a new function.
+  if (auto it = functions_.find(std::make_tuple(name, kind, module)); it != functions_.end())
     return it->second;
+  auto key = std::make_tuple(std::string(name), kind, std::string(module));
   uint64_t id = functions_.size() + 1;
   pb::Function* function = out_.add_function();
   function->set_id(id);
@@ -128,7 +134,7 @@ uint64_t Builder::function(std::string_view name, int kind, const std::string& m
   return id;
 }
 
-uint64_t Builder::mapping(const std::string& file)
+uint64_t Builder::mapping(std::string_view file)
 {
   if (file.empty())
     return 0;
@@ -138,7 +144,7 @@ uint64_t Builder::mapping(const std::string& file)
   pb::Mapping* mapping = out_.add_mapping();
   mapping->set_id(id);
   mapping->set_filename(string(file));
-  if (auto build_id = input_.build_ids.find(file); build_id != input_.build_ids.end())
+  if (auto build_id = input_.build_ids.find(std::string(file)); build_id != input_.build_ids.end())
     mapping->set_build_id(string(build_id->second));
   // Addresses are offsets in the file: the mapping starts at 0 with the file's start, and ends
   // past the highest address of its locations.
@@ -146,7 +152,7 @@ uint64_t Builder::mapping(const std::string& file)
   mapping->set_file_offset(0);
   // Its functions are named, until a location of code flamebpf could not name says otherwise.
   mapping->set_has_functions(true);
-  mappings_.emplace(file, id);
+  mappings_.emplace(std::string(file), id);
   mapping_samples_.push_back(0);
   return id;
 }
@@ -155,9 +161,10 @@ uint64_t Builder::location(uint64_t mapping_id,
                            uint64_t address,
                            const std::vector<uint64_t>& functions_root_first)
 {
-  auto key = std::make_tuple(mapping_id, address, functions_root_first);
-  if (auto it = locations_.find(key); it != locations_.end())
+  if (auto it = locations_.find(std::tie(mapping_id, address, functions_root_first));
+      it != locations_.end())
     return it->second;
+  auto key = std::make_tuple(mapping_id, address, functions_root_first);
   uint64_t id = locations_.size() + 1;
   pb::Location* location = out_.add_location();
   location->set_id(id);
@@ -221,7 +228,7 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
     group_open = true;
     if (!unnamed_code)
       group.push_back(function(or_unknown(frame.name), static_cast<int>(frame.kind), frame.module));
-    group_mapping = mapping(mapping_name(frame));
+    group_mapping = mapping(mapping_name(frame, scratch_));
     group_address = group_mapping != 0 ? frame.file_offset : 0;
     group_takes_inlines = frame.kind == FrameKind::kJit || frame.kind == FrameKind::kNative;
     if (group_mapping != 0)
