@@ -132,7 +132,9 @@ protected:
   // The Java chain is named, in caller-to-callee order, and carries most samples. min_samples
   // only rules out a profile that sampled (almost) nothing: on a busy machine the JVM gets less
   // than a whole CPU, and the shares below are what the test is about. unnamed_jit_percent is the
-  // share of samples whose JIT frame may stay unnamed (none, unless a test says why).
+  // share of samples whose JIT frame may stay unnamed, beyond one: a sample taken at the instant
+  // code is installed or freed may land where neither the perf map nor the code cache read at
+  // the drain names anything (one of 395 samples in one CI run of Jdk25, none in 15 runs here).
   static void expect_named_java(const JavaProfile& profile,
                                 uint64_t min_samples,
                                 uint64_t unnamed_jit_percent = 0)
@@ -142,7 +144,7 @@ protected:
         << kJavaChain << " carries too few samples; " << hottest_stacks(profile.folded, 3)
         << profile.log;
     EXPECT_GE(profile.named_leaf * 100, profile.java_samples * 90) << profile.log;
-    EXPECT_LE(profile.unknown_jit * 100, profile.java_samples * unnamed_jit_percent)
+    EXPECT_LE(profile.unknown_jit * 100, 100 + profile.java_samples * unnamed_jit_percent)
         << profile.unknown_jit << " samples with an unnamed JIT frame:\n"
         << profile.unknown_jit_stacks << profile.log;
     std::printf("[ FIGURES  ] %llu java samples, %.1f%% with a named Java leaf, %.1f%% through "
@@ -346,7 +348,7 @@ TEST_F(JvmContainerTest, JvmThatExitsBeforeTheDrainIsStillNamed)
 {
   // Ready after 1.5 s, gone 2 s later; the only drain comes when flamebpf stops at 6 s. A sample
   // of the JVM's last instants may land in code whose perf-map line its agent never wrote (one
-  // of 186 samples in one CI run, none in six runs here): at most 1 %.
+  // of 186 samples in one CI run, none in six runs here): 1 % beyond the one any test allows.
   run_jvm("jvm-brief", {}, {}, {"3.5"});
   auto result = profile("jvm-brief", {"-d", "6", "--interval", "30"});
   expect_named_java(result, 50, 1);
