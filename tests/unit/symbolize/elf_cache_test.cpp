@@ -122,6 +122,37 @@ TEST_F(ElfCacheFallback, FileIsChargedToTheShareOfItsFirstProcess)
   EXPECT_EQ(crowded->held(), cache.held_bytes());
 }
 
+// A name no frame used between two trims (here each trim ends a names period) is given back, and
+// read again when a frame meets it.
+TEST_F(ElfCacheFallback, NamesNoFrameUsedForAPeriodAreGivenBack)
+{
+  copy_fixture(root_ / "lib/libfixture.so");
+  auto mapping = mapping_of("/lib/libfixture.so", inode_of(root_ / "lib/libfixture.so"));
+  auto account = MemoryAccount::create(16 << 20);
+  auto share = account->share("target");
+  ElfCache cache(proc(), ElfCache::kMaxHeldBytes, ElfCache::kUnusedKeptBytes,
+                 std::chrono::seconds(0));
+  auto symbols = cache.get(kPid, mapping, share);
+  ASSERT_NE(symbols, nullptr);
+  uint64_t unnamed = share->held();
+  EXPECT_TRUE(names_alpha(*symbols));
+  cache.trim(); // used in this period: kept, and charged
+  uint64_t named = share->held();
+  EXPECT_GT(named, unnamed);
+  EXPECT_EQ(cache.held_bytes(), named);
+  EXPECT_EQ(symbols->memory_bytes(), named);
+  EXPECT_TRUE(names_alpha(*symbols));
+  cache.trim(); // used again: kept
+  EXPECT_EQ(share->held(), named);
+  cache.trim(); // not used for a period: given back
+  EXPECT_EQ(share->held(), unnamed);
+  EXPECT_EQ(cache.held_bytes(), unnamed);
+  EXPECT_EQ(symbols->memory_bytes(), unnamed);
+  EXPECT_TRUE(names_alpha(*symbols));
+  cache.trim();
+  EXPECT_EQ(share->held(), named);
+}
+
 // The path names another file than the one mapped (replaced since the maps were read).
 TEST_F(ElfCacheFallback, RefusesAFileWithAnotherInode)
 {

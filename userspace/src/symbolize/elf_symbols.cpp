@@ -485,9 +485,30 @@ size_t ElfSymbols::memory_bytes() const
                  segments_.capacity() * sizeof(Segment) +
                  (name_file_ ? sizeof(Table::NameFile) : 0) +
                  (go_inlines_ ? go_inlines_->memory_bytes() : 0);
-  for (const auto& [offset, name] : demangled_)
-    bytes += sizeof offset + sizeof name + name.text.capacity();
-  return bytes;
+  return bytes + demangled_bytes_;
+}
+
+size_t ElfSymbols::cached_name_bytes(const Demangled& name)
+{
+  // A node of the map (its link, key and value, in a 64-byte block) and its bucket; a text past
+  // the string's own 15 bytes has a block of its own.
+  constexpr size_t kNodeBytes = 64 + sizeof(void*);
+  constexpr size_t kInlineText = 15;
+  return kNodeBytes + (name.text.capacity() > kInlineText ? name.text.capacity() + 1 + 16 : 0);
+}
+
+void ElfSymbols::forget_unused_names() const
+{
+  for (auto it = demangled_.begin(); it != demangled_.end();) {
+    CachedName& cached = it->second;
+    if (cached.used || cached.name.cut) {
+      cached.used = false;
+      ++it;
+      continue;
+    }
+    demangled_bytes_ -= cached_name_bytes(cached.name);
+    it = demangled_.erase(it);
+  }
 }
 
 bool ElfSymbols::names_alike(const ElfSymbols& other) const
@@ -608,10 +629,12 @@ std::optional<ElfSymbols::SymbolMatch> ElfSymbols::match_file_offset(uint64_t fi
     // A name cut when read is not demangled: the mangled name is incomplete.
     Demangled made = cut ? Demangled{std::move(name), true} : demangle_bounded(name);
     demangled_cut_ += made.cut && !cut;
-    it = demangled_.emplace(symbol->name, std::move(made)).first;
+    demangled_bytes_ += cached_name_bytes(made);
+    it = demangled_.emplace(symbol->name, CachedName{std::move(made)}).first;
   }
-  SymbolMatch match{
-      it->second.text, *address - base_address_ - symbol->address, it->second.cut, {}};
+  it->second.used = true;
+  const Demangled& found = it->second.name;
+  SymbolMatch match{found.text, *address - base_address_ - symbol->address, found.cut, {}};
   if (inlines_)
     match.inlined = inlines_->at(*address);
   else if (go_inlines_)

@@ -116,6 +116,9 @@ public:
   // The memory the symbols hold, roughly; the inline index, which files of one build ID share, is
   // not counted.
   size_t memory_bytes() const;
+  // Forgets the demangled names no lookup used since the last call, but those a budget cut (each
+  // counted once): a name a frame met once is not held for as long as the file is.
+  void forget_unused_names() const;
   // Whether a name read from the file was not the name first read: the file changed, and its
   // table is to be read again.
   bool names_changed() const { return names_changed_; }
@@ -181,8 +184,15 @@ private:
   std::string names_;
   std::shared_ptr<const Table::NameFile> name_file_;
   uint64_t names_cut_ = 0;
-  // Demangled names by name offset, made on first lookup.
-  mutable std::unordered_map<uint32_t, Demangled> demangled_;
+  struct CachedName {
+    Demangled name;
+    bool used = true; // looked up since the last forget_unused_names()
+  };
+  // What a cached name costs: its node and bucket, and its text's block once off the string.
+  static size_t cached_name_bytes(const Demangled& name);
+  // Demangled names by name offset, made on lookup.
+  mutable std::unordered_map<uint32_t, CachedName> demangled_;
+  mutable size_t demangled_bytes_ = 0;
   mutable uint64_t demangled_cut_ = 0;
   // Reads of the name file, one at a time.
   mutable GuardedReads<std::string> name_reads_;

@@ -323,12 +323,27 @@ void ElfCache::charge_names_read()
       held_bytes_ += now - held.symbol_bytes;
       held.bytes += now - held.symbol_bytes;
       held.symbol_bytes = now;
+    } else if (now < held.symbol_bytes) {
+      size_t freed = held.symbol_bytes - now;
+      held.charge.shrink(freed);
+      held_bytes_ -= freed;
+      held.bytes -= freed;
+      held.symbol_bytes = now;
     }
   }
 }
 
 void ElfCache::trim()
 {
+  auto now = std::chrono::steady_clock::now();
+  if (now - names_forgotten_ >= names_period_) {
+    names_forgotten_ = now;
+    std::set<const Held*> swept;
+    for (const auto& [key, cached] : files_) {
+      if (swept.insert(cached.held.get()).second)
+        cached.held->symbols->forget_unused_names();
+    }
+  }
   charge_names_read();
   auto unused = unused_files();
   // Newest first; copies of a kept table cost nothing more.

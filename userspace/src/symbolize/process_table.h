@@ -85,12 +85,14 @@ struct ProcessImage {
 class ElfCache {
 public:
   // The cache reads processes below proc_root and holds at most max_held_bytes of symbols, of
-  // them at most unused_kept_bytes of files no process maps.
+  // them at most unused_kept_bytes of files no process maps; a demangled name no frame used for a
+  // names_period is forgotten within the next.
   explicit ElfCache(std::string proc_root,
                     size_t max_held_bytes = kMaxHeldBytes,
-                    size_t unused_kept_bytes = kUnusedKeptBytes)
+                    size_t unused_kept_bytes = kUnusedKeptBytes,
+                    std::chrono::steady_clock::duration names_period = kNamesPeriod)
       : proc_root_(std::move(proc_root)), max_held_bytes_(max_held_bytes),
-        unused_kept_bytes_(unused_kept_bytes)
+        unused_kept_bytes_(unused_kept_bytes), names_period_(names_period)
   {
   }
 
@@ -111,8 +113,9 @@ public:
   // The memory the cached symbols and inline indexes take, roughly.
   size_t held_bytes() const { return held_bytes_; }
   // Forgets the tables no process holds beyond the most recently used kUnusedKept, or
-  // unused_kept_bytes of them (a table serves every copy of its file), and forgets old
-  // failures: on a host that keeps starting new binaries and containers, the cache stays bounded.
+  // unused_kept_bytes of them (a table serves every copy of its file), the demangled names no
+  // frame used for a names period, and old failures: on a host that keeps starting new binaries
+  // and containers, and whose processes wander through their code, the cache stays bounded.
   void trim();
   // Debug files no debug root holds are asked of fetcher from now on.
   void fetch_debug_files_with(std::shared_ptr<DebugFetcher> fetcher)
@@ -136,6 +139,9 @@ public:
   // takes more, and reading it again takes tens of milliseconds.
   static constexpr size_t kUnusedKeptBytes = size_t{4} << 20;
   static constexpr size_t kFailuresKept = 1024;
+  // Long enough that the names of code that runs now and then (a timer's, a GC's) stay, short
+  // enough that those of a start or a burst are given back.
+  static constexpr std::chrono::steady_clock::duration kNamesPeriod = std::chrono::seconds(60);
   // The symbols of all cached files together: past it, files no process holds are forgotten, and
   // if that is not enough, further files are not read (each file has its own budgets, but a
   // container could map hundreds).
@@ -165,7 +171,8 @@ private:
     std::shared_ptr<Held> held; // shared by the file's copies
     uint64_t last_use = 0;
   };
-  // Charges the names each table read since it was cached or last charged.
+  // Charges the names each table read since it was cached or last charged, and gives back what
+  // it forgot.
   void charge_names_read();
   // The held table that names every byte as symbols does, if any.
   std::shared_ptr<Held> held_alike(const ElfSymbols& symbols, uint64_t content_hash) const;
@@ -186,6 +193,8 @@ private:
   std::string proc_root_;
   size_t max_held_bytes_;
   size_t unused_kept_bytes_;
+  std::chrono::steady_clock::duration names_period_;
+  std::chrono::steady_clock::time_point names_forgotten_ = std::chrono::steady_clock::now();
   std::shared_ptr<DebugFetcher> fetcher_;
   std::map<FileKey, Cached> files_;
   std::unordered_map<uint64_t, std::weak_ptr<Held>> held_by_content_; // by content_hash()
