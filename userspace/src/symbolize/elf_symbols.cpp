@@ -499,6 +499,7 @@ size_t ElfSymbols::cached_name_bytes(const Demangled& name)
 
 void ElfSymbols::forget_unused_names() const
 {
+  bool forgot = false;
   for (auto it = demangled_.begin(); it != demangled_.end();) {
     CachedName& cached = it->second;
     if (cached.used || cached.name.cut) {
@@ -508,7 +509,11 @@ void ElfSymbols::forget_unused_names() const
     }
     demangled_bytes_ -= cached_name_bytes(cached.name);
     it = demangled_.erase(it);
+    forgot = true;
   }
+  // Erasing keeps the buckets a burst of names made; their bytes were given back with the names.
+  if (forgot)
+    demangled_.rehash(0);
 }
 
 bool ElfSymbols::names_alike(const ElfSymbols& other) const
