@@ -205,6 +205,18 @@ stop_tool() { # TOOL
   local alive=0 rc=0
   kill -0 "$TOOL_PID" 2>/dev/null && alive=1
   kill -INT "$TOOL_PID" 2>/dev/null || true
+  # A tool that ignores SIGINT (bpftrace did once, after failing to raise RLIMIT_MEMLOCK) is
+  # killed after 30 s rather than waited for.
+  local waited
+  for ((waited = 0; waited < 300; waited++)); do
+    # Gone, or exited and not yet reaped.
+    [[ $(awk '{ print $3 }' "/proc/$TOOL_PID/stat" 2>/dev/null) =~ ^[^Z]$ ]] || break
+    sleep 0.1
+  done
+  if kill -0 "$TOOL_PID" 2>/dev/null; then
+    log "$1 did not exit 30 s after SIGINT: killed"
+    kill -KILL "$TOOL_PID" 2>/dev/null || true
+  fi
   wait "$TOOL_PID" || rc=$?
   forget_child "$TOOL_PID"
   if [[ $alive -eq 0 || ($1 == flamebpf* && $rc -ne 0) ]]; then
