@@ -9,6 +9,7 @@
 #include "common/elf_reader.h"
 #include "common/hashing.h"
 #include "common/log.h"
+#include "common/memory_account.h"
 #include "runtimes/go/pclntab.h"
 #include "symbolize/debuginfod.h"
 #include "symbolize/name_cut.h"
@@ -490,11 +491,9 @@ size_t ElfSymbols::memory_bytes() const
 
 size_t ElfSymbols::cached_name_bytes(const Demangled& name)
 {
-  // A node of the map (its link, key and value, in a 64-byte block) and its bucket; a text past
-  // the string's own 15 bytes has a block of its own.
+  // A node of the map (its link, key and value, in a 64-byte block) and its bucket.
   constexpr size_t kNodeBytes = 64 + sizeof(void*);
-  constexpr size_t kInlineText = 15;
-  return kNodeBytes + (name.text.capacity() > kInlineText ? name.text.capacity() + 1 + 16 : 0);
+  return kNodeBytes + heap_bytes(name.text);
 }
 
 void ElfSymbols::forget_unused_names() const

@@ -188,7 +188,7 @@ private:
     Demangled name;
     bool used = true; // looked up since the last forget_unused_names()
   };
-  // What a cached name costs: its node and bucket, and its text's block once off the string.
+  // What a cached name costs: its node and bucket, and its text's own block (heap_bytes).
   static size_t cached_name_bytes(const Demangled& name);
   // Demangled names by name offset, made on lookup.
   mutable std::unordered_map<uint32_t, CachedName> demangled_;
