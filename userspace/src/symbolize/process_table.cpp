@@ -310,13 +310,15 @@ size_t ElfCache::erase(const FileKey& key)
   return held->bytes;
 }
 
-void ElfCache::charge_names_read()
+void ElfCache::charge_names_read(bool forget_unused_names)
 {
   std::set<Held*> charged;
   for (auto& [key, cached] : files_) {
     Held& held = *cached.held;
     if (!charged.insert(&held).second)
       continue;
+    if (forget_unused_names)
+      held.symbols->forget_unused_names();
     size_t now = held.symbols->memory_bytes();
     // A share that refuses leaves them uncharged, not unread: they are held already, and few.
     if (now > held.symbol_bytes && held.charge.grow(now - held.symbol_bytes)) {
@@ -336,15 +338,10 @@ void ElfCache::charge_names_read()
 void ElfCache::trim()
 {
   auto now = std::chrono::steady_clock::now();
-  if (now - names_forgotten_ >= names_period_) {
+  bool names_period_over = now - names_forgotten_ >= names_period_;
+  if (names_period_over)
     names_forgotten_ = now;
-    std::set<const Held*> swept;
-    for (const auto& [key, cached] : files_) {
-      if (swept.insert(cached.held.get()).second)
-        cached.held->symbols->forget_unused_names();
-    }
-  }
-  charge_names_read();
+  charge_names_read(names_period_over);
   auto unused = unused_files();
   // Newest first; copies of a kept table cost nothing more.
   std::sort(unused.begin(), unused.end(), std::greater<>());

@@ -172,8 +172,9 @@ private:
     uint64_t last_use = 0;
   };
   // Charges the names each table read since it was cached or last charged, and gives back what
-  // it forgot.
-  void charge_names_read();
+  // it forgot; first, with forget_unused_names, each table forgets the names no frame used since
+  // the last time.
+  void charge_names_read(bool forget_unused_names);
   // The held table that names every byte as symbols does, if any.
   std::shared_ptr<Held> held_alike(const ElfSymbols& symbols, uint64_t content_hash) const;
   // The files no process holds (only the cache holds their table), with their last use.
