@@ -129,6 +129,32 @@ TEST(Schedule, ShortIntervalsAreTheirOwnDrainPeriod)
   EXPECT_FALSE(schedule.drain_due(steady(399ms)));
 }
 
+TEST(Schedule, LowFrequenciesDrainLessOftenWithinTheirIntervals)
+{
+  EXPECT_EQ(max_drain_period(99), 2s);
+  EXPECT_EQ(max_drain_period(999), 2s);
+  EXPECT_EQ(max_drain_period(49), 4040ms);
+  EXPECT_EQ(max_drain_period(19), 10s);
+  EXPECT_EQ(max_drain_period(1), 10s);
+  // At 19 Hz, with 30 s intervals: every 10 s, the third drain at the interval's end.
+  Schedule::Options low = options(30s, 30s);
+  low.max_drain_period = max_drain_period(19);
+  Schedule schedule(low, steady(0s), at(kT));
+  EXPECT_FALSE(schedule.drain_due(steady(9999ms)));
+  EXPECT_TRUE(schedule.drain_due(steady(10s)));
+  schedule.drained(steady(10s), at(kT + 10));
+  EXPECT_TRUE(schedule.drain_due(steady(20s)));
+  schedule.drained(steady(20s), at(kT + 20));
+  EXPECT_FALSE(schedule.ends_interval(at(kT + 20)));
+  EXPECT_TRUE(schedule.drain_due(steady(30s)));
+  EXPECT_TRUE(schedule.ends_interval(at(kT + 30)));
+  // Drains never wait longer than the interval.
+  Schedule::Options short_interval = options(5s, 5s);
+  short_interval.max_drain_period = max_drain_period(19);
+  Schedule five(short_interval, steady(0s), at(kT));
+  EXPECT_TRUE(five.drain_due(steady(5s)));
+}
+
 TEST(Schedule, PerfMapsAreReadEveryPeriodFromTheLastRead)
 {
   Schedule schedule(options(2s), steady(0s), at(kT));

@@ -516,6 +516,7 @@ Result<RecordSummary> Recorder::run()
   Schedule::Options timing;
   timing.drain_period = seconds(config_.interval_seconds);
   timing.interval = sinks_.interval();
+  timing.max_drain_period = max_drain_period(config_.frequency_hz);
   if (config_.duration_seconds > 0)
     timing.duration = seconds(config_.duration_seconds);
   auto started = Steady::now();

@@ -11,6 +11,18 @@ constexpr auto kEndTolerance = std::chrono::milliseconds(5);
 
 } // namespace
 
+Schedule::Steady::duration max_drain_period(uint32_t frequency_hz)
+{
+  constexpr uint64_t kSamplesPerCpu = 2 * 99;
+  constexpr Schedule::Steady::duration kShortest = std::chrono::seconds(2);
+  constexpr Schedule::Steady::duration kLongest = std::chrono::seconds(10);
+  if (frequency_hz == 0)
+    return kShortest;
+  Schedule::Steady::duration period =
+      std::chrono::milliseconds(kSamplesPerCpu * 1000 / frequency_hz);
+  return std::clamp(period, kShortest, kLongest);
+}
+
 Schedule::Wall::time_point next_boundary(Schedule::Wall::time_point now,
                                          std::chrono::nanoseconds interval)
 {
@@ -22,9 +34,9 @@ Schedule::Wall::time_point next_boundary(Schedule::Wall::time_point now,
 
 Schedule::Schedule(const Options& options, Steady::time_point steady_now, Wall::time_point wall_now)
     : interval_(options.interval),
-      drain_period_(options.interval
-                        ? std::min({options.drain_period, *options.interval, kMaxDrainPeriod})
-                        : options.drain_period),
+      drain_period_(options.interval ? std::min({options.drain_period, *options.interval,
+                                                 options.max_drain_period})
+                                     : options.drain_period),
       perf_map_period_(options.perf_map_period), next_periodic_drain_(steady_now + drain_period_),
       next_perf_map_read_(steady_now + perf_map_period_)
 {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 namespace flamebpf::pipeline {
@@ -13,12 +14,11 @@ public:
   using Steady = std::chrono::steady_clock;
   using Wall = std::chrono::system_clock;
 
-  // With intervals, the kernel's maps are drained at least this often whatever the interval, the
-  // window added up in memory: they then hold a few seconds of distinct stacks, not a minute's.
-  static constexpr Steady::duration kMaxDrainPeriod = std::chrono::seconds(2);
-
   struct Options {
     Steady::duration drain_period = std::chrono::seconds(2); // between drains of the kernel
+    // With intervals, the kernel's maps are drained at least this often whatever the interval,
+    // the window added up in memory: they then hold seconds of distinct stacks, not a minute's.
+    Steady::duration max_drain_period = std::chrono::seconds(2);
     // Set: intervals end at wall-clock multiples of it, so that every interval's window is one,
     // each at a drain. None: the whole recording is one interval.
     std::optional<Steady::duration> interval;
@@ -70,6 +70,12 @@ private:
   bool extra_drain_ = false; // next_drain_ was brought forward by drain_by()
   Steady::time_point next_perf_map_read_;
 };
+
+// The longest drain period at a sampling frequency: the kernel's maps then hold about as many
+// samples per CPU (2 s at 99 Hz) whatever the frequency, and at a low one the work each drain
+// does (every process checked, every image's unwinding misses read) is done less often. At most
+// 10 s, so that a process that runs for seconds is named while it lives.
+Schedule::Steady::duration max_drain_period(uint32_t frequency_hz);
 
 // The first wall-clock multiple of interval strictly after now: where an interval ends.
 Schedule::Wall::time_point next_boundary(Schedule::Wall::time_point now,
