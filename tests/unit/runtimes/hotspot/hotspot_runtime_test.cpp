@@ -223,5 +223,33 @@ TEST(HotSpotRuntime, QuietPerfMapsAreReadAtFewerPollsAndGrowingOnesAtEach)
   }
 }
 
+// A JVM named from outside has no perf map: once quiet, the map's path is looked up in its
+// container less often than a map is read (at least every kMostPollsSkippedWithoutMap + 1 polls),
+// and a map that appears then is read.
+TEST(HotSpotRuntime, AbsentPerfMapsAreLookedForAtFewerPollsStill)
+{
+  testing::TempDir dir;
+  std::string proc = dir.path().string();
+  uint32_t pid = static_cast<uint32_t>(::getpid());
+  std::string map = fake_jvm(proc) + "/root/tmp/perf-1.map";
+  std::filesystem::remove(map);
+  HotSpotRuntime* hotspot = nullptr;
+  auto symbolizer = symbolizer_with_hotspot(proc, &hotspot);
+  ASSERT_TRUE(symbolizer->symbolize(sample_of({pid, kImageId}, {kCode + 0x110}), {}).has_value());
+  ASSERT_EQ(hotspot->jvms(), 1u);
+  ASSERT_TRUE(symbolizer->perf_maps().empty());
+  for (int quiet = 0; quiet < 70; ++quiet)
+    symbolizer->poll_runtimes();
+  testing::write_file(map, "7f0000000100 100 Leaf.spin()\n");
+  int polls = 0;
+  while (symbolizer->perf_maps().empty() && polls <= 100) {
+    symbolizer->poll_runtimes();
+    ++polls;
+  }
+  EXPECT_GT(polls, static_cast<int>(HotSpotRuntime::kMostPollsSkipped) + 1)
+      << "an absent map was looked for as often as a quiet one is read";
+  EXPECT_LE(polls, static_cast<int>(HotSpotRuntime::kMostPollsSkippedWithoutMap) + 1);
+}
+
 } // namespace
 } // namespace flamebpf::hotspot

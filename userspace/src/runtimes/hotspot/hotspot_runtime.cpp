@@ -187,11 +187,16 @@ void HotSpotRuntime::poll(ProcessTable& processes)
     processes.read_perf_map(key);
     // What the map and the records read since the last poll brought.
     uint64_t changes = state.records ? state.records->file().changes() : 0;
-    if (const auto* image = processes.find(key); image && image->perf_map)
+    bool map_found = false;
+    if (const auto* image = processes.find(key); image && image->perf_map) {
       changes += image->perf_map->file().changes();
+      map_found = image->perf_map->file().found();
+    }
     bool quiet = changes == pace.changes_seen;
     pace.changes_seen = changes;
-    pace.gap = quiet ? std::min(2 * pace.gap + 1, kMostPollsSkipped) : 0;
+    uint32_t most =
+        map_found || state.keeps_perf_map ? kMostPollsSkipped : kMostPollsSkippedWithoutMap;
+    pace.gap = quiet ? std::min(2 * pace.gap + 1, most) : 0;
     pace.polls_to_skip = pace.gap;
   }
 }

@@ -81,10 +81,14 @@ public:
   // The most polls a quiet JVM's files wait before they are read again: at the recorder's 250 ms
   // a poll, new JIT code of a JVM quiet for long has its unwind rows within 2 s.
   static constexpr uint32_t kMostPollsSkipped = 7;
+  // The most for a JVM with no perf map and no agent that keeps one (its code is read from
+  // outside): its map's path is looked up in its container every 10 s once quiet, as a map's
+  // path is checked for a replaced file.
+  static constexpr uint32_t kMostPollsSkippedWithoutMap = 39;
 
 private:
   // When a JVM's perf map and records are read: at every poll while either grows, then at every
-  // 2nd, 4th and 8th poll while both stay as they were.
+  // 2nd, 4th and 8th poll while both stay as they were (up to every 40th while it has no map).
   struct PollPace {
     uint32_t polls_to_skip = 0; // before the next read
     uint32_t gap = 0;           // polls skipped after the last read: 0, then 1, 3, 7 while quiet
