@@ -18,6 +18,7 @@ FLAMEBPF_ARGS=${FLAMEBPF_ARGS:-}          # extra flamebpf options, e.g. "--inte
 AGENT_INTERVAL=${AGENT_INTERVAL:-10}      # seconds per interval of the report-cycle measurement
 AGENT_INTERVALS=${AGENT_INTERVALS:-5}     # intervals of it (the first one is cold)
 CFI_ONLY=${CFI_ONLY:-0}                   # 1: only the CFI-unwinding rows (a quick check of them)
+FIRST_ONLY=${FIRST_ONLY:-0}               # 1: only the exec-to-first-sample rows (a quick check of them)
 
 read -ra FREQ_ARR <<<"$FREQS"
 read -ra FB_ARGS <<<"$FLAMEBPF_ARGS"
@@ -353,10 +354,89 @@ print_cfi() {
   echo "  CFI stacks of 30 frames within 3x the yardstick: ${verdicts[*]}; 30 frame-pointer frames within 1.1x: ${fp_verdicts[*]}"
 }
 
+ROW_FMT="%-40s"
+for _ in "${FREQ_ARR[@]}"; do ROW_FMT+=" %-24s"; done
+ROW_FMT+=" %-16s %s\n"
+
+# shellcheck disable=SC2059 # the format is built above from fixed widths
+row() { printf "$ROW_FMT" "$@"; }
+
+# Start-up: from exec (stamped by a wrapper just before it) to the first sample, as the kernel
+# timed it (CLOCK_MONOTONIC both), for flamebpf and the yardstick, busy (the workload keeps every
+# CPU busy) and idle (one copy keeps one CPU busy, so that there is something to sample, and the
+# others are free).
+exec_then() { # COMMAND... ; prints "exec at T" on stderr, then runs COMMAND in its place
+  python3 -c 'import os, sys, time
+sys.stderr.write("exec at %.6f\n" % time.clock_gettime(time.CLOCK_MONOTONIC)); sys.stderr.flush()
+os.execv(sys.argv[1], sys.argv[1:])' "$@"
+}
+first_sample_delay() { # LOG: seconds from exec to the first sample
+  awk '/exec at / { e = $3 }
+       /first sample .*monotonic/ { for (i = 1; i <= NF; i++) if ($i == "(at" || $i == "at") t = $(i + 1) }
+       END { if (e && t) printf "%.4f\n", t - e }' "$1"
+}
+measure_first_samples() { # HZ LOAD: FIRST_SAMPLE_RUNS starts of each, into first.TOOL.LOAD.HZ
+  local i
+  for ((i = 0; i < FIRST_SAMPLE_RUNS; i++)); do
+    exec_then "$FLAMEBPF" -F "$1" -d 0.5 -o "$W/fb.folded" -v "${FB_ARGS[@]}" 2>"$W/tool.log" ||
+      die "flamebpf failed: $(tail -n 5 "$W/tool.log")"
+    first_sample_delay "$W/tool.log" >>"$W/first.flamebpf.$2.$1"
+    exec_then "$YARDSTICK" -F "$1" -d 0.5 2>"$W/tool.log" ||
+      die "the yardstick failed: $(tail -n 5 "$W/tool.log")"
+    first_sample_delay "$W/tool.log" >>"$W/first.yardstick.$2.$1"
+  done
+}
+measure_idle_first_samples() { # ROUNDS: the one copy's work, outlasting the starts
+  local frequency copies=$COPIES
+  COPIES=1
+  for frequency in "${FREQ_ARR[@]}"; do
+    wait_idle
+    start_workload "$1"
+    measure_first_samples "$frequency" idle
+    kill_workload
+  done
+  COPIES=$copies
+}
+print_first() {
+  local load target tool label cells verdicts first frequency
+  for load in busy idle; do
+    target=0.03
+    [[ $load == idle ]] && target=0.02
+    for tool in flamebpf yardstick; do
+      label="exec to first sample, $tool"
+      [[ $load == idle ]] && label+=", idle"
+      cells=("$label") verdicts=()
+      for frequency in "${FREQ_ARR[@]}"; do
+        first=$(median_of "$W/first.$tool.$load.$frequency")
+        cells+=("$(printf '%.3f s [%s]' "$first" "$(range_of "$W/first.$tool.$load.$frequency")")")
+        verdicts+=("$frequency:$(yes_no "$first <= $target")")
+      done
+      if [[ $tool == flamebpf ]]; then
+        row "${cells[@]}" "<= $target s" "${verdicts[*]}"
+      else
+        row "${cells[@]}" "" ""
+      fi
+    done
+  done
+}
+
 if [[ $CFI_ONLY == 1 ]]; then
   LONG_ROUNDS=100000000
   measure_cfi
   print_cfi
+  exit 0
+fi
+
+if [[ $FIRST_ONLY == 1 ]]; then
+  for hz in "${FREQ_ARR[@]}"; do
+    wait_idle
+    start_workload 100000000
+    measure_first_samples "$hz" busy
+    kill_workload
+  done
+  measure_idle_first_samples 100000000
+  row "metric" "${FREQ_ARR[@]/%/ Hz}" "target" "met"
+  print_first
   exit 0
 fi
 
@@ -393,21 +473,8 @@ for ((r = 0; r < REPEATS; r++)); do
   done
 done
 
-# Start-up: from exec (stamped by a wrapper just before it) to the first sample, as the kernel
-# timed it (CLOCK_MONOTONIC both), for flamebpf and the yardstick, while the workload keeps every
-# CPU busy.
-exec_then() { # COMMAND... ; prints "exec at T" on stderr, then runs COMMAND in its place
-  python3 -c 'import os, sys, time
-sys.stderr.write("exec at %.6f\n" % time.clock_gettime(time.CLOCK_MONOTONIC)); sys.stderr.flush()
-os.execv(sys.argv[1], sys.argv[1:])' "$@"
-}
-first_sample_delay() { # LOG: seconds from exec to the first sample
-  awk '/exec at / { e = $3 }
-       /first sample .*monotonic/ { for (i = 1; i <= NF; i++) if ($i == "(at" || $i == "at") t = $(i + 1) }
-       END { if (e && t) printf "%.4f\n", t - e }' "$1"
-}
-
-# flamebpf's own cost, start-up and memory, each measured while the workload keeps every CPU busy.
+# flamebpf's own cost, start-up and memory, each measured while the workload keeps every CPU busy;
+# start-up again with one copy on one CPU.
 for hz in "${FREQ_ARR[@]}"; do
   wait_idle
   start_workload $((WORK_ROUNDS * 1000)) # outlasts the runs; killed after them
@@ -416,17 +483,11 @@ for hz in "${FREQ_ARR[@]}"; do
     die "flamebpf failed: $(tail -n 5 "$W/tool.log")"
   # The last figure: the row array grows with the tables after start.
   sed -n 's/.*BPF maps take \([0-9.]*\) MiB.*/\1/p' "$W/tool.log" | tail -n 1 >"$W/maps.$hz"
-  for ((i = 0; i < FIRST_SAMPLE_RUNS; i++)); do
-    exec_then "$FLAMEBPF" -F "$hz" -d 0.5 -o "$W/fb.folded" -v "${FB_ARGS[@]}" 2>"$W/tool.log" ||
-      die "flamebpf failed: $(tail -n 5 "$W/tool.log")"
-    first_sample_delay "$W/tool.log" >>"$W/first.flamebpf.$hz"
-    exec_then "$YARDSTICK" -F "$hz" -d 0.5 2>"$W/tool.log" ||
-      die "the yardstick failed: $(tail -n 5 "$W/tool.log")"
-    first_sample_delay "$W/tool.log" >>"$W/first.yardstick.$hz"
-  done
+  measure_first_samples "$hz" busy
   kill_workload
   log "resources at $hz Hz: $(cat "$W/time.$hz"), maps $(cat "$W/maps.$hz") MiB"
 done
+measure_idle_first_samples $((WORK_ROUNDS * 1000))
 
 # The report cycle: agent mode at 999 Hz on two busy processes (two --pid targets), every format
 # but pprof; the first interval starts with empty symbol caches (cold), the others find them warm.
@@ -505,13 +566,6 @@ fmt_slow() { awk -v m="$1" -v lo="$2" -v hi="$3" 'BEGIN { printf "%+.1f%% [%+.1f
 
 read -r base_med noise_lo noise_hi < <(slowdowns baseline)
 
-ROW_FMT="%-40s"
-for _ in "${FREQ_ARR[@]}"; do ROW_FMT+=" %-24s"; done
-ROW_FMT+=" %-16s %s\n"
-
-# shellcheck disable=SC2059 # the format is built above from fixed widths
-row() { printf "$ROW_FMT" "$@"; }
-
 header=("metric")
 for hz in "${FREQ_ARR[@]}"; do header+=("$hz Hz"); done
 header+=("target" "met")
@@ -585,8 +639,6 @@ row "${away_cells[@]}" "< 100 ns" "${away_verdict[*]}"
 cells=("flamebpf CPU, ${RES_SECONDS} s run (wall)")
 rss_verdict=() rss_cells=("flamebpf peak RSS, ${RES_SECONDS} s run")
 maps_verdict=() maps_cells=("flamebpf BPF map memory")
-first_cells=("exec to first sample, flamebpf") first_verdict=()
-yfirst_cells=("exec to first sample, yardstick")
 for hz in "${FREQ_ARR[@]}"; do
   read -r user sys rss_kb wall <"$W/time.$hz"
   cells+=("$(awk -v u="$user" -v s="$sys" -v w="$wall" 'BEGIN { printf "%.2f s (%.1f s)", u + s, w }')")
@@ -595,17 +647,11 @@ for hz in "${FREQ_ARR[@]}"; do
   maps=$(cat "$W/maps.$hz")
   maps_cells+=("${maps:-?} MiB")
   maps_verdict+=("$hz:$(yes_no "${maps:-99} < 24")")
-  first=$(median_of "$W/first.flamebpf.$hz")
-  first_cells+=("$(printf '%.3f s [%s]' "$first" "$(range_of "$W/first.flamebpf.$hz")")")
-  first_verdict+=("$hz:$(yes_no "$first < 0.05")")
-  yfirst_cells+=("$(printf '%.3f s [%s]' "$(median_of "$W/first.yardstick.$hz")" \
-    "$(range_of "$W/first.yardstick.$hz")")")
 done
 row "${cells[@]}" "-" "-"
 row "${rss_cells[@]}" "< 30 MiB" "${rss_verdict[*]}"
 row "${maps_cells[@]}" "< 24 MiB" "${maps_verdict[*]}"
-row "${first_cells[@]}" "< 0.05 s" "${first_verdict[*]}"
-row "${yfirst_cells[@]}" "" ""
+print_first
 
 warm=$(median_of "$W/cycles.warm")
 echo
