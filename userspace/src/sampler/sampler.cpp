@@ -341,6 +341,79 @@ Sampler::~Sampler() = default;
 
 namespace {
 
+// A map as the skeleton would have the kernel make it.
+struct MapShape {
+  bpf_map* map;
+  bpf_map_type type;
+  std::string name;
+  uint32_t key_size;
+  uint32_t value_size;
+  uint32_t max_entries;
+  uint32_t flags;
+};
+
+// The maps the kernel fills when it makes them (stack maps, preallocated hashes): a millisecond
+// or more each, which the start spends before the first sample.
+bool filled_when_made(const bpf_map* map)
+{
+  auto type = bpf_map__type(map);
+  bool preallocated = type == BPF_MAP_TYPE_STACK_TRACE || type == BPF_MAP_TYPE_LRU_HASH ||
+                      (type == BPF_MAP_TYPE_HASH && !(bpf_map__map_flags(map) & BPF_F_NO_PREALLOC));
+  // What the kernel fills per entry, about: a hash element's header (48 bytes) and its key and
+  // value rounded to 8 bytes; a stack's bucket header and its frames.
+  auto rounded = [](uint64_t bytes) { return (bytes + 7) / 8 * 8; };
+  uint64_t entry = type == BPF_MAP_TYPE_STACK_TRACE
+                       ? 16 + uint64_t{bpf_map__value_size(map)}
+                       : 48 + rounded(bpf_map__key_size(map)) + rounded(bpf_map__value_size(map));
+  constexpr uint64_t kFilledBytes = 256 << 10;
+  return preallocated && entry * bpf_map__max_entries(map) >= kFilledBytes;
+}
+
+// Makes those maps on threads of their own, and gives them to the skeleton, so that their
+// filling overlaps the rest of the start instead of adding to it.
+class MapsMadeAhead {
+public:
+  explicit MapsMadeAhead(bpf_object* object)
+  {
+    bpf_map* map = nullptr;
+    bpf_object__for_each_map(map, object)
+    {
+      if (!filled_when_made(map))
+        continue;
+      MapShape shape{map,
+                     bpf_map__type(map),
+                     bpf_map__name(map),
+                     bpf_map__key_size(map),
+                     bpf_map__value_size(map),
+                     bpf_map__max_entries(map),
+                     bpf_map__map_flags(map)};
+      made_.push_back({map, std::async(std::launch::async, [shape] {
+                         LIBBPF_OPTS(bpf_map_create_opts, options, .map_flags = shape.flags);
+                         return UniqueFd(bpf_map_create(shape.type, shape.name.c_str(),
+                                                        shape.key_size, shape.value_size,
+                                                        shape.max_entries, &options));
+                       })});
+    }
+  }
+
+  // Hands each map made to the skeleton; one that could not be made is left to libbpf, which
+  // says why if it cannot make it either.
+  void give_to_skeleton()
+  {
+    for (auto& [map, fd] : made_) {
+      UniqueFd made = fd.get();
+      if (made.valid() && bpf_map__reuse_fd(map, made.get()) != 0)
+        spdlog::debug("map {}: made ahead but not taken; libbpf makes it", bpf_map__name(map));
+    }
+    made_.clear();
+  }
+
+  ~MapsMadeAhead() { give_to_skeleton(); }
+
+private:
+  std::vector<std::pair<bpf_map*, std::future<UniqueFd>>> made_;
+};
+
 // Loads the program with the unwinder on running's maps and puts it in running's full_sampler
 // slot, which holds it (and it its maps) from then on: its own descriptors are closed when it
 // returns, so that it costs no descriptor per map.
@@ -350,17 +423,28 @@ Result<> load_full_sampler(::sampler_bpf* running)
   BpfSkeleton full = BpfSkeleton::open(true);
   if (!full)
     return fail(system_error(errno, "cannot open the embedded BPF object"));
-  // The same constants; every other map is the running program's own.
+  // The same constants; every other map is the running program's own. Paired by their places in
+  // the skeleton, which both share: a map made ahead has the kernel's name (cut to 15 bytes).
   *full->rodata = *running->rodata;
-  bpf_map* map = nullptr;
-  bpf_object__for_each_map(map, full->obj)
+  const bpf_object_skeleton& full_table = *full->skeleton;
+  const bpf_object_skeleton& running_table = *running->skeleton;
+  auto map_at = [](const bpf_object_skeleton& table, int index) {
+    const auto* entries = reinterpret_cast<const char*>(table.maps);
+    return *reinterpret_cast<const bpf_map_skeleton*>(entries + index * table.map_skel_sz)->map;
+  };
+  int maps = 0;
+  bpf_map* counted = nullptr;
+  bpf_object__for_each_map(counted, full->obj)
   {
+    ++maps;
+  }
+  if (maps != full_table.map_cnt)
+    return fail(error("the sampler with the unwinder has maps its skeleton does not name"));
+  for (int index = 0; index < full_table.map_cnt; ++index) {
+    bpf_map* map = map_at(full_table, index);
     if (map == full->maps.rodata)
       continue;
-    bpf_map* shared = bpf_object__find_map_by_name(running->obj, bpf_map__name(map));
-    if (!shared)
-      return fail(
-          error(std::string("the sampler without the unwinder has no map ") + bpf_map__name(map)));
+    bpf_map* shared = map_at(running_table, index);
     if (int reused = bpf_map__reuse_fd(map, bpf_map__fd(shared)); reused != 0)
       return fail(system_error(-reused, std::string("cannot share the map ") + bpf_map__name(map)));
   }
@@ -390,6 +474,9 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
     return fail(ok.error());
   if (auto ok = check_kernel_btf(); !ok)
     return fail(ok.error());
+  // Read while the features are probed and the maps made: each adds to the time before the first
+  // sample.
+  auto offsets_read = std::async(std::launch::async, [] { return load_task_offsets(); });
 
   auto state = std::make_unique<State>();
   state->on_notice = std::move(on_notice);
@@ -405,13 +492,6 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
   state->skeleton = BpfSkeleton::open(false);
   if (!state->skeleton)
     return fail(system_error(errno, "cannot open the embedded BPF object"));
-  auto offsets = load_task_offsets();
-  if (!offsets)
-    return fail(offsets.error());
-  auto* rodata = state->skeleton->rodata;
-  rodata->task_mm_offset = offsets->mm;
-  rodata->task_group_leader_offset = offsets->group_leader;
-  rodata->task_comm_offset = offsets->comm;
   auto& maps = state->skeleton->maps;
   for (bpf_map* map : {maps.stacks_0, maps.stacks_1})
     bpf_map__set_max_entries(map, options.stack_storage);
@@ -435,6 +515,15 @@ Result<Sampler> Sampler::start(const SamplerOptions& options, NoticeHandler on_n
          {maps.counts_0, maps.counts_1, maps.ustacks_0, maps.ustacks_1, maps.image_mappings})
       bpf_map__set_map_flags(map, bpf_map__map_flags(map) | BPF_F_NO_PREALLOC);
   }
+  MapsMadeAhead made_ahead(state->skeleton->obj);
+  auto offsets = offsets_read.get();
+  if (!offsets)
+    return fail(offsets.error());
+  auto* rodata = state->skeleton->rodata;
+  rodata->task_mm_offset = offsets->mm;
+  rodata->task_group_leader_offset = offsets->group_leader;
+  rodata->task_comm_offset = offsets->comm;
+  made_ahead.give_to_skeleton();
   if (::sampler_bpf::load(state->skeleton.get()) != 0) {
     auto failure = system_error(errno, "cannot load the BPF program");
     failure.message += log::verbose() ? "" : " (run with -v for libbpf's log)";
