@@ -343,7 +343,6 @@ namespace {
 
 // A map as the skeleton would have the kernel make it.
 struct MapShape {
-  bpf_map* map;
   bpf_map_type type;
   std::string name;
   uint32_t key_size;
@@ -370,7 +369,8 @@ bool filled_when_made(const bpf_map* map)
 }
 
 // Makes those maps on threads of their own, and gives them to the skeleton, so that their
-// filling overlaps the rest of the start instead of adding to it.
+// filling overlaps the rest of the start instead of adding to it. Maps never given are closed
+// once made.
 class MapsMadeAhead {
 public:
   explicit MapsMadeAhead(bpf_object* object)
@@ -380,13 +380,8 @@ public:
     {
       if (!filled_when_made(map))
         continue;
-      MapShape shape{map,
-                     bpf_map__type(map),
-                     bpf_map__name(map),
-                     bpf_map__key_size(map),
-                     bpf_map__value_size(map),
-                     bpf_map__max_entries(map),
-                     bpf_map__map_flags(map)};
+      MapShape shape{bpf_map__type(map),       bpf_map__name(map),        bpf_map__key_size(map),
+                     bpf_map__value_size(map), bpf_map__max_entries(map), bpf_map__map_flags(map)};
       made_.push_back({map, std::async(std::launch::async, [shape] {
                          LIBBPF_OPTS(bpf_map_create_opts, options, .map_flags = shape.flags);
                          return UniqueFd(bpf_map_create(shape.type, shape.name.c_str(),
@@ -407,8 +402,6 @@ public:
     }
     made_.clear();
   }
-
-  ~MapsMadeAhead() { give_to_skeleton(); }
 
 private:
   std::vector<std::pair<bpf_map*, std::future<UniqueFd>>> made_;
