@@ -103,6 +103,9 @@ TEST(Demangle, RustPunycodeNamesAreCutWithoutLeaking)
   EXPECT_TRUE(cut.cut);
   EXPECT_EQ(cut.text, "g" + std::string(kTruncated));
   EXPECT_EQ(demangle("_RINvNyCu4corm3ptr1TTINvC05TTTTTtB_"), "_RINvNyCu4corm3ptr1TTINvC05TTTTTtB_");
+  // A binder of more lifetimes than there are atoms (a fuzzer's input; it ran for good).
+  std::string binder = "_RINvNtCs1234_4coru3ptr1FFFFFFFFGin" + std::string(30, 'Z') + "_";
+  EXPECT_EQ(demangle(binder), binder);
 }
 
 TEST(Demangle, LongNamesAreCutNotDemangled)

@@ -103,12 +103,13 @@ Demangled demangle_bounded(std::string_view name, size_t max_bytes)
   bool rust = name.starts_with("_R") || name.starts_with("_ZN");
   // A v0 name with a Punycode identifier is demangled to its end (see may_hold_punycode), which
   // is linear in the name unless it has back-references ('B'), whose output can grow
-  // exponentially: one that may have both is shown as it is.
+  // exponentially, or binders ('G'), whose count of lifetimes is a number of any size that the
+  // demangler prints a lifetime for each of: one that may have both is shown as it is.
   bool v0 = name.starts_with("_R");
   bool punycode = v0 && may_hold_punycode(name);
   bool as_is = !(itanium || rust) || name.size() > kMaxMangledBytes ||
                name.find('\0') != std::string_view::npos ||
-               (punycode && name.find('B', 2) != std::string_view::npos);
+               (punycode && name.find_first_of("BG", 2) != std::string_view::npos);
   if (as_is)
     return {cut_name(name, max_bytes), name.size() > max_bytes};
   std::string mangled(name);
