@@ -37,8 +37,13 @@ cleanup() {
   local pid
   # A background job of a script ignores SIGINT: the idle container process gets SIGTERM.
   [[ -z $CONTAINER_PID ]] || { kill "$CONTAINER_PID" 2>/dev/null; wait "$CONTAINER_PID" 2>/dev/null; } || true
+  # The tools stop on SIGINT; the workload's copies, background jobs too, on SIGTERM only: left
+  # waited for, they would keep the run (and its cgroups) alive for good after a failure.
   for pid in "${CHILDREN[@]}"; do
     kill -INT "$pid" 2>/dev/null || true
+  done
+  for pid in "${WORK_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
   done
   for pid in "${CHILDREN[@]}"; do
     wait "$pid" 2>/dev/null || true
