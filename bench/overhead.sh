@@ -391,13 +391,13 @@ measure_first_samples() { # HZ LOAD: FIRST_SAMPLE_RUNS starts of each, into firs
     first_sample_delay "$W/tool.log" >>"$W/first.yardstick.$2.$1"
   done
 }
-measure_idle_first_samples() { # ROUNDS: the one copy's work, outlasting the starts
+measure_first_samples_alone() { # LOAD: busy (every copy) or idle (one copy), LONG_ROUNDS each
   local frequency copies=$COPIES
-  COPIES=1
+  [[ $1 == idle ]] && COPIES=1
   for frequency in "${FREQ_ARR[@]}"; do
     wait_idle
-    start_workload "$1"
-    measure_first_samples "$frequency" idle
+    start_workload "$LONG_ROUNDS"
+    measure_first_samples "$frequency" "$1"
     kill_workload
   done
   COPIES=$copies
@@ -433,13 +433,9 @@ if [[ $CFI_ONLY == 1 ]]; then
 fi
 
 if [[ $FIRST_ONLY == 1 ]]; then
-  for hz in "${FREQ_ARR[@]}"; do
-    wait_idle
-    start_workload 100000000
-    measure_first_samples "$hz" busy
-    kill_workload
-  done
-  measure_idle_first_samples 100000000
+  LONG_ROUNDS=100000000
+  measure_first_samples_alone busy
+  measure_first_samples_alone idle
   row "metric" "${FREQ_ARR[@]/%/ Hz}" "target" "met"
   print_first
   exit 0
@@ -492,7 +488,7 @@ for hz in "${FREQ_ARR[@]}"; do
   kill_workload
   log "resources at $hz Hz: $(cat "$W/time.$hz"), maps $(cat "$W/maps.$hz") MiB"
 done
-measure_idle_first_samples $((WORK_ROUNDS * 1000))
+measure_first_samples_alone idle
 
 # The report cycle: agent mode at 999 Hz on two busy processes (two --pid targets), every format
 # but pprof; the first interval starts with empty symbol caches (cold), the others find them warm.
