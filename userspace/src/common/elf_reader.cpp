@@ -60,11 +60,12 @@ template <class Phdr> ElfSegment segment_from(const Phdr& header)
 
 } // namespace
 
-ElfBytes ElfBytes::file(int fd, uint64_t size)
+ElfBytes ElfBytes::file(int fd, uint64_t size, ReadRecord* record)
 {
   ElfBytes bytes;
   bytes.fd_ = fd;
   bytes.size_ = size;
+  bytes.record_ = record;
   return bytes;
 }
 
@@ -105,6 +106,8 @@ Result<> ElfBytes::read(uint64_t offset, size_t length, std::string& bytes) cons
       return fail(Error{EINVAL, "past the end"});
     done += static_cast<size_t>(n);
   }
+  if (record_)
+    record_->add(offset, bytes);
   return {};
 }
 

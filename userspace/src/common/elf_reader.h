@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/read_record.h"
 #include "common/result.h"
 
 namespace flamebpf {
@@ -30,8 +31,9 @@ inline constexpr size_t kMaxBuildIdBytes = 64;
 // Where an ELF image's bytes are: an open file (not owned) read with pread, or memory (not owned).
 class ElfBytes {
 public:
-  // The file fd, of size bytes (from fstat).
-  static ElfBytes file(int fd, uint64_t size);
+  // The file fd, of size bytes (from fstat); what is read of it goes into record, if given,
+  // which must outlive this.
+  static ElfBytes file(int fd, uint64_t size, ReadRecord* record = nullptr);
   // The bytes in memory, which must outlive this.
   static ElfBytes memory(std::string_view bytes);
 
@@ -49,6 +51,7 @@ private:
   int fd_ = -1;
   std::string_view memory_;
   uint64_t size_ = 0;
+  ReadRecord* record_ = nullptr;
 };
 
 // A section header, widened to 64 bits.
