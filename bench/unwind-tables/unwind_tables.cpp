@@ -39,6 +39,9 @@ struct Built {
   double seconds = 0;
   unwind::CfiCounts counts;
   std::string section;
+  // Knowing a copy of the file by what the build read (ReadRecord), as the loader does for
+  // another container's copy instead of building its table.
+  double copy_seconds = 0;
 };
 
 struct Totals {
@@ -55,8 +58,9 @@ std::optional<Built> build(UniqueFd fd, const std::string& shown, Totals& totals
   if (::fstat(fd.get(), &status) != 0)
     return std::nullopt;
   auto started = Clock::now();
-  auto elf =
-      ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), shown);
+  ReadRecord reads(static_cast<uint64_t>(status.st_size));
+  auto elf = ElfReader::open(
+      ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size), &reads), shown);
   if (!elf) {
     ++totals.failures;
     return std::nullopt;
@@ -69,9 +73,13 @@ std::optional<Built> build(UniqueFd fd, const std::string& shown, Totals& totals
     std::fprintf(stderr, "%s\n", table.error().message.c_str());
     return std::nullopt;
   }
-  return Built{
-      shown,         table->content_key, table->table.rows.size(), table->counts.cfi_bytes, seconds,
-      table->counts, table->section};
+  reads.seal();
+  auto replay_started = Clock::now();
+  if (!reads.replays_on(fd.get(), static_cast<uint64_t>(status.st_size)))
+    std::fprintf(stderr, "%s: its reads do not replay on itself\n", shown.c_str());
+  double copy_seconds = std::chrono::duration<double>(Clock::now() - replay_started).count();
+  return Built{shown,   table->content_key, table->table.rows.size(), table->counts.cfi_bytes,
+               seconds, table->counts,      table->section,           copy_seconds};
 }
 
 void add_file(UniqueFd fd, const std::string& shown, Totals& totals)
@@ -195,11 +203,12 @@ int main(int argc, char** argv)
   for (size_t i = 0; i < std::min<size_t>(8, by_rows.size()); ++i)
     fmt::print("  {:>8} rows  {:>9} CFI bytes  {:7.1f} ms  {}\n", by_rows[i]->rows,
                by_rows[i]->cfi_bytes, by_rows[i]->seconds * 1e3, by_rows[i]->path);
-  fmt::print("libc and libjvm:\n");
+  fmt::print("libc and libjvm (and another container's copy, known by what the build read):\n");
   for (const auto& [key, built] : totals.files)
     if (built && (built->path.find("/libc.so") != std::string::npos ||
                   built->path.find("libjvm.so") != std::string::npos))
-      fmt::print("  {:>8} rows  {:>9} CFI bytes  {:7.1f} ms  {}\n", built->rows, built->cfi_bytes,
-                 built->seconds * 1e3, built->path);
+      fmt::print("  {:>8} rows  {:>9} CFI bytes  {:7.1f} ms  (a copy {:5.2f} ms)  {}\n",
+                 built->rows, built->cfi_bytes, built->seconds * 1e3, built->copy_seconds * 1e3,
+                 built->path);
   return 0;
 }

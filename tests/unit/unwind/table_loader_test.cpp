@@ -1,14 +1,19 @@
 #include <algorithm>
 #include <chrono>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <future>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <map>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
+#include "common/elf_reader.h"
 #include "temp_dir.h"
 #include "unwind/table_loader.h"
 #include "wait.h"
@@ -280,6 +285,62 @@ TEST_F(TableLoaderTest, ProcessesShareOneTablePerContentAndTheLastUserLeavesItId
   EXPECT_EQ(loader.rows_used(), 5u);
   loader.forget_image(4, 1);
   EXPECT_EQ(loader.idle_tables(), 1u);
+}
+
+// Copies of a file in other containers' images (other inodes, other devices) are known by what
+// the build of the first read of it, reading only that: one that holds other CFI is built on its
+// own, one that differs only where the build never read (its symbol names) shares the table.
+TEST_F(TableLoaderTest, CopiesAreKnownByWhatTheFirstBuildReadWithoutTheirCfiDecoded)
+{
+  auto root = proc_.path() / "1" / "root" / "lib";
+  std::filesystem::create_directories(root);
+  std::ifstream in(FLAMEBPF_ELF_FIXTURE_PLAIN, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto fd = ::open(FLAMEBPF_ELF_FIXTURE_PLAIN, O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto elf = ElfReader::open(ElfBytes::file(fd, bytes.size()), "fixture");
+  ASSERT_TRUE(elf);
+  const ElfSection* eh_frame = elf->section_named(".eh_frame");
+  ASSERT_NE(eh_frame, nullptr);
+  ASSERT_GT(eh_frame->size, 64u);
+  ::close(fd);
+  std::string renamed = bytes;
+  for (size_t at = renamed.find("fb_fixture_alpha"); at != std::string::npos;
+       at = renamed.find("fb_fixture_alpha", at + 1))
+    renamed.replace(at, 16, "fb_fixture_evil!");
+  std::string other_cfi = bytes;
+  other_cfi[eh_frame->offset + eh_frame->size / 2] ^= 0x40;
+  std::ofstream(root / "a.so", std::ios::binary) << bytes;
+  std::ofstream(root / "copy.so", std::ios::binary) << bytes;
+  std::ofstream(root / "renamed.so", std::ios::binary) << renamed;
+  std::ofstream(root / "other-cfi.so", std::ios::binary) << other_cfi;
+  TableLoader loader(maps_, proc_.path().string());
+  uint32_t pid = 1;
+  auto load = [&](const char* name) {
+    struct stat status {};
+    ASSERT_EQ(::stat((root / name).c_str(), &status), 0);
+    write_maps(pid, fmt::format("7ffff7c00000-7ffff7c10000 r-xp 00000000 00:{:x} {} /lib/{}\n", pid,
+                                status.st_ino, name));
+    // Every process sees the files of process 1's root.
+    if (pid != 1)
+      std::filesystem::create_directory_symlink(proc_.path() / "1" / "root",
+                                                proc_.path() / std::to_string(pid) / "root");
+    loader.on_process_seen(pid, 1);
+    ++pid;
+  };
+
+  load("a.so");
+  EXPECT_EQ(loader.counts().files_built, 1u);
+  load("copy.so");
+  load("renamed.so");
+  EXPECT_EQ(loader.counts().files_replayed, 2u);
+  EXPECT_EQ(loader.live_tables(), 1u);
+  load("other-cfi.so");
+  EXPECT_EQ(loader.counts().files_replayed, 2u);
+  EXPECT_EQ(maps_.image(2, 1).mappings[0].table, maps_.image(1, 1).mappings[0].table);
+  EXPECT_EQ(maps_.image(3, 1).mappings[0].table, maps_.image(1, 1).mappings[0].table);
+
+  EXPECT_EQ(loader.live_tables(), 2u);
 }
 
 // Idle tables hold at most kMaxIdleRows, the longest idle freed first (and the files behind

@@ -444,15 +444,16 @@ void Recorder::log_unwind_tables() const
     return;
   const auto& counts = unwind_tables_->counts();
   // The row array grows with the tables: the maps' memory now, not only at start.
-  spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared, "
-                "{} failed, {} partly malformed, {} stalled, {} left out for room; {} idle "
-                "tables in {} rows; maps read again {} times after a miss ({} found nothing new; "
-                "{} misses let pass); BPF maps take {:.1f} MiB",
+  spdlog::debug("unwind tables: {} tables in {} rows for {} images; {} files built, {} shared "
+                "({} found copies unread), {} failed, {} partly malformed, {} stalled, {} left out "
+                "for room; {} idle tables in {} rows; maps read again {} times after a miss ({} "
+                "found nothing new; {} misses let pass); BPF maps take {:.1f} MiB",
                 unwind_tables_->live_tables(), unwind_tables_->rows_used(),
                 unwind_tables_->images(), counts.files_built, counts.files_shared,
-                counts.files_failed, counts.files_malformed, counts.files_stalled,
-                counts.files_no_room, unwind_tables_->idle_tables(), unwind_tables_->idle_rows(),
-                counts.maps_rereads, counts.maps_rereads_fruitless, counts.misses_let_pass,
+                counts.files_replayed, counts.files_failed, counts.files_malformed,
+                counts.files_stalled, counts.files_no_room, unwind_tables_->idle_tables(),
+                unwind_tables_->idle_rows(), counts.maps_rereads, counts.maps_rereads_fruitless,
+                counts.misses_let_pass,
                 static_cast<double>(sampler_->map_memory_bytes()) / (1 << 20));
 }
 

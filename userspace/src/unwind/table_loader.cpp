@@ -133,11 +133,18 @@ Result<FileTable> build_file_table(const std::string& process_dir, const procfs:
   struct stat status {};
   if (::fstat(file->get(), &status) != 0)
     return fail(system_error(errno, "cannot stat " + mapping.path));
-  auto elf = ElfReader::open(ElfBytes::file(file->get(), static_cast<uint64_t>(status.st_size)),
-                             process_dir + "/root" + mapping.path);
+  auto reads = std::make_shared<ReadRecord>(static_cast<uint64_t>(status.st_size));
+  auto elf = ElfReader::open(
+      ElfBytes::file(file->get(), static_cast<uint64_t>(status.st_size), reads.get()),
+      process_dir + "/root" + mapping.path);
   if (!elf)
     return fail(elf.error());
-  return table_of(*elf);
+  auto built = table_of(*elf);
+  if (!built)
+    return built;
+  reads->seal();
+  built->reads = std::move(reads);
+  return built;
 }
 
 TableLoader::TableLoader(TableMaps& maps, std::string proc_root, FileTableBuilder builder)
@@ -314,7 +321,56 @@ const TableLoader::KnownFile* TableLoader::file_for(const std::string& process_d
   auto built = build_guarded(key, process_dir, mapping);
   if (!built)
     return nullptr;
+  if (*built && (*built)->copy && !tables_.contains((*built)->content_key)) {
+    // The table it is a copy of was freed meanwhile: its rows are read after all.
+    auto copies = std::exchange(copy_index_, std::make_shared<CopyIndex>());
+    built = build_guarded(key, process_dir, mapping);
+    copy_index_ = std::move(copies);
+    if (!built)
+      return nullptr;
+  }
   return keep_file(key, mapping, std::move(*built));
+}
+
+std::optional<FileTable> TableLoader::copy_of(const std::string& process_dir,
+                                              const procfs::Mapping& mapping,
+                                              const CopyIndex& copies)
+{
+  if (copies.empty() || mapping.path == "[vdso]")
+    return std::nullopt;
+  auto file = open_mapped_file(process_dir, mapping);
+  struct stat status {};
+  if (!file || ::fstat(file->get(), &status) != 0)
+    return std::nullopt; // the build says why
+  auto size = static_cast<uint64_t>(status.st_size);
+  auto [first, last] = copies.equal_range(size);
+  size_t tried = 0;
+  for (auto it = first; it != last && tried++ < kMaxCopiesTried; ++it) {
+    const CopyOrigin& origin = *it->second;
+    if (!origin.reads->replays_on(file->get(), size))
+      continue;
+    FileTable copy;
+    copy.content_key = origin.content_key;
+    copy.segments = origin.segments;
+    copy.trouble = origin.trouble;
+    copy.reads = origin.reads;
+    copy.copy = true;
+    return copy;
+  }
+  return std::nullopt;
+}
+
+void TableLoader::index_copies(const FileTable* built)
+{
+  auto index = std::make_shared<CopyIndex>();
+  for (const auto& [size, origin] : *copy_index_)
+    if (tables_.contains(origin->content_key))
+      index->emplace(size, origin);
+  if (built && built->reads && built->reads->usable())
+    index->emplace(built->reads->file_size(),
+                   std::make_shared<const CopyOrigin>(CopyOrigin{built->reads, built->content_key,
+                                                                 built->segments, built->trouble}));
+  copy_index_ = std::move(index);
 }
 
 std::optional<Result<FileTable>> TableLoader::build_guarded(const FileKey& key,
@@ -331,7 +387,11 @@ std::optional<Result<FileTable>> TableLoader::build_guarded(const FileKey& key,
   }
   // The work owns copies of what it reads: after a stall it runs on alone.
   auto outcome = stall_guard_.run<Result<FileTable>>(
-      [builder = builder_, process_dir, mapping] { return builder(process_dir, mapping); });
+      [builder = builder_, process_dir, mapping, copies = copy_index_]() -> Result<FileTable> {
+        if (auto copy = copy_of(process_dir, mapping, *copies))
+          return std::move(*copy);
+        return builder(process_dir, mapping);
+      });
   if (!outcome) {
     spdlog::debug("{}: no unwind table, too many reads of targets' files are stalled",
                   mapping.path);
@@ -374,12 +434,15 @@ TableLoader::keep_file(const FileKey& key, const procfs::Mapping& mapping, Resul
   }
   KnownFile& known = files_[key];
   known.content_key = built->content_key;
-  known.segments = std::move(built->segments);
-  known.has_rows = has_rows(built->table);
+  known.segments = built->segments;
+  // A copy's table is held, so has rows: only tables with rows are held.
+  known.has_rows = built->copy || has_rows(built->table);
   if (!known.has_rows)
     return nullptr;
   if (tables_.contains(known.content_key)) {
     ++counts_.files_shared; // another file with the same CFI
+    if (built->copy)
+      ++counts_.files_replayed;
     return &known;
   }
   auto placed = place(built->table, mapping.path);
@@ -389,6 +452,7 @@ TableLoader::keep_file(const FileKey& key, const procfs::Mapping& mapping, Resul
   }
   ++counts_.files_built;
   tables_[known.content_key] = {*placed, built->table.base_address, 0};
+  index_copies(&*built);
   return &known;
 }
 
@@ -491,6 +555,7 @@ void TableLoader::free_table(uint64_t content_key)
   // What is known of the files behind the table goes with it: containers bring new inodes of the
   // same libraries all the time, and a file mapped again is simply read again.
   std::erase_if(files_, [&](const auto& entry) { return entry.second.content_key == content_key; });
+  index_copies(nullptr);
 }
 
 void TableLoader::install(const ImageKey& key, const Image& image)
@@ -610,6 +675,9 @@ void TableLoader::measure()
              image.content_keys.size() * (kTreeNode + sizeof(uint64_t)) +
              image.code.size() * (kTreeNode + sizeof(std::pair<const uint64_t, CodeTable>));
   bytes += queued_.size() * sizeof(ImageKey);
+  for (const auto& [size, origin] : *copy_index_)
+    bytes += kHashNode + sizeof(CopyOrigin) + origin->reads->memory_bytes() +
+             origin->segments.capacity() * sizeof(LoadSegment) + origin->trouble.capacity();
   (void)memory_.set(bytes); // measured: never refused
 }
 

@@ -19,6 +19,7 @@
 
 #include "common/memory_account.h"
 #include "common/proc_maps.h"
+#include "common/read_record.h"
 #include "common/result.h"
 #include "common/stall_guard.h"
 #include "unwind/row_space.h"
@@ -43,6 +44,12 @@ struct FileTable {
   // What was wrong with the file's CFI, for the one log line per file ("" if nothing): parts
   // of it were malformed or cut, and the code they describe is unwound by the frame pointer.
   std::string trouble;
+  // What the build read of the file: another file that replays it is a copy, whose table is this
+  // one (ReadRecord). Null if the builder keeps no record.
+  std::shared_ptr<const ReadRecord> reads;
+  // Found a copy before being read: table is empty, and its rows are those of the table held
+  // for content_key.
+  bool copy = false;
 };
 
 // Builds the table of the file behind mapping in the process whose /proc directory is
@@ -59,6 +66,7 @@ using FileTableBuilder =
 struct LoaderCounts {
   uint64_t files_built = 0;      // tables built from a file
   uint64_t files_shared = 0;     // mappings whose table another file's (or image's) already held
+  uint64_t files_replayed = 0;   // of them, files found copies before their CFI was read
   uint64_t files_failed = 0;     // files whose table could not be built (logged once per file)
   uint64_t files_malformed = 0;  // files whose CFI is partly malformed (logged once per file)
   uint64_t files_no_room = 0;    // tables left out because the row array was full
@@ -79,6 +87,9 @@ public:
   // Files remembered without a table (no rows, failed, or malformed and logged): beyond this many,
   // they are forgotten and read again if mapped again.
   static constexpr size_t kMaxKnownFiles = 4096;
+  // Copies of one file tried before a file's CFI is read, at most: a target could make many
+  // files of one size.
+  static constexpr size_t kMaxCopiesTried = 4;
 
   // maps must outlive the loader. proc_root is "/proc" but in tests.
   explicit TableLoader(TableMaps& maps,
@@ -207,6 +218,21 @@ private:
   void trim_idle(uint32_t max_rows);
   // Frees the table and forgets the files behind it.
   void free_table(uint64_t content_key);
+  // The tables a copy of their file can share without its CFI being read, by file size: what the
+  // build of one of the files read, and what it made but the rows. Replaced, not changed, as a
+  // build under way holds the one it began with.
+  struct CopyOrigin {
+    std::shared_ptr<const ReadRecord> reads;
+    uint64_t content_key = 0;
+    std::vector<LoadSegment> segments;
+    std::string trouble;
+  };
+  using CopyIndex = std::unordered_multimap<uint64_t, std::shared_ptr<const CopyOrigin>>;
+  // The table of which the file behind mapping is a copy, if copies holds one.
+  static std::optional<FileTable>
+  copy_of(const std::string& process_dir, const procfs::Mapping& mapping, const CopyIndex& copies);
+  // Makes copy_index_ again from the tables held, with built's if given.
+  void index_copies(const FileTable* built);
   // Writes the image's mappings to the maps, or removes it when it has none.
   void install(const ImageKey& key, const Image& image);
 
@@ -220,7 +246,8 @@ private:
   std::set<FileKey> reported_files_; // malformed CFI already logged
   std::map<FileKey, std::shared_future<Result<FileTable>>> stalled_files_;
   std::unordered_map<uint64_t, SharedTable> tables_; // by content key
-  std::deque<uint64_t> idle_;                        // content keys, the longest idle first
+  std::shared_ptr<const CopyIndex> copy_index_ = std::make_shared<CopyIndex>();
+  std::deque<uint64_t> idle_; // content keys, the longest idle first
   uint32_t idle_rows_ = 0;
   std::map<ImageKey, Image> images_;
   std::deque<ImageKey> queued_;
