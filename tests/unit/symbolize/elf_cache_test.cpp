@@ -249,6 +249,7 @@ TEST_F(ElfCacheFallback, CopiesOfOneFileShareOneTable)
   size_t one_table = cache.held_bytes();
   auto copy = cache.get(kPid, mapping("copy-of-a.so"), account->share("second"));
   EXPECT_EQ(copy, a);
+  EXPECT_EQ(cache.copies_replayed(), 1u); // known for a copy before it was read
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.tables(), 1u);
   EXPECT_EQ(cache.held_bytes(), one_table);
@@ -310,6 +311,49 @@ TEST_F(ElfCacheFallback, ACopyChangedAfterSharingItsTableIsReadAgain)
   EXPECT_NE(victim, forger);
   EXPECT_TRUE(names_alpha(*victim));
   EXPECT_EQ(cache.tables(), 1u);
+}
+
+// A file of a held table's size is taken for a copy, unread, only when it holds the same bytes
+// where reading the table read (its headers, symbol table and names): one whose names differ is
+// read, and named by its own; one that differs only in code the table never read shares it.
+TEST_F(ElfCacheFallback, ACopyIsKnownUnreadOnlyByTheBytesItsTableWasReadFrom)
+{
+  copy_fixture(root_ / "lib/a.so");
+  std::string path = (root_ / "lib/a.so").string();
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string renamed = bytes;
+  for (size_t at = renamed.find("fb_fixture_alpha"); at != std::string::npos;
+       at = renamed.find("fb_fixture_alpha", at + 1))
+    renamed.replace(at, 16, "fb_fixture_evil!");
+  flamebpf::testing::write_file(root_ / "lib/renamed.so", renamed);
+  // The first bytes of fb_fixture_alpha's code.
+  FixtureElf fixture(FLAMEBPF_ELF_FIXTURE_PLAIN);
+  auto alpha = fixture.symbol("fb_fixture_alpha");
+  ASSERT_TRUE(alpha);
+  auto code = fixture.vaddr_to_offset(alpha->st_value);
+  ASSERT_TRUE(code);
+  std::string recoded = bytes;
+  recoded[*code] = static_cast<char>(0xcc);
+  flamebpf::testing::write_file(root_ / "lib/recoded.so", recoded);
+  auto mapping = [&](const char* name) {
+    return mapping_of(std::string("/lib/") + name, inode_of(root_ / "lib" / name));
+  };
+
+  ElfCache cache(proc());
+  auto a = cache.get(kPid, mapping("a.so"));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a->reads(), nullptr); // its own .symtab: its bytes alone made the table
+  auto forged = cache.get(kPid, mapping("renamed.so"));
+  ASSERT_NE(forged, nullptr);
+  EXPECT_NE(forged, a);
+  EXPECT_FALSE(names_alpha(*forged));
+  EXPECT_EQ(cache.copies_replayed(), 0u);
+  auto recoded_symbols = cache.get(kPid, mapping("recoded.so"));
+  EXPECT_EQ(recoded_symbols, a);
+  EXPECT_EQ(cache.copies_replayed(), 1u);
+  EXPECT_TRUE(names_alpha(*a));
+  EXPECT_EQ(cache.tables(), 2u);
 }
 
 // Files no process maps are kept for processes to come, within a byte budget as well as a count.

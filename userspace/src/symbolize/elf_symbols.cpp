@@ -352,8 +352,9 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0)
     return fail(system_error(errno, "cannot stat " + shown));
-  auto reader =
-      ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), shown);
+  auto reads = std::make_shared<ReadRecord>(static_cast<uint64_t>(status.st_size));
+  auto reader = ElfReader::open(
+      ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size), reads.get()), shown);
   if (!reader)
     return fail(reader.error());
   auto symbols = of_image(*reader);
@@ -366,6 +367,8 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
     // A file with its own .symtab is not stripped: no debug file can name more.
     best = read_table(*reader, SHT_SYMTAB, 0, problems);
     symbols->symbols_from_ = ".symtab";
+    // What follows reads other files, for inlined functions only, which copies need not agree on.
+    reads->seal();
     symbols->inline_source_ = inline_source(fd.get(), *reader, 0, shown);
     if (!symbols->inline_source_) {
       // Its DWARF split off into a debug file (strip --strip-debug, a -dbg package): the inlined
@@ -376,6 +379,7 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
                        symbols->inline_source_, problems);
     }
   } else {
+    reads->drop();
     // The richest table wins. .dynsym is moved into it, not copied: its names take megabytes
     // in a large library, and files are read while others are held.
     Table dynamic = read_table(*reader, SHT_DYNSYM, 0, problems);
@@ -413,8 +417,12 @@ Result<std::unique_ptr<ElfSymbols>> ElfSymbols::open(UniqueFd fd,
                    reader->section_named(".data.rel.ro.gopclntab") != nullptr ||
                    reader->section_named(".go.buildinfo") != nullptr ||
                    symbols->symbols_from_ == ".gopclntab";
-  if (!symbols->inline_source_ && go_binary)
+  if (!symbols->inline_source_ && go_binary) {
     symbols->go_inlines_ = GoInlineTree::open(fd.get(), shown, problems);
+    reads->drop(); // the tree is read as frames need it, from this file
+  }
+  if (reads->usable())
+    symbols->reads_ = std::move(reads);
 
   symbols->keep(std::move(best));
   return symbols;
@@ -482,10 +490,10 @@ void ElfSymbols::keep(Table table)
 
 size_t ElfSymbols::memory_bytes() const
 {
-  size_t bytes = sizeof *this + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
-                 segments_.capacity() * sizeof(Segment) +
-                 (name_file_ ? sizeof(Table::NameFile) : 0) +
-                 (go_inlines_ ? go_inlines_->memory_bytes() : 0);
+  size_t bytes =
+      sizeof *this + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
+      segments_.capacity() * sizeof(Segment) + (name_file_ ? sizeof(Table::NameFile) : 0) +
+      (go_inlines_ ? go_inlines_->memory_bytes() : 0) + (reads_ ? reads_->memory_bytes() : 0);
   return bytes + demangled_bytes_;
 }
 

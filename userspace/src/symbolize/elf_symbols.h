@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/elf_reader.h"
+#include "common/read_record.h"
 #include "common/result.h"
 #include "common/stall_guard.h"
 #include "common/unique_fd.h"
@@ -130,6 +131,11 @@ public:
   bool names_alike(const ElfSymbols& other) const;
   // A hash of what names_alike compares, keyed so that a target cannot choose a collision.
   uint64_t content_hash() const;
+  // What was read of the file to make the table, when its bytes alone made it (its own .symtab,
+  // no Go inline tree read later): another file that replays it is a copy, named by this table
+  // without being read (ElfCache). Null otherwise: a stripped file's table depends on the debug
+  // files its root holds.
+  std::shared_ptr<const ReadRecord> reads() const { return reads_; }
 
   // A function symbol as held.
   struct Symbol {
@@ -200,6 +206,7 @@ private:
   std::string shown_;
   std::string build_id_;
   std::string symbols_from_;
+  std::shared_ptr<ReadRecord> reads_;
   std::vector<std::string> problems_;
   // Set on the thread that reads the symbols, taken and given by the one that names frames.
   mutable std::optional<InlineSource> inline_source_;

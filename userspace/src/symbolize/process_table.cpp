@@ -54,10 +54,12 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid,
   }
   // The work owns copies of what it reads: after a stall it runs on alone.
   auto outcome = stall_guard_.run<OpenedSymbols>(
-      [process, mapping, shown, fetcher = fetcher_]() -> OpenedSymbols {
+      [process, mapping, shown, fetcher = fetcher_, copies = copy_index_]() -> OpenedSymbols {
         auto file = open_mapped_file(process, mapping);
         if (!file)
           return fail(file.error());
+        if (auto copy = copy_of(file->get(), *copies))
+          return copy;
         // Debug files are looked for inside the process's root, then on the host: a container's
         // files are often the host distribution's own (by build ID, checked, so nothing of the
         // host's is taken for a file it is not).
@@ -94,6 +96,38 @@ std::shared_ptr<const ElfSymbols> ElfCache::get(uint32_t pid,
   return keep(key, outcome->result.get(), shown, share);
 }
 
+std::shared_ptr<const ElfSymbols> ElfCache::copy_of(int fd, const CopyIndex& copies)
+{
+  struct stat status {};
+  if (::fstat(fd, &status) != 0)
+    return nullptr;
+  auto size = static_cast<uint64_t>(status.st_size);
+  auto [first, last] = copies.equal_range(size);
+  size_t tried = 0;
+  for (auto it = first; it != last && tried < kMaxCopiesTried; ++it) {
+    auto symbols = it->second.lock();
+    if (!symbols)
+      continue;
+    ++tried;
+    if (symbols->reads()->replays_on(fd, size))
+      return symbols;
+  }
+  return nullptr;
+}
+
+void ElfCache::index_copies_of(const std::shared_ptr<const ElfSymbols>& symbols)
+{
+  auto index = std::make_shared<CopyIndex>();
+  for (const auto& [size, weak] : *copy_index_) {
+    auto held = weak.lock();
+    if (held && !held->names_changed())
+      index->emplace(size, weak);
+  }
+  if (symbols)
+    index->emplace(symbols->reads()->file_size(), symbols);
+  copy_index_ = std::move(index);
+}
+
 std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
                                                  const OpenedSymbols& opened,
                                                  const std::string& shown,
@@ -105,10 +139,15 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
     return nullptr;
   }
   const std::shared_ptr<const ElfSymbols>& symbols = *opened;
+  // A copy of a table found changed while the copy was read: the file is read anew next time.
+  if (symbols->names_changed())
+    return nullptr;
   if (!symbols->problems().empty())
     spdlog::warn("{}: {}", shown, fmt::join(symbols->problems(), "; "));
   uint64_t content_hash = symbols->content_hash();
   if (auto alike = held_alike(*symbols, content_hash)) {
+    if (alike->symbols == symbols)
+      ++copies_replayed_;
     files_.emplace(key, Cached{alike, uses_});
     return alike->symbols;
   }
@@ -138,6 +177,8 @@ std::shared_ptr<const ElfSymbols> ElfCache::keep(const FileKey& key,
   auto held = std::make_shared<Held>(
       Held{symbols, bytes, bytes, std::move(charge), MemoryCharge(share, MemoryKind::kInlines)});
   held_by_content_[content_hash] = held;
+  if (symbols->reads())
+    index_copies_of(symbols);
   files_.emplace(key, Cached{std::move(held), uses_});
   queue_inlines(key, symbols);
   return symbols;
@@ -643,6 +684,8 @@ bool ElfCache::forget_changed()
   }
   for (const auto& key : forgotten)
     erase(key);
+  if (!forgotten.empty())
+    index_copies_of(nullptr); // a changed table is no copy's
   return !forgotten.empty();
 }
 

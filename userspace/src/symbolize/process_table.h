@@ -126,6 +126,12 @@ public:
   void forget_build_id(const std::string& build_id);
   // Forgets the files whose table found a name changed since it was read; true if any.
   bool forget_changed();
+  // Files found, before being read, to be copies of a file whose table is held (ElfSymbols::reads),
+  // so named by that table without being read.
+  uint64_t copies_replayed() const { return copies_replayed_; }
+  // Copies of one file tried before a file is read, at most: a target could make many files of
+  // one size.
+  static constexpr size_t kMaxCopiesTried = 4;
   // The guard that names still in a target's file are read in, as the files are.
   StallGuard& name_guard() { return stall_guard_; }
   // Gives the files whose inline index was built since the last call their index (one line for
@@ -199,6 +205,17 @@ private:
   std::shared_ptr<DebugFetcher> fetcher_;
   std::map<FileKey, Cached> files_;
   std::unordered_map<uint64_t, std::weak_ptr<Held>> held_by_content_; // by content_hash()
+  // The tables a copy of their file can share without reading it (those with reads()), by file
+  // size; replaced, not changed, when one is added, as a read under way holds the one it began
+  // with.
+  using CopyIndex = std::unordered_multimap<uint64_t, std::weak_ptr<const ElfSymbols>>;
+  std::shared_ptr<const CopyIndex> copy_index_ = std::make_shared<CopyIndex>();
+  // The table of which the file fd is a copy, if copies holds one (tried against its reads).
+  static std::shared_ptr<const ElfSymbols> copy_of(int fd, const CopyIndex& copies);
+  // Adds symbols (if given) to copy_index_, and leaves out the tables no longer held by anyone
+  // or found changed.
+  void index_copies_of(const std::shared_ptr<const ElfSymbols>& symbols);
+  uint64_t copies_replayed_ = 0;
   std::map<FileKey, uint64_t> failed_; // files that could not be opened, not retried
   // Files their target's share had no room for: tried again after the next trim().
   std::set<FileKey> over_share_;
