@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,7 +50,7 @@ TEST_F(ScaleTest, TheMemoryBreakdownExplainsTheAgentsMemoryAndEveryJvmIsNamed)
 
   std::string out = dir_.path().string() + "/dumps";
   auto run = run_flamebpf({"--all-containers", "--containers-only", "--output-dir", out,
-                           "--interval", "10", "-F", "99", "-d", "35"});
+                           "--interval", "10", "-F", "99", "-d", "35", "-v"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   // The last interval's stats: the agent has read every container's files by then.
@@ -85,6 +86,14 @@ TEST_F(ScaleTest, TheMemoryBreakdownExplainsTheAgentsMemoryAndEveryJvmIsNamed)
   size_t tables = occupancy.at("symbol_tables");
   EXPECT_GE(files, static_cast<size_t>(kIdle)) << last.dump();
   EXPECT_LE(tables * 4, files) << last.dump();
+  // And their unwind tables: each JVM after the first maps a copy of the image's libjvm (and of
+  // every other library), known for one by what the first build read, not built.
+  static const std::regex copies_pattern(R"(\((\d+) found copies unread\))");
+  uint64_t unwind_copies = 0;
+  for (auto it = std::sregex_iterator(run.output.begin(), run.output.end(), copies_pattern);
+       it != std::sregex_iterator(); ++it)
+    unwind_copies = std::stoull((*it)[1]);
+  EXPECT_GE(unwind_copies, static_cast<uint64_t>(kJvms - 1)) << run.output.substr(0, 20000);
 
   // Every JVM's Java frames are named: over the run, and in each JVM's own dumps.
   uint64_t jit_frames = 0;
@@ -112,11 +121,12 @@ TEST_F(ScaleTest, TheMemoryBreakdownExplainsTheAgentsMemoryAndEveryJvmIsNamed)
     EXPECT_GE(named_leaf * 100, java_samples * 90) << target;
   }
   std::printf("[ FIGURES  ] %d containers: anonymous %.1f MiB, breakdown %.1f MiB (%.0f%%): "
-              "kinds %.1f, other %.1f, heap_free %.1f; %zu ELF files in %zu tables; %llu of %llu "
-              "JIT frames unnamed\n",
+              "kinds %.1f, other %.1f, heap_free %.1f; %zu ELF files in %zu tables; %llu unwind "
+              "tables' files found copies unread; %llu of %llu JIT frames unnamed\n",
               kIdle + kBusy + kJvms, anonymous / (1 << 20), accounted / (1 << 20),
               100 * accounted / anonymous, kinds / (1 << 20), other / (1 << 20),
-              heap_free / (1 << 20), files, tables, static_cast<unsigned long long>(jit_unnamed),
+              heap_free / (1 << 20), files, tables, static_cast<unsigned long long>(unwind_copies),
+              static_cast<unsigned long long>(jit_unnamed),
               static_cast<unsigned long long>(jit_frames));
 }
 
