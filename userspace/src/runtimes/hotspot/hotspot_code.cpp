@@ -5,9 +5,9 @@
 #include <cerrno>
 #include <elf.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 
 #include "common/elf_reader.h"
+#include "common/exported_objects.h"
 #include "common/log.h"
 #include "common/mapped_file.h"
 #include "common/utf8.h"
@@ -16,29 +16,12 @@
 namespace flamebpf::hotspot {
 namespace {
 
-// libjvm's dynamic symbol table and its names: some MiB in a JDK.
-constexpr size_t kMaxDynamicSymbolBytes = 8 << 20;
 // A blob's own name ("nmethod", "Interpreter", "StubRoutines (1)") is short.
 constexpr size_t kMaxBlobName = 256;
 // The name HotSpot gives the blob of every compiled method (JDK 9 to 25).
 constexpr std::string_view kCompiledMethod = "nmethod";
 
 } // namespace
-
-bool ProcessMemory::read(uint64_t address, void* out, size_t bytes) const
-{
-  // A read costs a system call however small: the budget also bounds how many are made.
-  uint64_t charge = std::max<uint64_t>(bytes, kMinReadCharge);
-  if (spent_ + charge > budget_) {
-    spent_ = budget_;
-    return false;
-  }
-  spent_ += charge;
-  iovec local{out, bytes};
-  iovec remote{reinterpret_cast<void*>(address), bytes};
-  ssize_t n = ::process_vm_readv(static_cast<pid_t>(pid_), &local, 1, &remote, 1, 0);
-  return n == static_cast<ssize_t>(bytes);
-}
 
 Result<std::unique_ptr<HotSpotCode>>
 HotSpotCode::open(uint32_t host_pid, const std::string& proc_root, const procfs::Mapping& libjvm)
@@ -56,39 +39,23 @@ HotSpotCode::open(uint32_t host_pid, const std::string& proc_root, const procfs:
   if (!elf)
     return fail(elf.error());
   // Where the file is loaded: the segment the executable mapping shows.
-  std::optional<uint64_t> bias;
-  for (const auto& segment : elf->segments()) {
-    if (segment.type == PT_LOAD && libjvm.offset >= segment.offset &&
-        libjvm.offset < segment.offset + segment.file_size)
-      bias = libjvm.start - (segment.vaddr + (libjvm.offset - segment.offset));
-  }
-  const ElfSection* dynsym = elf->section_of_type(SHT_DYNSYM);
-  if (!bias || !dynsym || dynsym->link >= elf->sections().size())
-    return fail(error(shown + ": no dynamic symbols where it is mapped"));
-  auto names = elf->read_section(elf->sections()[dynsym->link], kMaxDynamicSymbolBytes);
-  if (!names)
-    return fail(names.error());
+  std::optional<uint64_t> bias = load_bias(*elf, libjvm);
+  if (!bias)
+    return fail(error(shown + ": no load segment where it is mapped"));
   constexpr size_t kSymbols = std::size(agent::VmStructs::kLayoutSymbols);
-  std::array<std::optional<uint64_t>, kSymbols> found{};
-  auto visited = elf->read_symbols(*dynsym, kMaxDynamicSymbolBytes, [&](const ElfSymbolEntry& s) {
-    if (s.type != STT_OBJECT || s.name >= names->bytes.size())
-      return;
-    std::string_view name(names->bytes.data() + s.name,
-                          strnlen(names->bytes.data() + s.name, names->bytes.size() - s.name));
-    for (size_t i = 0; i < kSymbols; ++i) {
-      if (name == agent::VmStructs::kLayoutSymbols[i])
-        found[i] = *bias + s.value;
-    }
-  });
-  if (!visited)
-    return fail(visited.error());
-  ProcessMemory memory(host_pid);
+  std::array<std::string_view, kSymbols> names;
+  std::copy(std::begin(agent::VmStructs::kLayoutSymbols),
+            std::end(agent::VmStructs::kLayoutSymbols), names.begin());
+  auto found = exported_objects(*elf, *bias, names);
+  if (!found)
+    return fail(found.error());
+  JvmMemory memory(host_pid);
   memory.renew_budget(kBytesToOpen);
   uint64_t values[kSymbols] = {};
   for (size_t i = 0; i < kSymbols; ++i) {
-    if (!found[i])
+    if (!(*found)[i])
       return fail(error(shown + " exports no " + agent::VmStructs::kLayoutSymbols[i]));
-    auto value = memory.load<uint64_t>(*found[i]);
+    auto value = memory.load<uint64_t>((*found)[i]->address);
     if (!value)
       return fail(system_error(errno, "cannot read the memory of JVM " + std::to_string(host_pid)));
     values[i] = *value;

@@ -16,6 +16,7 @@
 
 #include "code_blobs.h"
 #include "common/proc_maps.h"
+#include "common/process_memory.h"
 #include "common/result.h"
 #include "symbolize/perf_map.h"
 #include "vm_memory.h"
@@ -25,27 +26,20 @@ namespace flamebpf::hotspot {
 
 using symbolize::PerfMapEntry;
 
-// Another process's memory, read with process_vm_readv (which needs CAP_SYS_PTRACE over it) within
-// a budget of bytes, each read counted as at least kMinReadCharge.
-class ProcessMemory final : public agent::VmMemory {
+// A JVM's memory as HotSpot's tables are read through (agent::VmMemory), within its budget.
+class JvmMemory final : public agent::VmMemory {
 public:
-  static constexpr uint64_t kMinReadCharge = 64;
-  explicit ProcessMemory(uint32_t host_pid) : pid_(host_pid) {}
-  // Fails once the budget is spent.
-  bool read(uint64_t address, void* out, size_t bytes) const override;
-  // A new budget, counted from now.
-  void renew_budget(uint64_t bytes)
+  explicit JvmMemory(uint32_t host_pid) : memory_(host_pid) {}
+  bool read(uint64_t address, void* out, size_t bytes) const override
   {
-    budget_ = bytes;
-    spent_ = 0;
+    return memory_.read(address, out, bytes);
   }
-  bool budget_spent() const { return spent_ >= budget_; }
-  uint64_t spent() const { return spent_; }
+  void renew_budget(uint64_t bytes) { memory_.renew_budget(bytes); }
+  bool budget_spent() const { return memory_.budget_spent(); }
+  uint64_t spent() const { return memory_.spent(); }
 
 private:
-  uint32_t pid_;
-  uint64_t budget_ = 0;
-  mutable uint64_t spent_ = 0;
+  ProcessMemory memory_;
 };
 
 class HotSpotCode {
@@ -66,9 +60,9 @@ public:
   void begin_interval() { memory_.renew_budget(kBytesPerInterval); }
   bool budget_spent() const { return memory_.budget_spent(); }
 
-  // Reading the tables takes JDK 17 590 KiB (as charged: see ProcessMemory), naming a piece of
-  // code 2 KiB: an interval's budget names some hundred pieces, and a forged JVM costs at most
-  // 50 ms once and 20 ms an interval.
+  // Reading the tables takes JDK 17 590 KiB (as charged: see common/process_memory.h), naming a
+  // piece of code 2 KiB: an interval's budget names some hundred pieces, and a forged JVM costs at
+  // most 50 ms once and 20 ms an interval.
   static constexpr uint64_t kBytesToOpen = 2 << 20;
   static constexpr uint64_t kBytesPerInterval = 1 << 20;
   // The longest class or method name taken (HotSpot's symbols may be 64 KiB).
@@ -85,7 +79,7 @@ private:
   // The text of the Symbol at symbol, cut to kMaxNameBytes.
   std::optional<std::string> symbol_text(uint64_t symbol) const;
 
-  ProcessMemory memory_;
+  JvmMemory memory_;
   agent::CodeBlobFinder finder_;
   uint64_t blob_name = 0;    // CodeBlob::_name
   uint64_t method_field = 0; // nmethod::_method (CompiledMethod::_method up to JDK 20)
