@@ -32,11 +32,12 @@ build_packages=(
 # the real terminal `flamebpf top` is tested in; python3-prometheus-client's parser reads
 # --listen's /metrics; libseccomp-dev builds tests/progs/seccomp_launcher, which runs a program
 # (flamebpf, in the integration tests) under a seccomp profile; nodejs is the Node.js runtime
-# whose JavaScript frames are named from the perf map V8 writes.
+# whose JavaScript frames are named from the perf map V8 writes; python3.11-dev holds CPython
+# 3.11's internal headers, against which the layout flamebpf reads CPython by is checked.
 test_packages=(googletest libgtest-dev libgmock-dev libbpfcc-dev clang-format git util-linux
   docker.io containerd podman runc libxml2-utils chromium golang-go clang-19 libclang-rt-19-dev xz-utils systemd
   libfuse3-dev fuse3 linux-perf libc6-dbg debuginfod python3-kubernetes python3-yaml tmux
-  python3-prometheus-client libseccomp-dev nodejs)
+  python3-prometheus-client libseccomp-dev nodejs python3.11-dev)
 
 # From Debian's backports of this release (bookworm-backports: Debian's own repository of newer
 # packages, which apt never takes a package from unless asked): golang-1.23-go, a Go toolchain that

@@ -1,0 +1,44 @@
+/* Prints where CPython's own headers put the fields flamebpf reads (runtimes/cpython/
+ * cpython_layout.h), one "field offset" line each, in the layout's names: built against the
+ * headers of each CPython 3.11 at hand, it is the oracle the layout is checked against. */
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_frame.h>
+#include <internal/pycore_interp.h>
+#include <internal/pycore_runtime.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define SHOW(field, type, member) printf("%s %zu\n", field, offsetof(type, member))
+
+int main(void)
+{
+  printf("version %d.%d\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+  SHOW("object_type", PyObject, ob_type);
+  SHOW("runtime_interpreters_head", _PyRuntimeState, interpreters.head);
+  SHOW("runtime_gil_holder", _PyRuntimeState, gilstate.tstate_current);
+  SHOW("interpreter_next", PyInterpreterState, next);
+  SHOW("interpreter_threads_head", PyInterpreterState, threads.head);
+  SHOW("thread_next", PyThreadState, next);
+  SHOW("thread_interpreter", PyThreadState, interp);
+  SHOW("thread_native_id", PyThreadState, native_thread_id);
+  SHOW("thread_cframe", PyThreadState, cframe);
+  SHOW("cframe_current_frame", _PyCFrame, current_frame);
+  SHOW("frame_code", _PyInterpreterFrame, f_code);
+  SHOW("frame_previous", _PyInterpreterFrame, previous);
+  SHOW("frame_instruction", _PyInterpreterFrame, prev_instr);
+  SHOW("frame_is_entry", _PyInterpreterFrame, is_entry);
+  SHOW("code_first_line", PyCodeObject, co_firstlineno);
+  SHOW("code_filename", PyCodeObject, co_filename);
+  SHOW("code_name", PyCodeObject, co_name);
+  SHOW("code_qualname", PyCodeObject, co_qualname);
+  SHOW("code_line_table", PyCodeObject, co_linetable);
+  SHOW("code_instructions", PyCodeObject, co_code_adaptive);
+  SHOW("str_length", PyASCIIObject, length);
+  SHOW("str_state", PyASCIIObject, state);
+  printf("str_ascii_data %zu\n", sizeof(PyASCIIObject));
+  printf("str_compact_data %zu\n", sizeof(PyCompactUnicodeObject));
+  SHOW("bytes_size", PyVarObject, ob_size);
+  SHOW("bytes_data", PyBytesObject, ob_sval);
+  return 0;
+}

@@ -1,0 +1,176 @@
+// CPython found in real interpreters' files (Debian's python3.11, the builds pyenv made here), its
+// version told by what the file exports and refused where a forged file exports nonsense; and the
+// layout of each version held, checked against what that version's own headers say
+// (tests/progs/cpython_offsets.c, built against each CPython 3.11's headers at hand).
+#include <cstdio>
+#include <fcntl.h>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/elf_reader.h"
+#include "common/text.h"
+#include "common/unique_fd.h"
+#include "runtimes/cpython/cpython_file.h"
+#include "runtimes/cpython/cpython_layout.h"
+
+namespace flamebpf::cpython {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What find_cpython says of the file at path.
+Result<std::optional<CPythonFile>> find_in(const std::string& path)
+{
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat status {};
+  if (!fd.valid() || ::fstat(fd.get(), &status) != 0)
+    return fail(error("cannot open " + path));
+  auto elf = ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), path);
+  if (!elf)
+    return fail(elf.error());
+  return find_cpython(*elf, path);
+}
+
+// The pyenv build of version (say "3.11"), its libpython; "" if pyenv built none here.
+std::string pyenv_library(const std::string& version)
+{
+  const char* home = ::getenv("HOME");
+  fs::path versions = fs::path(home ? home : "/root") / ".pyenv" / "versions";
+  std::error_code failed;
+  for (const auto& entry : fs::directory_iterator(versions, failed)) {
+    std::string name = entry.path().filename().string();
+    fs::path library = entry.path() / "lib" / ("libpython" + version + ".so.1.0");
+    if (name.starts_with(version + ".") && fs::exists(library))
+      return library.string();
+  }
+  return "";
+}
+
+TEST(CPythonFile, DebiansInterpreterIsFoundByWhatItExports)
+{
+  auto found = find_in("/usr/bin/python3.11");
+  ASSERT_TRUE(found) << found.error().message;
+  ASSERT_TRUE(found->has_value());
+  const CPythonFile& python = **found;
+  EXPECT_EQ(python.major, 3u);
+  EXPECT_EQ(python.minor, 11u);
+  EXPECT_FALSE(python.version_from_name);
+  EXPECT_NE(python.in_file.runtime, 0u);
+  EXPECT_NE(python.in_file.code_type, 0u);
+  EXPECT_NE(python.in_file.str_type, 0u);
+  EXPECT_NE(python.in_file.bytes_type, 0u);
+  // The version the interpreter itself reports.
+  FILE* out =
+      ::popen("/usr/bin/python3.11 -c 'import platform; print(platform.python_version())'", "r");
+  ASSERT_NE(out, nullptr);
+  char line[64] = {};
+  ASSERT_NE(::fgets(line, sizeof line, out), nullptr);
+  ::pclose(out);
+  EXPECT_EQ(python.version(), text::trim(line, " \t\n"));
+}
+
+TEST(CPythonFile, SharedLibrariesOfEachVersionAreFoundAndOnlyVerifiedLayoutsHeld)
+{
+  bool any = false;
+  for (std::string version : {"3.10", "3.11", "3.12", "3.13"}) {
+    std::string library = pyenv_library(version);
+    if (library.empty())
+      continue;
+    any = true;
+    auto found = find_in(library);
+    ASSERT_TRUE(found) << library << ": " << found.error().message;
+    ASSERT_TRUE(found->has_value()) << library;
+    const CPythonFile& python = **found;
+    EXPECT_EQ(std::to_string(python.major) + "." + std::to_string(python.minor), version);
+    // Py_Version came with 3.11; before it, the name tells.
+    EXPECT_EQ(python.version_from_name, version == "3.10") << library;
+    EXPECT_EQ(verified_layout(python.major, python.minor).has_value(), version == "3.11");
+  }
+  if (!any)
+    GTEST_SKIP() << "pyenv built no CPython here";
+}
+
+TEST(CPythonFile, OtherFilesAreNoCPythonAndAForgedOneIsRefused)
+{
+  auto plain = find_in("/usr/bin/true");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_FALSE(plain->has_value());
+  auto forged = find_in(FLAMEBPF_FORGED_PYTHON);
+  ASSERT_FALSE(forged);
+  EXPECT_NE(forged.error().message.find("no CPython version"), std::string::npos)
+      << forged.error().message;
+}
+
+// Each field of the layout against the offsets a program built on that CPython's headers prints.
+TEST(CPythonLayout, EveryVerifiedFieldIsWhereTheVersionsOwnHeadersPutIt)
+{
+  std::stringstream programs(FLAMEBPF_CPYTHON_OFFSETS);
+  size_t checked = 0;
+  for (std::string program; std::getline(programs, program, ':');) {
+    if (program.empty())
+      continue;
+    FILE* out = ::popen(program.c_str(), "r");
+    ASSERT_NE(out, nullptr) << program;
+    std::map<std::string, uint64_t> offsets;
+    std::string version;
+    char line[256];
+    while (::fgets(line, sizeof line, out)) {
+      std::istringstream fields(line);
+      std::string name;
+      std::string value;
+      fields >> name >> value;
+      if (name == "version")
+        version = value;
+      else
+        offsets[name] = std::stoull(value);
+    }
+    ASSERT_EQ(::pclose(out), 0) << program;
+    ASSERT_EQ(version, "3.11") << program;
+    auto layout = verified_layout(3, 11);
+    ASSERT_TRUE(layout);
+    const std::map<std::string, uint32_t> held{
+        {"object_type", layout->object_type},
+        {"runtime_interpreters_head", layout->runtime_interpreters_head},
+        {"runtime_gil_holder", layout->runtime_gil_holder},
+        {"interpreter_next", layout->interpreter_next},
+        {"interpreter_threads_head", layout->interpreter_threads_head},
+        {"thread_next", layout->thread_next},
+        {"thread_interpreter", layout->thread_interpreter},
+        {"thread_native_id", layout->thread_native_id},
+        {"thread_cframe", layout->thread_cframe},
+        {"cframe_current_frame", layout->cframe_current_frame},
+        {"frame_code", layout->frame_code},
+        {"frame_previous", layout->frame_previous},
+        {"frame_instruction", layout->frame_instruction},
+        {"frame_is_entry", layout->frame_is_entry},
+        {"code_first_line", layout->code_first_line},
+        {"code_filename", layout->code_filename},
+        {"code_name", layout->code_name},
+        {"code_qualname", layout->code_qualname},
+        {"code_line_table", layout->code_line_table},
+        {"code_instructions", layout->code_instructions},
+        {"str_length", layout->str_length},
+        {"str_state", layout->str_state},
+        {"str_ascii_data", layout->str_ascii_data},
+        {"str_compact_data", layout->str_compact_data},
+        {"bytes_size", layout->bytes_size},
+        {"bytes_data", layout->bytes_data},
+    };
+    EXPECT_EQ(offsets.size(), held.size()) << program;
+    for (const auto& [name, offset] : held) {
+      ASSERT_TRUE(offsets.contains(name)) << program << ": " << name;
+      EXPECT_EQ(offsets.at(name), offset) << program << ": " << name;
+    }
+    ++checked;
+  }
+  // Debian's python3.11-dev at least.
+  EXPECT_GE(checked, 1u);
+}
+
+} // namespace
+} // namespace flamebpf::cpython

@@ -1,0 +1,102 @@
+#include "runtimes/cpython/cpython_lines.h"
+
+namespace flamebpf::cpython {
+
+namespace {
+
+// The kinds of a location entry.
+constexpr uint32_t kNoLocation = 15;
+constexpr uint32_t kLongForm = 14;
+constexpr uint32_t kNoColumns = 13;
+constexpr uint32_t kFirstOneLineForm = 10;
+
+// Reads the table's bytes in order; a read past the end fails the walk.
+class Entries {
+public:
+  explicit Entries(std::string_view table) : table_(table) {}
+  bool done() const { return at_ >= table_.size(); }
+  std::optional<uint8_t> byte()
+  {
+    if (at_ >= table_.size())
+      return std::nullopt;
+    return static_cast<uint8_t>(table_[at_++]);
+  }
+  // 6 bits a byte, the next byte following while bit 6 is set; at most 32 bits' worth.
+  std::optional<uint32_t> varint()
+  {
+    uint32_t value = 0;
+    for (uint32_t shift = 0; shift < 32; shift += 6) {
+      auto next = byte();
+      if (!next)
+        return std::nullopt;
+      value |= static_cast<uint32_t>(*next & 63) << shift;
+      if (!(*next & 64))
+        return value;
+    }
+    return std::nullopt;
+  }
+  std::optional<int64_t> signed_varint()
+  {
+    auto value = varint();
+    if (!value)
+      return std::nullopt;
+    return (*value & 1) ? -static_cast<int64_t>(*value >> 1) : static_cast<int64_t>(*value >> 1);
+  }
+  bool skip(size_t bytes)
+  {
+    if (table_.size() - at_ < bytes)
+      return false;
+    at_ += bytes;
+    return true;
+  }
+
+private:
+  std::string_view table_;
+  size_t at_ = 0;
+};
+
+} // namespace
+
+std::optional<uint32_t>
+line_of_instruction(std::string_view table, uint32_t first_line, uint32_t instruction)
+{
+  Entries entries(table);
+  int64_t line = first_line;
+  uint64_t unit = 0; // the first code unit of the entry
+  while (!entries.done()) {
+    auto start = entries.byte();
+    if (!start || !(*start & 0x80))
+      return std::nullopt; // an entry starts with the top bit set
+    uint32_t kind = (*start >> 3) & 15;
+    uint64_t units = (*start & 7) + 1;
+    bool located = true;
+    if (kind == kNoLocation) {
+      located = false;
+    } else if (kind == kLongForm) {
+      auto delta = entries.signed_varint();
+      // The end line's delta, the column and the end column.
+      if (!delta || !entries.varint() || !entries.varint() || !entries.varint())
+        return std::nullopt;
+      line += *delta;
+    } else if (kind == kNoColumns) {
+      auto delta = entries.signed_varint();
+      if (!delta)
+        return std::nullopt;
+      line += *delta;
+    } else if (kind >= kFirstOneLineForm) {
+      line += kind - kFirstOneLineForm;
+      if (!entries.skip(2)) // the column and the end column
+        return std::nullopt;
+    } else if (!entries.skip(1)) { // a short form: the line stays, one byte of columns
+      return std::nullopt;
+    }
+    if (line < 0 || line > UINT32_MAX)
+      return std::nullopt;
+    if (instruction < unit + units)
+      return located ? std::optional<uint32_t>(static_cast<uint32_t>(line)) : std::nullopt;
+    unit += units;
+  }
+  return std::nullopt;
+}
+
+} // namespace flamebpf::cpython
