@@ -100,13 +100,19 @@ def analyse(run_dir, interval):
             stats = json.loads(line)
             seconds = (parse_time(stats["end"]) - parse_time(stats["start"])).total_seconds()
             intervals.append((seconds, stats))
-    first_seconds, first = intervals[0]
     # The stats file counts CPU time from sampling's start; what came before (loading the BPF
     # programs, finding the targets) is the rest of the whole run's.
     before = cpu - sum(s["flamebpf"]["interval_cpu_seconds"] for _, s in intervals)
-    result["startup"] = (before, first["flamebpf"]["interval_cpu_seconds"], first_seconds)
-    # Steady: every interval after the first but a short last one (it holds the final writes).
-    steady = intervals[1:]
+    # The start: the intervals that begin within one interval's length of sampling's start.
+    # Windows end on the clock's multiples of the interval, so the first may last 3 s or 29: the
+    # work of meeting the processes spills into the next when it is short.
+    began = parse_time(intervals[0][1]["start"])
+    start = [(seconds, s) for seconds, s in intervals
+             if (parse_time(s["start"]) - began).total_seconds() < interval]
+    result["startup"] = (before, sum(s["flamebpf"]["interval_cpu_seconds"] for _, s in start),
+                         sum(seconds for seconds, _ in start))
+    # Steady: every interval after the start but a short last one (it holds the final writes).
+    steady = intervals[len(start):]
     if steady and steady[-1][0] < interval - 1:
         steady = steady[:-1]
     if steady:
@@ -186,7 +192,7 @@ def table(frequency, runs, jvms, minutes, interval):
     row("steady CPU, % of one CPU [per interval]", [steady_cell(r) for r in runs],
         f"<= {steady_target} %" if steady_target else "",
         [r.get("steady", (None,))[0] for r in runs])
-    row("start-up CPU: before sampling + first interval",
+    row(f"start-up CPU: before sampling + first {interval} s",
         [f"{r['startup'][0]:.2f} s + {r['startup'][1]:.2f} s (in {r['startup'][2]:.0f} s)"
          for r in runs], "", [r["startup"][0] + r["startup"][1] for r in runs])
     row("whole run CPU, % of one CPU", [f"{r['whole']:.2f}" for r in runs], "",
