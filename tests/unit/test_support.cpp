@@ -1,6 +1,7 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -56,6 +57,19 @@ void write_file(const std::filesystem::path& path, const std::string& content)
   out.close();
   if (!out)
     throw std::runtime_error("cannot write " + path.string());
+}
+
+Result<OpenedElf> open_elf(const std::string& path)
+{
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat status {};
+  if (!fd.valid() || ::fstat(fd.get(), &status) != 0)
+    return fail(error("cannot open " + path));
+  auto reader =
+      ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), path);
+  if (!reader)
+    return fail(reader.error());
+  return OpenedElf{std::move(fd), std::move(*reader)};
 }
 
 } // namespace flamebpf::testing

@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <string>
 
+#include "common/elf_reader.h"
+#include "common/result.h"
+#include "common/unique_fd.h"
 #include "temp_dir.h"
 
 namespace flamebpf::testing {
@@ -22,5 +25,14 @@ int listen_at(const std::string& path);
 
 // Reads one attach request (five NUL-terminated strings) from a connection.
 std::string read_request(int connection);
+
+// An ELF file opened for flamebpf's own reader, with the descriptor the reader reads through.
+struct OpenedElf {
+  UniqueFd fd;
+  ElfReader reader;
+};
+// The file at path opened as flamebpf reads a target's (its headers read); fails if it cannot be
+// opened or is no ELF file.
+Result<OpenedElf> open_elf(const std::string& path);
 
 } // namespace flamebpf::testing

@@ -12,6 +12,7 @@
 #include "go_splits.h"
 #include "runtimes/go/pclntab.h"
 #include "symbolize/go_inlines.h"
+#include "test_support.h"
 
 namespace flamebpf::symbolize {
 namespace {
@@ -33,14 +34,11 @@ struct Addresses {
 Addresses addresses_of(const std::string& path)
 {
   Addresses found;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat status {};
-  EXPECT_EQ(::fstat(fd.get(), &status), 0) << path;
-  auto elf = ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), path);
-  EXPECT_TRUE(elf.has_value());
+  auto elf = testing::open_elf(path);
+  EXPECT_TRUE(elf.has_value()) << path;
   if (!elf)
     return found;
-  auto table = go::Pclntab::open(*elf);
+  auto table = go::Pclntab::open(elf->reader);
   EXPECT_TRUE(table && *table);
   if (!table || !*table)
     return found;

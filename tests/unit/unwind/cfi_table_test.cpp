@@ -15,6 +15,7 @@
 
 #include "common/elf_reader.h"
 #include "common/unique_fd.h"
+#include "test_support.h"
 #include "unwind/cfi_table.h"
 
 namespace flamebpf::unwind {
@@ -184,14 +185,10 @@ std::optional<fb_unwind_row> row_at(const UnwindTable& table, uint64_t address)
 
 Result<CfiTable> table_of(const std::string& path)
 {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat status {};
-  if (!fd.valid() || ::fstat(fd.get(), &status) != 0)
-    return fail(error("cannot open " + path));
-  auto elf = ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), path);
+  auto elf = testing::open_elf(path);
   if (!elf)
     return fail(elf.error());
-  return build_cfi_table(*elf);
+  return build_cfi_table(elf->reader);
 }
 
 // Checks the table built from path against readelf at the first and the last byte of every row

@@ -15,6 +15,7 @@
 
 #include "common/elf_reader.h"
 #include "temp_dir.h"
+#include "test_support.h"
 #include "unwind/table_loader.h"
 #include "wait.h"
 
@@ -296,14 +297,11 @@ TEST_F(TableLoaderTest, CopiesAreKnownByWhatTheFirstBuildReadWithoutTheirCfiDeco
   std::filesystem::create_directories(root);
   std::ifstream in(FLAMEBPF_ELF_FIXTURE_PLAIN, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto fd = ::open(FLAMEBPF_ELF_FIXTURE_PLAIN, O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  auto elf = ElfReader::open(ElfBytes::file(fd, bytes.size()), "fixture");
+  auto elf = testing::open_elf(FLAMEBPF_ELF_FIXTURE_PLAIN);
   ASSERT_TRUE(elf);
-  const ElfSection* eh_frame = elf->section_named(".eh_frame");
+  const ElfSection* eh_frame = elf->reader.section_named(".eh_frame");
   ASSERT_NE(eh_frame, nullptr);
   ASSERT_GT(eh_frame->size, 64u);
-  ::close(fd);
   std::string renamed = bytes;
   for (size_t at = renamed.find("fb_fixture_alpha"); at != std::string::npos;
        at = renamed.find("fb_fixture_alpha", at + 1))

@@ -3,18 +3,15 @@
 // libpython3.11.so). A program whose main thread waits in inner_wait, called by outer, and whose
 // second thread loops in a method: each thread is found by its id, with its frames named, and the
 // thread that holds the GIL is the one running Python.
-#include <fcntl.h>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <string>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
-#include "common/elf_reader.h"
 #include "common/exported_objects.h"
 #include "common/procfs.h"
 #include "common/unique_fd.h"
@@ -111,16 +108,11 @@ protected:
     for (const auto& mapping : procfs::parse_proc_maps(maps ? *maps : "")) {
       if (!mapping.executable || !mapping.file_backed())
         continue;
-      UniqueFd fd(::open(mapping.path.c_str(), O_RDONLY | O_CLOEXEC));
-      struct stat status {};
-      if (!fd.valid() || ::fstat(fd.get(), &status) != 0)
-        continue;
-      auto elf = ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)),
-                                 mapping.path);
+      auto elf = testing::open_elf(mapping.path);
       if (!elf)
         continue;
-      auto found = find_cpython(*elf, mapping.path);
-      auto bias = load_bias(*elf, mapping);
+      auto found = find_cpython(elf->reader, mapping.path);
+      auto bias = load_bias(elf->reader, mapping);
       if (found && *found && bias)
         return (*found)->in_file.moved_by(*bias);
     }

@@ -3,20 +3,17 @@
 // layout of each version held, checked against what that version's own headers say
 // (tests/progs/cpython_offsets.c, built against each CPython 3.11's headers at hand).
 #include <cstdio>
-#include <fcntl.h>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <map>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/elf_reader.h"
 #include "common/text.h"
-#include "common/unique_fd.h"
 #include "runtimes/cpython/cpython_file.h"
 #include "runtimes/cpython/cpython_layout.h"
+#include "test_support.h"
 
 namespace flamebpf::cpython {
 namespace {
@@ -26,14 +23,10 @@ namespace fs = std::filesystem;
 // What find_cpython says of the file at path.
 Result<std::optional<CPythonFile>> find_in(const std::string& path)
 {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat status {};
-  if (!fd.valid() || ::fstat(fd.get(), &status) != 0)
-    return fail(error("cannot open " + path));
-  auto elf = ElfReader::open(ElfBytes::file(fd.get(), static_cast<uint64_t>(status.st_size)), path);
+  auto elf = testing::open_elf(path);
   if (!elf)
     return fail(elf.error());
-  return find_cpython(*elf, path);
+  return find_cpython(elf->reader, path);
 }
 
 // The pyenv build of version (say "3.11"), its libpython; "" if pyenv built none here.
