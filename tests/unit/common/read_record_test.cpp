@@ -80,6 +80,36 @@ TEST_F(ReadRecordTest, ReplaysOnlyOnFilesWithTheSameBytesWhereTheParseRead)
   EXPECT_FALSE(record.replays_on(file("cut", original.substr(0, 5000)).get(), kFileBytes));
 }
 
+TEST_F(ReadRecordTest, BytesReadAgainAreRecordedOnce)
+{
+  std::string original = pattern();
+  UniqueFd recorded = file("original", original);
+  ReadRecord record(kFileBytes);
+  ElfBytes bytes = ElfBytes::file(recorded.get(), kFileBytes, &record);
+  // Windows that overlap as they move on, as a reader with a window cache reads: one range.
+  for (uint64_t at = 0; at + 4096 <= 32768; at += 1024)
+    ASSERT_TRUE(bytes.read(at, 4096));
+  // Inside what was read, then across both ends of it and of a range apart from it.
+  ASSERT_TRUE(bytes.read(40000, 100));
+  ASSERT_TRUE(bytes.read(2000, 100));
+  ASSERT_TRUE(bytes.read(39990, 200));
+  ASSERT_TRUE(bytes.read(32000, 1000));
+  record.seal();
+  EXPECT_EQ(record.bytes_read(), 32768u + 1000 - 768 + 200);
+  EXPECT_TRUE(record.replays_on(file("copy", original).get(), kFileBytes));
+  for (size_t at : {0u, 20000u, 32767u, 32999u, 39990u, 40150u, 40189u}) {
+    std::string changed = original;
+    changed[at] ^= 1;
+    EXPECT_FALSE(
+        record.replays_on(file("changed-at-" + std::to_string(at), changed).get(), kFileBytes))
+        << at;
+  }
+  std::string elsewhere = original;
+  elsewhere[33000] ^= 1;
+  elsewhere[40190] ^= 1;
+  EXPECT_TRUE(record.replays_on(file("changed-elsewhere", elsewhere).get(), kFileBytes));
+}
+
 TEST_F(ReadRecordTest, ADroppedRecordReplaysOnNothingAndRecordsNothingMore)
 {
   std::string original = pattern();

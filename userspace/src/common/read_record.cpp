@@ -18,6 +18,23 @@ void ReadRecord::add(uint64_t offset, std::string_view bytes)
 {
   if (sealed_ || dropped_ || bytes.empty())
     return;
+  // Only the parts no earlier read covered: the replay checks the rest where it was first read.
+  uint64_t end = offset + bytes.size();
+  uint64_t at = offset;
+  while (at < end && !dropped_) {
+    auto next = covered_.upper_bound(at);
+    if (next != covered_.begin() && std::prev(next)->second > at) {
+      at = std::prev(next)->second;
+      continue;
+    }
+    uint64_t gap_end = next == covered_.end() ? end : std::min(end, next->first);
+    add_new(at, bytes.substr(static_cast<size_t>(at - offset), static_cast<size_t>(gap_end - at)));
+    at = gap_end;
+  }
+}
+
+void ReadRecord::add_new(uint64_t offset, std::string_view bytes)
+{
   // A read that goes on from where the last ended extends its range: the bytes hashed are the
   // same stream either way.
   if (!ranges_.empty() && ranges_.back().offset + ranges_.back().length == offset) {
@@ -30,12 +47,25 @@ void ReadRecord::add(uint64_t offset, std::string_view bytes)
   }
   bytes_read_ += bytes.size();
   hash_.update(bytes);
+  // Merged with what it touches on either side.
+  uint64_t start = offset, end = offset + bytes.size();
+  auto after = covered_.lower_bound(start);
+  if (after != covered_.begin() && std::prev(after)->second == start) {
+    --after;
+    start = after->first;
+  }
+  while (after != covered_.end() && after->first <= end) {
+    end = std::max(end, after->second);
+    after = covered_.erase(after);
+  }
+  covered_[start] = end;
 }
 
 void ReadRecord::drop()
 {
   dropped_ = true;
   ranges_ = {};
+  covered_ = {};
 }
 
 void ReadRecord::seal()
@@ -44,6 +74,7 @@ void ReadRecord::seal()
     return;
   sealed_ = true;
   digest_ = hash_.finish();
+  covered_ = {}; // only adding needs it
 }
 
 bool ReadRecord::replays_on(int fd, uint64_t size) const
