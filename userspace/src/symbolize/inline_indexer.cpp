@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "common/elf_reader.h"
@@ -53,7 +54,11 @@ InlineIndexer::~InlineIndexer()
   state_->stop = true;
   state_->queued.clear();
   state_->wake.notify_all();
-  state_->idle.wait_for(lock, kStopWait, [&] { return state_->exited; });
+  // Not for a build whose file a hurried build gave already.
+  state_->idle.wait_for(lock, kStopWait, [&] {
+    return state_->exited ||
+           (state_->under_way && !state_->outstanding.contains(state_->under_way->key));
+  });
 }
 
 bool InlineIndexer::queue(uint64_t key, InlineSource source)
@@ -61,9 +66,47 @@ bool InlineIndexer::queue(uint64_t key, InlineSource source)
   std::lock_guard lock(state_->mutex);
   if (state_->queued.size() >= kMaxQueued)
     return false;
-  state_->queued.push_back({key, std::move(source)});
+  state_->queued.push_back({key, std::make_shared<const InlineSource>(std::move(source))});
+  state_->outstanding.insert(key);
   state_->wake.notify_one();
   return true;
+}
+
+void InlineIndexer::hurry()
+{
+  std::vector<Job> jobs;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->under_way && !state_->under_way_hurried) {
+      state_->under_way_hurried = true;
+      jobs.push_back(*state_->under_way);
+    }
+    for (auto& job : state_->queued)
+      jobs.push_back(std::move(job));
+    state_->queued.clear();
+  }
+  if (jobs.empty())
+    return;
+  // Detached, as the worker: a read of a stalled file system must not hold up the exit.
+  std::thread([state = state_, jobs = std::move(jobs)] {
+    for (const Job& job : jobs) {
+      {
+        std::lock_guard lock(state->mutex);
+        if (state->stop)
+          return;
+      }
+      Built built = build(job.key, *job.source);
+      std::lock_guard lock(state->mutex);
+      deliver(*state, std::move(built));
+    }
+  }).detach();
+}
+
+void InlineIndexer::deliver(State& state, Built built)
+{
+  if (!state.stop && state.outstanding.erase(built.key) > 0)
+    state.built.push_back(std::move(built));
+  state.idle.notify_all();
 }
 
 std::vector<InlineIndexer::Built> InlineIndexer::take_built()
@@ -75,7 +118,7 @@ std::vector<InlineIndexer::Built> InlineIndexer::take_built()
 size_t InlineIndexer::pending() const
 {
   std::lock_guard lock(state_->mutex);
-  return state_->queued.size() + (state_->busy ? 1 : 0);
+  return state_->outstanding.size();
 }
 
 void InlineIndexer::run(const std::shared_ptr<State>& state)
@@ -90,17 +133,19 @@ void InlineIndexer::run(const std::shared_ptr<State>& state)
       break;
     Job job = std::move(state->queued.front());
     state->queued.pop_front();
-    state->busy = true;
+    state->under_way = job;
+    state->under_way_hurried = false;
     lock.unlock();
-    Built built = build(job.key, job.source);
-    job.source.fd.reset();
+    Built built = build(job.key, *job.source);
+    job.source.reset(); // the descriptor closes with the last build of the file
+    lock.lock();
+    state->under_way.reset();
+    deliver(*state, std::move(built));
+    lock.unlock();
     // What the build held is freed, but glibc keeps it in this thread's arena; a build is rare,
     // and the daemon should not keep its peak for good.
     ::malloc_trim(0);
     lock.lock();
-    state->busy = false;
-    if (!state->stop)
-      state->built.push_back(std::move(built));
   }
   state->exited = true;
   state->idle.notify_all();

@@ -11,6 +11,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,13 +56,19 @@ public:
   };
   // The builds finished since the last call.
   std::vector<Built> take_built();
-  // Builds queued or under way.
+  // Builds queued or under way whose result has not come.
   size_t pending() const;
+
+  // The recording ends and its last names wait for the builds: they go on at the caller's
+  // priority, on a thread of their own, the queued ones and the one under way alike (built a
+  // second time: the thread at the lowest priority may get no CPU at all on a busy host). Whichever
+  // build of a file ends first gives its result.
+  void hurry();
 
 private:
   struct Job {
     uint64_t key;
-    InlineSource source;
+    std::shared_ptr<const InlineSource> source; // shared by the builds of a hurried file
   };
   // Shared with the thread, which may outlive this if a read stalls.
   struct State {
@@ -69,11 +77,15 @@ private:
     std::condition_variable idle;
     std::deque<Job> queued;
     std::vector<Built> built;
-    bool busy = false;
+    std::set<uint64_t> outstanding; // keys queued or under way, until one of their builds ends
+    std::optional<Job> under_way;   // the worker's
+    bool under_way_hurried = false;
     bool stop = false;
     bool exited = false;
   };
   static void run(const std::shared_ptr<State>& state);
+  // Gives a build's result, unless another build of its file gave one first.
+  static void deliver(State& state, Built built);
 
   std::shared_ptr<State> state_;
 };

@@ -139,6 +139,12 @@ public:
   void install_inlines();
   // Inline index builds queued or under way.
   size_t inline_builds_pending() const { return indexer_ ? indexer_->pending() : 0; }
+  // The builds go on at the caller's priority (InlineIndexer::hurry).
+  void hurry_inline_builds()
+  {
+    if (indexer_)
+      indexer_->hurry();
+  }
 
   static constexpr size_t kUnusedKept = 64;
   // Enough for short-lived processes' usual files (a shell's, a libc's); a JVM's libjvm alone
@@ -334,6 +340,8 @@ public:
   void take_arrivals();
   // Inline index builds queued or under way.
   size_t inline_builds_pending() const { return elf_cache_.inline_builds_pending(); }
+  // The builds go on at the caller's priority (InlineIndexer::hurry).
+  void hurry_inline_builds() { elf_cache_.hurry_inline_builds(); }
   // The guard to read names in that ElfSymbols left in a target's file (match_file_offset).
   StallGuard* name_guard() { return &elf_cache_.name_guard(); }
   // Starts a new generation (taking what arrived first), which is also a new interval for the perf

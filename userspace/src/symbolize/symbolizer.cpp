@@ -415,7 +415,10 @@ void Symbolizer::name_late(profile::SymbolizedProfile& profile,
                            std::chrono::steady_clock::time_point wait_until)
 {
   processes_.take_arrivals();
-  // Only the indexes that frames of the profile wait for are waited for.
+  // Only the indexes that frames of the profile wait for are waited for, at the caller's priority.
+  if (std::chrono::steady_clock::now() < wait_until && processes_.inline_builds_pending() > 0 &&
+      late_.awaits_inlines())
+    processes_.hurry_inline_builds();
   while (std::chrono::steady_clock::now() < wait_until && processes_.inline_builds_pending() > 0 &&
          late_.awaits_inlines()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
