@@ -1,5 +1,6 @@
 #include "runtimes/runtimes.h"
 
+#include "runtimes/cpython/cpython_runtime.h"
 #include "runtimes/hotspot/hotspot_runtime.h"
 #include "runtimes/node/node_runtime.h"
 
@@ -15,6 +16,7 @@ std::vector<std::unique_ptr<Runtime>> make_runtimes(const RuntimeOptions& option
   hotspot.unwinds_by_records = options.unwinder;
   runtimes.push_back(std::make_unique<hotspot::HotSpotRuntime>(std::move(hotspot)));
   runtimes.push_back(std::make_unique<node::NodeRuntime>());
+  runtimes.push_back(std::make_unique<cpython::CPythonRuntime>());
   return runtimes;
 }
 

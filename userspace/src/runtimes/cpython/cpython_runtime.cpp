@@ -1,0 +1,156 @@
+#include "runtimes/cpython/cpython_runtime.h"
+
+#include <cerrno>
+#include <csignal>
+#include <sys/stat.h>
+
+#include "common/exported_objects.h"
+#include "common/log.h"
+#include "common/mapped_file.h"
+
+namespace flamebpf::cpython {
+namespace {
+
+// What opening an interpreter's file found: its CPython and where it is loaded.
+struct Opened {
+  std::optional<CPythonFile> file;
+  uint64_t bias = 0;
+};
+
+Result<Opened> open_cpython(const std::string& process, const procfs::Mapping& mapping)
+{
+  auto fd = open_mapped_file(process, mapping);
+  if (!fd)
+    return fail(fd.error());
+  struct stat status {};
+  if (::fstat(fd->get(), &status) != 0)
+    return fail(system_error(errno, "cannot stat " + mapping.path));
+  auto elf = ElfReader::open(ElfBytes::file(fd->get(), static_cast<uint64_t>(status.st_size)),
+                             process + "/root" + mapping.path);
+  if (!elf)
+    return fail(elf.error());
+  auto found = find_cpython(*elf, mapping.path);
+  if (!found)
+    return fail(found.error());
+  Opened opened;
+  if (!*found)
+    return opened;
+  auto bias = load_bias(*elf, mapping);
+  if (!bias)
+    return fail(error(elf->shown() + ": no load segment where it is mapped"));
+  opened.file = std::move(*found);
+  opened.bias = *bias;
+  return opened;
+}
+
+// One file, whatever path or process maps it: its device and inode.
+std::string file_identity(const procfs::Mapping& mapping)
+{
+  return fmt::format("{}:{}:{}", mapping.device_major, mapping.device_minor, mapping.inode);
+}
+
+} // namespace
+
+bool is_cpython_file_name(std::string_view path)
+{
+  std::string_view file = path.substr(path.rfind('/') + 1);
+  return file.starts_with("python") || file.starts_with("libpython3");
+}
+
+void CPythonRuntime::captured(symbolize::ProcessTable& processes,
+                              const symbolize::ImageKey& key,
+                              const symbolize::ProcessImage& image,
+                              const std::vector<procfs::Mapping>& mappings)
+{
+  (void)image;
+  auto it = images_.find(key);
+  if (it != images_.end() && it->second.cpython)
+    return;
+  for (const auto& mapping : mappings) {
+    if (!mapping.executable || !mapping.file_backed() || !is_cpython_file_name(mapping.path))
+      continue;
+    std::string identity = file_identity(mapping);
+    Image& state = images_[key];
+    if (files_passed_.contains(identity) || !state.files_tried.insert(identity).second)
+      continue;
+    try_file(processes, key, mapping, state);
+    if (state.cpython)
+      return;
+  }
+}
+
+void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
+                              const symbolize::ImageKey& key,
+                              const procfs::Mapping& mapping,
+                              Image& image)
+{
+  std::string process = processes.proc_root() + "/" + std::to_string(key.pid);
+  std::string shown = process + "/root" + mapping.path;
+  std::string identity = file_identity(mapping);
+  auto outcome = stall_guard_.run<Result<Opened>>(
+      [process, mapping] { return open_cpython(process, mapping); });
+  if (!outcome || outcome->stalled) {
+    if (pass_file(identity))
+      spdlog::warn("{}: reading it stalls; the Python frames of process {} are not named", shown,
+                   key.pid);
+    return;
+  }
+  auto opened = outcome->result.get();
+  if (!opened) {
+    // A process that exited meanwhile is no trouble.
+    bool gone = ::kill(static_cast<pid_t>(key.pid), 0) != 0 && errno == ESRCH;
+    if (!gone && pass_file(identity))
+      spdlog::warn("{}; the Python frames of process {} are not named", opened.error().message,
+                   key.pid);
+    return;
+  }
+  if (!opened->file) {
+    pass_file(identity); // named like an interpreter, but none (Python 2, a launcher)
+    return;
+  }
+  const CPythonFile& file = *opened->file;
+  auto layout = verified_layout(file.major, file.minor);
+  if (!layout) {
+    std::string version = std::to_string(file.major) + "." + std::to_string(file.minor);
+    if (pass_file(identity) && versions_said_.insert(version).second)
+      spdlog::warn("CPython {}: frames not named, layout not verified (process {}, {}); flamebpf "
+                   "reads the CPython versions whose layout it checked against a real interpreter",
+                   file.version(), key.pid, shown);
+    return;
+  }
+  spdlog::debug("process {}: CPython {} in {}", key.pid, file.version(), shown);
+  image.cpython = FoundCPython{file, *layout, file.in_file.moved_by(opened->bias), mapping.path};
+}
+
+bool CPythonRuntime::pass_file(const std::string& identity)
+{
+  if (files_passed_.size() >= kMaxFilesPassed) {
+    spdlog::debug("file {}: not said (more than {} interpreter files passed)", identity,
+                  kMaxFilesPassed);
+    return false;
+  }
+  return files_passed_.insert(identity).second;
+}
+
+std::optional<runtimes::NamedCode> CPythonRuntime::name_code(symbolize::ProcessTable& processes,
+                                                             const symbolize::ImageKey& key,
+                                                             uint64_t address,
+                                                             bool anonymous)
+{
+  (void)processes, (void)key, (void)address, (void)anonymous;
+  return std::nullopt;
+}
+
+void CPythonRuntime::forget(const symbolize::ImageKey& key, bool exited)
+{
+  (void)exited;
+  images_.erase(key);
+}
+
+const FoundCPython* CPythonRuntime::found(const symbolize::ImageKey& key) const
+{
+  auto it = images_.find(key);
+  return it != images_.end() && it->second.cpython ? &*it->second.cpython : nullptr;
+}
+
+} // namespace flamebpf::cpython

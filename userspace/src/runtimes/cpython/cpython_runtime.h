@@ -1,0 +1,82 @@
+// CPython as a runtime (runtimes/runtime.h): found in a process image by the interpreter it maps,
+// its executable when linked whole (Debian's python3.11) or the libpython3.x.so a build with
+// --enable-shared loads, with or without symbols, by the runtime state it exports
+// (cpython_file.h). What it learns per image is the interpreter's addresses there and its
+// version's layout (cpython_layout.h), which the reads of its threads and frames go by.
+//
+// A version without a layout checked against a real interpreter is said once ("CPython 3.13:
+// frames not named, layout not verified") and never read with a guessed one. A file that exports
+// the runtime state with nothing of CPython's behind it (a forged interpreter) is said once per
+// file and read no further: the process's native frames are named as any.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/stall_guard.h"
+#include "runtimes/cpython/cpython_file.h"
+#include "runtimes/cpython/cpython_layout.h"
+#include "runtimes/runtime.h"
+#include "symbolize/process_table.h"
+
+namespace flamebpf::cpython {
+
+// Whether a mapped file's name is an interpreter's: python, python3.11, libpython3.11.so.1.0.
+bool is_cpython_file_name(std::string_view path);
+
+// A CPython found in one process image.
+struct FoundCPython {
+  CPythonFile file;
+  CPythonLayout layout;
+  CPythonAddresses in_process; // the file's addresses moved by its load bias
+  std::string path;            // the interpreter's file, as the process maps it
+};
+
+class CPythonRuntime final : public runtimes::Runtime {
+public:
+  std::string_view name() const override { return "CPython"; }
+  void captured(symbolize::ProcessTable& processes,
+                const symbolize::ImageKey& key,
+                const symbolize::ProcessImage& image,
+                const std::vector<procfs::Mapping>& mappings) override;
+  // Python's code is no machine code of its own: its frames are the markers the unwinder leaves.
+  std::optional<runtimes::NamedCode> name_code(symbolize::ProcessTable& processes,
+                                               const symbolize::ImageKey& key,
+                                               uint64_t address,
+                                               bool anonymous) override;
+  void forget(const symbolize::ImageKey& key, bool exited) override;
+
+  // The CPython key's image runs, with a verified layout; nullptr if none.
+  const FoundCPython* found(const symbolize::ImageKey& key) const;
+
+  // Files known to hold no CPython flamebpf reads (refused, or of an unverified version), each
+  // opened and said once; past this many, more are opened each time and said in the verbose log
+  // only, so that a host of forged files costs bounded memory.
+  static constexpr size_t kMaxFilesPassed = 4096;
+
+private:
+  struct Image {
+    std::optional<FoundCPython> cpython;
+    std::set<std::string> files_tried; // the interpreter files it maps (file_identity), once each
+  };
+  // Opens the interpreter file behind mapping and finds its CPython; one line if it cannot.
+  void try_file(symbolize::ProcessTable& processes,
+                const symbolize::ImageKey& key,
+                const procfs::Mapping& mapping,
+                Image& image);
+  // Notes a file that holds no CPython flamebpf reads; whether it is the first time, and a line
+  // about it may be said.
+  bool pass_file(const std::string& identity);
+
+  std::unordered_map<symbolize::ImageKey, Image, symbolize::ImageKeyHash> images_;
+  std::set<std::string> versions_said_; // unverified versions, "3.13", said once each
+  std::set<std::string> files_passed_;  // by file_identity
+  // A container's file system may not answer: the interpreter's file is read off this thread.
+  StallGuard stall_guard_{std::chrono::milliseconds(1000)};
+};
+
+} // namespace flamebpf::cpython
