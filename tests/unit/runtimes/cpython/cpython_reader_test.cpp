@@ -3,12 +3,14 @@
 // libpython3.11.so). A program whose main thread waits in inner_wait, called by outer, and whose
 // second thread loops in a method: each thread is found by its id, with its frames named, and the
 // thread that holds the GIL is the one running Python.
+#include <chrono>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -98,6 +100,18 @@ protected:
     }
     ASSERT_EQ(said, "ready\n");
     script_ = script.string();
+    // Its main thread goes on from the print to the sleep: the frames are read once it sleeps.
+    // x86-64's clock_nanosleep (time.sleep's), nanosleep, select and pselect6.
+    std::string syscall_file = "/proc/" + std::to_string(child_) + "/syscall";
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      auto text = procfs::read_file(syscall_file, 4096);
+      std::string number = text ? text->substr(0, text->find(' ')) : "";
+      if (number == "230" || number == "35" || number == "23" || number == "270")
+        break;
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << python << " never slept";
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 
   // Where the child has its runtime state and types: in the mapped file that exports them.
