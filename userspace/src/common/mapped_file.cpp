@@ -35,4 +35,22 @@ Result<UniqueFd> open_mapped_file(const std::string& process, const procfs::Mapp
   return file;
 }
 
+Result<MappedElf>
+open_mapped_elf(const std::string& process, const procfs::Mapping& mapping, bool record_reads)
+{
+  auto file = open_mapped_file(process, mapping);
+  if (!file)
+    return fail(file.error());
+  struct stat status {};
+  if (::fstat(file->get(), &status) != 0)
+    return fail(system_error(errno, "cannot stat " + mapping.path));
+  auto size = static_cast<uint64_t>(status.st_size);
+  auto reads = record_reads ? std::make_shared<ReadRecord>(size) : nullptr;
+  auto elf = ElfReader::open(ElfBytes::file(file->get(), size, reads.get()),
+                             process + "/root" + mapping.path);
+  if (!elf)
+    return fail(elf.error());
+  return MappedElf{std::move(*file), size, std::move(reads), std::move(*elf)};
+}
+
 } // namespace flamebpf

@@ -127,23 +127,14 @@ Result<FileTable> build_file_table(const std::string& process_dir, const procfs:
 {
   if (mapping.path == "[vdso]")
     return vdso_table();
-  auto file = open_mapped_file(process_dir, mapping);
-  if (!file)
-    return fail(file.error());
-  struct stat status {};
-  if (::fstat(file->get(), &status) != 0)
-    return fail(system_error(errno, "cannot stat " + mapping.path));
-  auto reads = std::make_shared<ReadRecord>(static_cast<uint64_t>(status.st_size));
-  auto elf = ElfReader::open(
-      ElfBytes::file(file->get(), static_cast<uint64_t>(status.st_size), reads.get()),
-      process_dir + "/root" + mapping.path);
-  if (!elf)
-    return fail(elf.error());
-  auto built = table_of(*elf);
+  auto mapped = open_mapped_elf(process_dir, mapping, true);
+  if (!mapped)
+    return fail(mapped.error());
+  auto built = table_of(mapped->elf);
   if (!built)
     return built;
-  reads->seal();
-  built->reads = std::move(reads);
+  mapped->reads->seal();
+  built->reads = std::move(mapped->reads);
   return built;
 }
 

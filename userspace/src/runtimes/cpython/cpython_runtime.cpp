@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <sys/stat.h>
 
 #include "common/exported_objects.h"
 #include "common/log.h"
@@ -19,25 +18,19 @@ struct Opened {
 
 Result<Opened> open_cpython(const std::string& process, const procfs::Mapping& mapping)
 {
-  auto fd = open_mapped_file(process, mapping);
-  if (!fd)
-    return fail(fd.error());
-  struct stat status {};
-  if (::fstat(fd->get(), &status) != 0)
-    return fail(system_error(errno, "cannot stat " + mapping.path));
-  auto elf = ElfReader::open(ElfBytes::file(fd->get(), static_cast<uint64_t>(status.st_size)),
-                             process + "/root" + mapping.path);
-  if (!elf)
-    return fail(elf.error());
-  auto found = find_cpython(*elf, mapping.path);
+  auto mapped = open_mapped_elf(process, mapping);
+  if (!mapped)
+    return fail(mapped.error());
+  const ElfReader& elf = mapped->elf;
+  auto found = find_cpython(elf, mapping.path);
   if (!found)
     return fail(found.error());
   Opened opened;
   if (!*found)
     return opened;
-  auto bias = load_bias(*elf, mapping);
+  auto bias = load_bias(elf, mapping);
   if (!bias)
-    return fail(error(elf->shown() + ": no load segment where it is mapped"));
+    return fail(error(elf.shown() + ": no load segment where it is mapped"));
   opened.file = std::move(*found);
   opened.bias = *bias;
   return opened;

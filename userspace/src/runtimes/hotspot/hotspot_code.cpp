@@ -27,26 +27,20 @@ Result<std::unique_ptr<HotSpotCode>>
 HotSpotCode::open(uint32_t host_pid, const std::string& proc_root, const procfs::Mapping& libjvm)
 {
   std::string process = proc_root + "/" + std::to_string(host_pid);
-  auto file = open_mapped_file(process, libjvm);
-  if (!file)
-    return fail(file.error());
-  struct stat status {};
-  if (::fstat(file->get(), &status) != 0)
-    return fail(system_error(errno, "cannot stat " + libjvm.path));
-  std::string shown = process + "/root" + libjvm.path;
-  auto elf =
-      ElfReader::open(ElfBytes::file(file->get(), static_cast<uint64_t>(status.st_size)), shown);
-  if (!elf)
-    return fail(elf.error());
+  auto mapped = open_mapped_elf(process, libjvm);
+  if (!mapped)
+    return fail(mapped.error());
+  const ElfReader& elf = mapped->elf;
+  const std::string& shown = elf.shown();
   // Where the file is loaded: the segment the executable mapping shows.
-  std::optional<uint64_t> bias = load_bias(*elf, libjvm);
+  std::optional<uint64_t> bias = load_bias(elf, libjvm);
   if (!bias)
     return fail(error(shown + ": no load segment where it is mapped"));
   constexpr size_t kSymbols = std::size(agent::VmStructs::kLayoutSymbols);
   std::array<std::string_view, kSymbols> names;
   std::copy(std::begin(agent::VmStructs::kLayoutSymbols),
             std::end(agent::VmStructs::kLayoutSymbols), names.begin());
-  auto found = exported_objects(*elf, *bias, names);
+  auto found = exported_objects(elf, *bias, names);
   if (!found)
     return fail(found.error());
   JvmMemory memory(host_pid);
