@@ -166,9 +166,9 @@ TEST_F(ServeTest, GoToolPprofFetchesARangeThatEqualsMergeAndMetricsParse)
     EXPECT_NE(metrics.out.find(std::string(name) + "\t"), std::string::npos) << name;
   // The memory breakdown has every kind, the burner's symbols among them, and its total is their
   // sum; so has the stats file's last line.
-  const std::set<std::string> kinds = {"symbols",       "inlines", "perf_maps", "jvm_records",
-                                       "unwind_tables", "dumps",   "answers",   "container_names",
-                                       "intervals",     "other",   "heap_free"};
+  const std::set<std::string> kinds = {
+      "symbols", "inlines",         "perf_maps", "jvm_records", "python_code", "unwind_tables",
+      "dumps",   "container_names", "answers",   "intervals",   "other",       "heap_free"};
   std::regex kind_line("flamebpf_memory_bytes\t\\{\"kind\": \"([a-z_]+)\"\\}\t([-0-9.e+]+)");
   std::set<std::string> found;
   double sum = 0;

@@ -33,6 +33,8 @@ const char* memory_kind_name(MemoryKind kind)
     return "perf_maps";
   case MemoryKind::kJvmRecords:
     return "jvm_records";
+  case MemoryKind::kPythonCode:
+    return "python_code";
   case MemoryKind::kUnwindTables:
     return "unwind_tables";
   case MemoryKind::kContainerNames:

@@ -47,6 +47,7 @@ enum class MemoryKind : uint8_t {
   kInlines,    // inline indexes of ELF files with DWARF
   kPerfMaps,   // JIT perf maps' names and ranges
   kJvmRecords, // HotSpot's code records and methods, read from the JVM
+  kPythonCode, // CPython's code objects' names, read from the interpreter
   // Measured only (MemoryCharge made with the account, not a share):
   kUnwindTables,   // the unwind stage's userspace bookkeeping (its rows are in the kernel maps)
   kContainerNames, // the cgroup inventory and the runtimes' container and pod names
@@ -58,14 +59,14 @@ enum class MemoryKind : uint8_t {
   kOther,    // allocated, and measured by none of the kinds above (libraries' own, the stages')
   kHeapFree, // freed, and kept by the allocator rather than given back to the system
 };
-inline constexpr size_t kMemoryKinds = 11;
+inline constexpr size_t kMemoryKinds = 12;
 inline constexpr std::array<MemoryKind, kMemoryKinds> kAllMemoryKinds = {
-    MemoryKind::kSymbols,    MemoryKind::kInlines,      MemoryKind::kPerfMaps,
-    MemoryKind::kJvmRecords, MemoryKind::kUnwindTables, MemoryKind::kContainerNames,
-    MemoryKind::kDumps,      MemoryKind::kAnswers,      MemoryKind::kIntervals,
-    MemoryKind::kOther,      MemoryKind::kHeapFree};
-// "symbols", "inlines", "perf_maps", "jvm_records", "unwind_tables", "container_names", "dumps",
-// "answers", "intervals", "other", "heap_free".
+    MemoryKind::kSymbols,      MemoryKind::kInlines,        MemoryKind::kPerfMaps,
+    MemoryKind::kJvmRecords,   MemoryKind::kPythonCode,     MemoryKind::kUnwindTables,
+    MemoryKind::kContainerNames, MemoryKind::kDumps,        MemoryKind::kAnswers,
+    MemoryKind::kIntervals,    MemoryKind::kOther,          MemoryKind::kHeapFree};
+// "symbols", "inlines", "perf_maps", "jvm_records", "python_code", "unwind_tables",
+// "container_names", "dumps", "answers", "intervals", "other", "heap_free".
 const char* memory_kind_name(MemoryKind kind);
 
 // What the account holds by kind at one moment, read under one lock.

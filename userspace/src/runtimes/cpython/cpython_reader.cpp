@@ -175,9 +175,18 @@ std::optional<PythonCode> CPythonReader::code(uint64_t code)
   read.name = std::move(*name_text);
   read.filename = std::move(*filename_text);
   read.first_line = *first_line > 0 ? static_cast<uint32_t>(*first_line) : 0;
+  read.name_object = *name;
   if (read.cut)
     read.name += symbolize::kTruncated;
   return read;
+}
+
+std::optional<uint64_t> CPythonReader::name_object(uint64_t code)
+{
+  memory_.renew_budget(kBytesPerRead);
+  if (!is_a(code, addresses_.code_type))
+    return std::nullopt;
+  return memory_.load<uint64_t>(code + layout_.code_qualname);
 }
 
 std::optional<uint32_t> CPythonReader::line(const PythonFrame& frame)

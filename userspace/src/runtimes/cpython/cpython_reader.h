@@ -23,6 +23,9 @@ struct PythonCode {
   std::string filename;
   uint32_t first_line = 0;
   bool cut = false; // a name was cut to kMaxNameBytes (the name ends in kTruncated)
+  // The str object of its qualified name: while the code object at an address keeps it, it is the
+  // same code object.
+  uint64_t name_object = 0;
 };
 
 // A frame a thread evaluates: its code object, and the instruction it is at.
@@ -52,6 +55,9 @@ public:
   // The names of the code object at code; nullopt if it is no code object, or they cannot be
   // read or are not text.
   std::optional<PythonCode> code(uint64_t code);
+  // PythonCode::name_object of the code object at code, read alone; nullopt if it is no code
+  // object now.
+  std::optional<uint64_t> name_object(uint64_t code);
   // The line of frame's instruction, from its code's location table (cpython_lines.h); nullopt
   // if the table does not say, or is no bytes object of at most kMaxLineTableBytes.
   std::optional<uint32_t> line(const PythonFrame& frame);

@@ -6,6 +6,7 @@
 #include "common/exported_objects.h"
 #include "common/log.h"
 #include "common/mapped_file.h"
+#include "runtimes/cpython_abi.h"
 
 namespace flamebpf::cpython {
 namespace {
@@ -55,7 +56,6 @@ void CPythonRuntime::captured(symbolize::ProcessTable& processes,
                               const symbolize::ProcessImage& image,
                               const std::vector<procfs::Mapping>& mappings)
 {
-  (void)image;
   auto it = images_.find(key);
   if (it != images_.end() && it->second.cpython)
     return;
@@ -66,7 +66,7 @@ void CPythonRuntime::captured(symbolize::ProcessTable& processes,
     Image& state = images_[key];
     if (files_passed_.contains(identity) || !state.files_tried.insert(identity).second)
       continue;
-    try_file(processes, key, mapping, state);
+    try_file(processes, key, mapping, state, image);
     if (state.cpython)
       return;
   }
@@ -75,7 +75,8 @@ void CPythonRuntime::captured(symbolize::ProcessTable& processes,
 void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
                               const symbolize::ImageKey& key,
                               const procfs::Mapping& mapping,
-                              Image& image)
+                              Image& image,
+                              const symbolize::ProcessImage& captured_image)
 {
   std::string process = processes.proc_root() + "/" + std::to_string(key.pid);
   std::string shown = process + "/root" + mapping.path;
@@ -113,6 +114,9 @@ void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
   }
   spdlog::debug("process {}: CPython {} in {}", key.pid, file.version(), shown);
   image.cpython = FoundCPython{file, *layout, file.in_file.moved_by(opened->bias), mapping.path};
+  image.reader =
+      std::make_shared<CPythonReader>(key.pid, image.cpython->in_process, image.cpython->layout);
+  image.charge = MemoryCharge(captured_image.share, MemoryKind::kPythonCode);
 }
 
 bool CPythonRuntime::pass_file(const std::string& identity)
@@ -132,6 +136,67 @@ std::optional<runtimes::NamedCode> CPythonRuntime::name_code(symbolize::ProcessT
 {
   (void)processes, (void)key, (void)address, (void)anonymous;
   return std::nullopt;
+}
+
+std::optional<profile::Frame> CPythonRuntime::name_marker(symbolize::ProcessTable& processes,
+                                                          const symbolize::ImageKey& key,
+                                                          uint64_t frame)
+{
+  auto it = images_.find(key);
+  if (!(frame & FB_FRAME_RUNTIME_MARKER) || it == images_.end() || !it->second.cpython)
+    return std::nullopt;
+  return code_frame(key, it->second, frame & FB_CPYTHON_CODE_MASK, processes.generation());
+}
+
+profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
+                                          Image& image,
+                                          uint64_t code,
+                                          uint64_t generation)
+{
+  const profile::Frame unread{kUnreadFrame, "", profile::FrameKind::kInterpreted};
+  if (image.stalled)
+    return unread;
+  auto stalled = [&] {
+    image.stalled = true;
+    spdlog::warn("process {}: reading its memory stalls; its Python frames are no longer named",
+                 key.pid);
+  };
+  auto cached = image.codes.find(code);
+  if (cached != image.codes.end()) {
+    CodeFrame& known = cached->second;
+    if (known.checked_generation == generation)
+      return known.frame;
+    auto outcome = stall_guard_.run<std::optional<uint64_t>>(
+        [reader = image.reader, code] { return reader->name_object(code); });
+    if (!outcome || outcome->stalled) {
+      if (outcome)
+        stalled();
+      return unread;
+    }
+    if (outcome->result.get() == known.name_object) {
+      known.checked_generation = generation;
+      return known.frame;
+    }
+    image.charge.shrink(heap_bytes(known.frame.name) + sizeof(CodeFrame));
+    image.codes.erase(cached);
+  }
+  auto outcome = stall_guard_.run<std::optional<PythonCode>>(
+      [reader = image.reader, code] { return reader->code(code); });
+  if (!outcome || outcome->stalled) {
+    if (outcome)
+      stalled();
+    return unread;
+  }
+  auto read = outcome->result.get();
+  if (!read)
+    return unread;
+  profile::Frame named{fmt::format("{} ({}:{})", read->name, read->filename, read->first_line), "",
+                       profile::FrameKind::kInterpreted};
+  // Kept while the process's share allows; past it, read again each time it is met.
+  if (image.codes.size() < kMaxCodes &&
+      image.charge.grow(heap_bytes(named.name) + sizeof(CodeFrame)))
+    image.codes.emplace(code, CodeFrame{named, read->name_object, generation});
+  return named;
 }
 
 void CPythonRuntime::forget(const symbolize::ImageKey& key, bool exited)

@@ -4,6 +4,12 @@
 // (cpython_file.h). What it learns per image is the interpreter's addresses there and its
 // version's layout (cpython_layout.h), which the reads of its threads and frames go by.
 //
+// Its frames are the markers the frame walk leaves (bpf/runtimes/cpython_abi.h), each a code
+// object's address, named "qualified.name (file.py:first line)": one frame per function, whatever
+// line it is at, so that a function's time is not split by its lines. Each code object's names
+// are read once, charged to the process's target; at each generation the object at the address
+// is checked to be the same code object (a freed one's address may hold another's).
+//
 // A version without a layout checked against a real interpreter is said once ("CPython 3.13:
 // frames not named, layout not verified") and never read with a guessed one. A file that exports
 // the runtime state with nothing of CPython's behind it (a forged interpreter) is said once per
@@ -17,9 +23,11 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/memory_account.h"
 #include "common/stall_guard.h"
 #include "runtimes/cpython/cpython_file.h"
 #include "runtimes/cpython/cpython_layout.h"
+#include "runtimes/cpython/cpython_reader.h"
 #include "runtimes/runtime.h"
 #include "symbolize/process_table.h"
 
@@ -48,6 +56,9 @@ public:
                                                const symbolize::ImageKey& key,
                                                uint64_t address,
                                                bool anonymous) override;
+  std::optional<profile::Frame> name_marker(symbolize::ProcessTable& processes,
+                                            const symbolize::ImageKey& key,
+                                            uint64_t frame) override;
   void forget(const symbolize::ImageKey& key, bool exited) override;
 
   // The CPython key's image runs, with a verified layout; nullptr if none.
@@ -57,17 +68,35 @@ public:
   // opened and said once; past this many, more are opened each time and said in the verbose log
   // only, so that a host of forged files costs bounded memory.
   static constexpr size_t kMaxFilesPassed = 4096;
+  // Code objects whose names one process keeps, at most.
+  static constexpr size_t kMaxCodes = 65536;
+  // A frame whose code object cannot be read.
+  static constexpr const char* kUnreadFrame = "[unread Python frame]";
 
 private:
+  // One code object's frame, and what tells it is still there.
+  struct CodeFrame {
+    profile::Frame frame;
+    uint64_t name_object = 0;
+    uint64_t checked_generation = 0; // the generation it was last found the same in
+  };
   struct Image {
     std::optional<FoundCPython> cpython;
     std::set<std::string> files_tried; // the interpreter files it maps (file_identity), once each
+    std::shared_ptr<CPythonReader> reader; // with cpython; shared with the reads in the guard
+    std::unordered_map<uint64_t, CodeFrame> codes; // by code object address
+    MemoryCharge charge;                           // codes' names, to the process's target
+    bool stalled = false;                          // a read of its memory stalled: no more
   };
+  // The frame of the code object at code, read through image's reader (in the stall guard).
+  profile::Frame
+  code_frame(const symbolize::ImageKey& key, Image& image, uint64_t code, uint64_t generation);
   // Opens the interpreter file behind mapping and finds its CPython; one line if it cannot.
   void try_file(symbolize::ProcessTable& processes,
                 const symbolize::ImageKey& key,
                 const procfs::Mapping& mapping,
-                Image& image);
+                Image& image,
+                const symbolize::ProcessImage& captured_image);
   // Notes a file that holds no CPython flamebpf reads; whether it is the first time, and a line
   // about it may be said.
   bool pass_file(const std::string& identity);

@@ -1,0 +1,101 @@
+// The CPython runtime finds a real interpreter in a process it captures, and names the frames the
+// walk leaves (code objects' addresses) "qualified.name (file.py:first line)", reading each code
+// object's names once, charged to the process's target; what is no code object is a frame unread,
+// and a process with no CPython is not the runtime's.
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "runtimes/cpython/cpython_reader.h"
+#include "runtimes/cpython/cpython_runtime.h"
+#include "runtimes/cpython_abi.h"
+#include "symbolize/process_table.h"
+#include "waiting_python.h"
+
+namespace flamebpf::cpython {
+namespace {
+
+class CPythonRuntimeTest : public ::testing::TestWithParam<std::string> {
+protected:
+  WaitingPython waiter_;
+};
+
+TEST_P(CPythonRuntimeTest, FramesAreNamedByTheirCodeObjectsReadOnce)
+{
+  std::string python = WaitingPython::python(GetParam());
+  if (python.empty())
+    GTEST_SKIP() << "pyenv built no CPython 3.11 here";
+  ASSERT_NO_FATAL_FAILURE(waiter_.start(python));
+  auto pid = static_cast<uint32_t>(waiter_.pid());
+
+  symbolize::ProcessTable processes;
+  auto owned = std::make_unique<CPythonRuntime>();
+  CPythonRuntime* runtime = owned.get();
+  processes.add_runtime(std::move(owned));
+  symbolize::ImageKey key{pid, 1};
+  processes.capture(key, "");
+  const FoundCPython* found = runtime->found(key);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->file.major, 3u);
+  EXPECT_EQ(found->file.minor, 11u);
+
+  // The frames the walk would leave: the main thread's, found as the reader finds them.
+  CPythonReader reader(pid, found->in_process, found->layout);
+  auto threads = reader.threads();
+  ASSERT_TRUE(threads) << threads.error().message;
+  const PythonThread* main_thread = nullptr;
+  for (const auto& thread : *threads)
+    if (thread.native_id == pid)
+      main_thread = &thread;
+  ASSERT_NE(main_thread, nullptr);
+  std::vector<std::string> names;
+  for (const auto& frame : main_thread->frames) {
+    auto named = runtime->name_marker(processes, key, FB_FRAME_RUNTIME_MARKER | frame.code);
+    ASSERT_TRUE(named);
+    EXPECT_EQ(named->kind, profile::FrameKind::kInterpreted);
+    names.push_back(named->name);
+  }
+  const std::string& script = waiter_.script();
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"inner_wait (" + script + ":12)", "outer (" + script + ":17)",
+                                      "<module> (" + script + ":1)"}));
+  // Held once per code object, charged to the process's target.
+  uint64_t held = processes.memory_account().breakdown().of(MemoryKind::kPythonCode);
+  EXPECT_GT(held, 0u);
+  for (const auto& frame : main_thread->frames)
+    ASSERT_TRUE(runtime->name_marker(processes, key, FB_FRAME_RUNTIME_MARKER | frame.code));
+  EXPECT_EQ(processes.memory_account().breakdown().of(MemoryKind::kPythonCode), held);
+  // In the next generation, each is checked to be the same code object, and named the same.
+  processes.end_generation();
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto named = runtime->name_marker(processes, key,
+                                      FB_FRAME_RUNTIME_MARKER | main_thread->frames.at(i).code);
+    ASSERT_TRUE(named);
+    EXPECT_EQ(named->name, names[i]);
+  }
+  EXPECT_EQ(processes.memory_account().breakdown().of(MemoryKind::kPythonCode), held);
+
+  // An address that holds no code object: its frame is unread, and nothing is kept of it.
+  auto garbage = runtime->name_marker(processes, key, FB_FRAME_RUNTIME_MARKER | 0x1000);
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->name, CPythonRuntime::kUnreadFrame);
+  EXPECT_EQ(processes.memory_account().breakdown().of(MemoryKind::kPythonCode), held);
+  // A code address is no marker, and the frames of a process with no CPython are not its own.
+  EXPECT_FALSE(runtime->name_marker(processes, key, main_thread->frames.at(0).code));
+  symbolize::ImageKey own{static_cast<uint32_t>(::getpid()), 1};
+  processes.capture(own, "");
+  EXPECT_EQ(runtime->found(own), nullptr);
+  EXPECT_FALSE(runtime->name_marker(processes, own, FB_FRAME_RUNTIME_MARKER | 0x1000));
+
+  // Forgotten with its process: what it held is given back.
+  runtime->forget(key, true);
+  EXPECT_EQ(runtime->found(key), nullptr);
+  EXPECT_EQ(processes.memory_account().breakdown().of(MemoryKind::kPythonCode), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, CPythonRuntimeTest, ::testing::Values("debian", "pyenv"));
+
+} // namespace
+} // namespace flamebpf::cpython
