@@ -61,10 +61,10 @@ enum class MemoryKind : uint8_t {
 };
 inline constexpr size_t kMemoryKinds = 12;
 inline constexpr std::array<MemoryKind, kMemoryKinds> kAllMemoryKinds = {
-    MemoryKind::kSymbols,      MemoryKind::kInlines,        MemoryKind::kPerfMaps,
-    MemoryKind::kJvmRecords,   MemoryKind::kPythonCode,     MemoryKind::kUnwindTables,
-    MemoryKind::kContainerNames, MemoryKind::kDumps,        MemoryKind::kAnswers,
-    MemoryKind::kIntervals,    MemoryKind::kOther,          MemoryKind::kHeapFree};
+    MemoryKind::kSymbols,        MemoryKind::kInlines,    MemoryKind::kPerfMaps,
+    MemoryKind::kJvmRecords,     MemoryKind::kPythonCode, MemoryKind::kUnwindTables,
+    MemoryKind::kContainerNames, MemoryKind::kDumps,      MemoryKind::kAnswers,
+    MemoryKind::kIntervals,      MemoryKind::kOther,      MemoryKind::kHeapFree};
 // "symbols", "inlines", "perf_maps", "jvm_records", "python_code", "unwind_tables",
 // "container_names", "dumps", "answers", "intervals", "other", "heap_free".
 const char* memory_kind_name(MemoryKind kind);

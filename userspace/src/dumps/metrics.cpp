@@ -190,7 +190,8 @@ std::string Metrics::render() const
   out += fmt::format("flamebpf_anonymous_memory_bytes {}\n", last_.usage.rss_anon_bytes);
   describe(out, "flamebpf_memory_bytes", "gauge",
            "What flamebpf holds in userspace, by kind: what targets made it hold (symbols, "
-           "inlines, perf_maps, jvm_records, python_code), its own (unwind_tables, container_names, dumps, "
+           "inlines, perf_maps, jvm_records, python_code), its own (unwind_tables, "
+           "container_names, dumps, "
            "answers, intervals), and the rest of its heap (other: allocated; heap_free: kept "
            "free by the allocator). The kernel maps are not in it.");
   for (MemoryKind kind : kAllMemoryKinds)
