@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <functional>
 
 #include "common/exported_objects.h"
 #include "common/log.h"
@@ -156,38 +157,40 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
   const profile::Frame unread{kUnreadFrame, "", profile::FrameKind::kInterpreted};
   if (image.stalled)
     return unread;
-  auto stalled = [&] {
-    image.stalled = true;
-    spdlog::warn("process {}: reading its memory stalls; its Python frames are no longer named",
-                 key.pid);
+  // What read gives, read in the stall guard; nullopt if it stalled (the image is read no more)
+  // or the guard is full.
+  auto guarded = [&]<class T>(std::function<T(CPythonReader&)> read) -> std::optional<T> {
+    auto outcome = stall_guard_.run<T>([reader = image.reader, read] { return read(*reader); });
+    if (outcome && !outcome->stalled)
+      return outcome->result.get();
+    if (outcome) {
+      image.stalled = true;
+      spdlog::warn("process {}: reading its memory stalls; its Python frames are no longer named",
+                   key.pid);
+    }
+    return std::nullopt;
   };
   auto cached = image.codes.find(code);
   if (cached != image.codes.end()) {
     CodeFrame& known = cached->second;
     if (known.checked_generation == generation)
       return known.frame;
-    auto outcome = stall_guard_.run<std::optional<uint64_t>>(
-        [reader = image.reader, code] { return reader->name_object(code); });
-    if (!outcome || outcome->stalled) {
-      if (outcome)
-        stalled();
+    auto name_object = guarded.operator()<std::optional<uint64_t>>(
+        [code](CPythonReader& reader) { return reader.name_object(code); });
+    if (!name_object)
       return unread;
-    }
-    if (outcome->result.get() == known.name_object) {
+    if (*name_object == known.name_object) {
       known.checked_generation = generation;
       return known.frame;
     }
     image.charge.shrink(heap_bytes(known.frame.name) + sizeof(CodeFrame));
     image.codes.erase(cached);
   }
-  auto outcome = stall_guard_.run<std::optional<PythonCode>>(
-      [reader = image.reader, code] { return reader->code(code); });
-  if (!outcome || outcome->stalled) {
-    if (outcome)
-      stalled();
+  auto outcome = guarded.operator()<std::optional<PythonCode>>(
+      [code](CPythonReader& reader) { return reader.code(code); });
+  if (!outcome)
     return unread;
-  }
-  auto read = outcome->result.get();
+  auto& read = *outcome;
   if (!read)
     return unread;
   profile::Frame named{fmt::format("{} ({}:{})", read->name, read->filename, read->first_line), "",
