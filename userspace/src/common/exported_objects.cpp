@@ -3,17 +3,46 @@
 #include <cstring>
 #include <elf.h>
 #include <string>
+#include <unistd.h>
 
 namespace flamebpf {
 
-std::optional<uint64_t> load_bias(const ElfReader& elf, const procfs::Mapping& mapping)
+std::vector<LoadSegment> load_segments(const ElfReader& elf)
 {
-  for (const auto& segment : elf.segments()) {
-    if (segment.type == PT_LOAD && mapping.offset >= segment.offset &&
-        mapping.offset < segment.offset + segment.file_size)
+  std::vector<LoadSegment> segments;
+  for (const auto& segment : elf.segments())
+    if (segment.type == PT_LOAD)
+      segments.push_back(
+          {segment.offset, segment.vaddr, segment.file_size, (segment.flags & PF_X) != 0});
+  return segments;
+}
+
+std::optional<uint64_t> load_bias(std::span<const LoadSegment> segments,
+                                  const procfs::Mapping& mapping)
+{
+  // The segment this mapping was made for: the loader maps each from the page that holds its
+  // first byte, with the segment's permissions. Linkers that pack segments without page alignment
+  // in the file (lld, mold) put the end of one and the start of the next in the same page, so the
+  // mapping's offset also lies inside the segment before, whose bias would be off by the pages
+  // between; in a small file two segments may even start in one page, told apart by whether they
+  // are code.
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& segment : segments) {
+    if ((segment.offset & ~(page - 1)) == mapping.offset && segment.file_size > 0 &&
+        segment.executable == mapping.executable)
+      return mapping.start - (segment.vaddr & ~(page - 1));
+  }
+  // A mapping that starts inside its segment (one split by mprotect, or partly unmapped).
+  for (const auto& segment : segments) {
+    if (mapping.offset >= segment.offset && mapping.offset - segment.offset < segment.file_size)
       return mapping.start - (segment.vaddr + (mapping.offset - segment.offset));
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> load_bias(const ElfReader& elf, const procfs::Mapping& mapping)
+{
+  return load_bias(load_segments(elf), mapping);
 }
 
 Result<std::vector<std::optional<ExportedObject>>>

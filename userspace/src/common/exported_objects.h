@@ -1,6 +1,7 @@
-// The data a mapped ELF file exports by name (the objects of its .dynsym), at their addresses in
-// the process that maps it: what a runtime's structures are read from outside through begins at
-// such a symbol (HotSpot's gHotSpotVMStructs, CPython's _PyRuntime).
+// Where a mapped ELF file is loaded in the process that maps it, and the data it exports by name
+// (the objects of its .dynsym) at their addresses there: what a runtime's structures are read
+// from outside through begins at such a symbol (HotSpot's gHotSpotVMStructs, CPython's
+// _PyRuntime).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,23 @@ struct ExportedObject {
   uint64_t size = 0;
 };
 
-// Where elf is loaded in the process that maps it as mapping (one of its load segments'
-// mappings); nullopt if no load segment holds the mapping's offset.
+// Where a file's load segment lies, to find each mapping's load bias.
+struct LoadSegment {
+  uint64_t offset = 0; // in the file
+  uint64_t vaddr = 0;
+  uint64_t file_size = 0;
+  bool executable = true; // PF_X
+};
+
+// elf's PT_LOAD segments.
+std::vector<LoadSegment> load_segments(const ElfReader& elf);
+
+// The address that the file's virtual address 0 lands at in mapping, one of the mappings of the
+// file whose load segments are segments: start minus the virtual address of the mapped offset.
+// nullopt if no load segment holds that offset.
+std::optional<uint64_t> load_bias(std::span<const LoadSegment> segments,
+                                  const procfs::Mapping& mapping);
+// The same for elf's segments.
 std::optional<uint64_t> load_bias(const ElfReader& elf, const procfs::Mapping& mapping);
 
 // The objects named names that elf's .dynsym exports, in the order of names, with the load bias

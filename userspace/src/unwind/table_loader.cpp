@@ -67,10 +67,7 @@ Result<FileTable> table_of(const ElfReader& elf)
   if (counts.section_cut)
     built.trouble += std::string(built.trouble.empty() ? "" : "; ") + "its " + cfi->section +
                      " is larger than " + std::to_string(kMaxCfiSectionBytes >> 20) + " MiB";
-  for (const auto& segment : elf.segments())
-    if (segment.type == PT_LOAD)
-      built.segments.push_back(
-          {segment.offset, segment.vaddr, segment.file_size, (segment.flags & PF_X) != 0});
+  built.segments = load_segments(elf);
   return built;
 }
 
@@ -94,31 +91,6 @@ bool has_rows(const UnwindTable& table)
   // One row of the frame pointer (or none) unwinds as no table does.
   return std::any_of(table.rows.begin(), table.rows.end(),
                      [](const fb_unwind_row& row) { return row.kind != FB_UNWIND_FRAME_POINTER; });
-}
-
-// The address that the file's virtual address 0 lands at in mapping: start minus the virtual
-// address of the mapped offset. nullopt if no load segment holds that offset.
-std::optional<uint64_t> load_bias(const std::vector<LoadSegment>& segments,
-                                  const procfs::Mapping& mapping)
-{
-  // The segment this mapping was made for: the loader maps each from the page that holds its
-  // first byte, with the segment's permissions. Linkers that pack segments without page alignment
-  // in the file (lld, mold) put the end of one and the start of the next in the same page, so the
-  // mapping's offset also lies inside the segment before, whose bias would be off by the pages
-  // between; in a small file two segments may even start in one page, told apart by whether they
-  // are code.
-  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  for (const auto& segment : segments) {
-    if ((segment.offset & ~(page - 1)) == mapping.offset && segment.file_size > 0 &&
-        segment.executable == mapping.executable)
-      return mapping.start - (segment.vaddr & ~(page - 1));
-  }
-  // A mapping that starts inside its segment (one split by mprotect, or partly unmapped).
-  for (const auto& segment : segments) {
-    if (mapping.offset >= segment.offset && mapping.offset - segment.offset < segment.file_size)
-      return mapping.start - (segment.vaddr + (mapping.offset - segment.offset));
-  }
-  return std::nullopt;
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/exported_objects.h"
 #include "common/memory_account.h"
 #include "common/proc_maps.h"
 #include "common/read_record.h"
@@ -28,13 +29,7 @@
 
 namespace flamebpf::unwind {
 
-// Where a file's load segment lies, to find each mapping's load bias.
-struct LoadSegment {
-  uint64_t offset = 0; // in the file
-  uint64_t vaddr = 0;
-  uint64_t file_size = 0;
-  bool executable = true; // PF_X
-};
+using flamebpf::LoadSegment;
 
 // One code file's table, as a builder hands it to the loader.
 struct FileTable {
