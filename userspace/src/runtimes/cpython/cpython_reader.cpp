@@ -25,29 +25,6 @@ constexpr uint32_t kKindMask = 7;
 constexpr uint32_t kCompactBit = 1u << 5;
 constexpr uint32_t kAsciiBit = 1u << 6;
 
-void append_code_point(std::string& out, char32_t point)
-{
-  if (point >= 0xd800 && point < 0xe000)
-    point = 0xfffd; // a lone surrogate is no character
-  if (point < 0x80) {
-    out.push_back(static_cast<char>(point));
-  } else if (point < 0x800) {
-    out.push_back(static_cast<char>(0xc0 | (point >> 6)));
-    out.push_back(static_cast<char>(0x80 | (point & 0x3f)));
-  } else if (point < 0x10000) {
-    out.push_back(static_cast<char>(0xe0 | (point >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((point >> 6) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | (point & 0x3f)));
-  } else if (point < 0x110000) {
-    out.push_back(static_cast<char>(0xf0 | (point >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((point >> 12) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | ((point >> 6) & 0x3f)));
-    out.push_back(static_cast<char>(0x80 | (point & 0x3f)));
-  } else {
-    out += utf8::kReplacement;
-  }
-}
-
 } // namespace
 
 Result<std::vector<PythonThread>> CPythonReader::threads()
@@ -148,7 +125,7 @@ std::optional<std::string> CPythonReader::text(uint64_t address, bool& cut)
                << (8 * byte);
     if (ascii && point >= 0x80)
       return std::nullopt; // it said ASCII
-    append_code_point(out, point);
+    utf8::append_code_point(out, point);
   }
   if (out.size() > kMaxNameBytes) {
     out = utf8::valid(std::string_view(out).substr(0, kMaxNameBytes));
