@@ -4,6 +4,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -354,6 +355,42 @@ TEST(Pprof, InlinedJavaMethodsAreLinesOfTheCompiledMethodsLocation)
   pb::Profile alone = parse(odd);
   EXPECT_EQ(sample_names(alone, alone.sample(0)),
             (std::vector<std::string>{"B.b", "[unknown]", "A.a", "x"}));
+}
+
+TEST(Pprof, InterpretedFramesCarryTheirFunctionFileAndLine)
+{
+  SymbolizedProfile input;
+  input.frequency_hz = 99;
+  Frame python_caller{"outer.<locals>.run (/app/jobs (old):v2/split.py:17)", "",
+                      FrameKind::kInterpreted};
+  Frame python_leaf{"heavy (/app/split.py:9)", "", FrameKind::kInterpreted};
+  Frame java{"Burner.loop(long, int[])", "", FrameKind::kInterpreted};
+  Frame other_run{"outer.<locals>.run (/app/other.py:3)", "", FrameKind::kInterpreted};
+  input.stacks = {{1, "python3", "", {python_caller, python_leaf}, 3},
+                  {1, "python3", "", {other_run, java}, 1}};
+  pb::Profile profile = parse(input);
+  auto text = [&](int64_t index) { return profile.string_table(static_cast<int>(index)); };
+  std::map<std::string, const pb::Function*> by_file;
+  for (const auto& function : profile.function())
+    by_file[text(function.name()) + "@" + text(function.filename())] = &function;
+  // The file may hold " (" and colons: the function ends at the first " (", the line is the
+  // digits after the last colon.
+  const pb::Function* caller = by_file["outer.<locals>.run@/app/jobs (old):v2/split.py"];
+  ASSERT_NE(caller, nullptr);
+  EXPECT_EQ(caller->start_line(), 17);
+  const pb::Function* leaf = by_file["heavy@/app/split.py"];
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ(leaf->start_line(), 9);
+  // Two functions of one name in two files stay two.
+  ASSERT_NE(by_file["outer.<locals>.run@/app/other.py"], nullptr);
+  // A Java method's parameter list is part of its name.
+  ASSERT_NE(by_file["Burner.loop(long, int[])@"], nullptr);
+  // Each location's line says the function's line.
+  const pb::Location& leaf_location = location(profile, profile.sample(0).location_id(0));
+  ASSERT_EQ(leaf_location.line_size(), 1);
+  EXPECT_EQ(leaf_location.line(0).function_id(), leaf->id());
+  EXPECT_EQ(leaf_location.line(0).line(), 9);
+  EXPECT_EQ(location(profile, profile.sample(1).location_id(0)).line(0).line(), 0);
 }
 
 TEST(Pprof, InlinedNativeFunctionsAreLinesOfTheirCallersLocationInItsFile)

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "common/utf8.h"
+#include "profile/source_name.h"
 #include "proto/profile.pb.h"
 
 namespace flamebpf::emit {
@@ -103,6 +104,7 @@ private:
   std::map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>>, uint64_t, std::less<>> locations_;
   std::string scratch_;                   // a kernel module's mapping name
   std::vector<uint64_t> mapping_samples_; // by mapping id - 1
+  std::vector<int64_t> function_lines_;   // by function id - 1: an interpreted one's line, or 0
 };
 
 int64_t Builder::string(std::string_view text)
@@ -128,8 +130,17 @@ uint64_t Builder::function(std::string_view name, int kind, std::string_view mod
   uint64_t id = functions_.size() + 1;
   pb::Function* function = out_.add_function();
   function->set_id(id);
-  function->set_name(string(name));
-  function->set_system_name(string(name));
+  // An interpreted function's frame names its file and line too, which pprof keeps apart.
+  std::optional<profile::SourcePlace> place;
+  if (kind == static_cast<int>(FrameKind::kInterpreted))
+    place = profile::source_place(name);
+  function->set_name(string(place ? place->function : name));
+  function->set_system_name(string(place ? place->function : name));
+  if (place) {
+    function->set_filename(string(place->file));
+    function->set_start_line(place->line);
+  }
+  function_lines_.push_back(place ? place->line : 0);
   functions_.emplace(std::move(key), id);
   return id;
 }
@@ -181,8 +192,12 @@ uint64_t Builder::location(uint64_t mapping_id,
   }
   // pprof lists a location's inlined functions innermost first.
   for (auto function = functions_root_first.rbegin(); function != functions_root_first.rend();
-       ++function)
-    location->add_line()->set_function_id(*function);
+       ++function) {
+    pb::Line* line = location->add_line();
+    line->set_function_id(*function);
+    if (int64_t number = function_lines_[*function - 1]; number != 0)
+      line->set_line(number);
+  }
   locations_.emplace(std::move(key), id);
   return id;
 }
