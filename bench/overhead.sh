@@ -101,6 +101,12 @@ cc -O0 -g -fno-omit-frame-pointer -o "$W/work" "$ROOT/tests/progs/burner.c"
 # that flamebpf unwinds it from its CFI; and the same with frame pointers.
 c++ -O2 -g -fomit-frame-pointer -o "$W/deep" "$ROOT/tests/progs/deep_chain.cpp"
 c++ -O2 -g -fno-omit-frame-pointer -o "$W/deep-fp" "$ROOT/tests/progs/deep_chain.cpp"
+# The same 30 frames in Python (tests/progs/deep_chain.py), run by Debian's CPython 3.11: flamebpf
+# walks them from the interpreter's frames, which the yardstick does not see.
+PYTHON=${PYTHON:-/usr/bin/python3.11}
+[[ -x $PYTHON ]] || die "no CPython 3.11 at $PYTHON (Debian's python3.11)"
+printf '#!/bin/sh\nexec %s %s "$@"\n' "$PYTHON" "$ROOT/tests/progs/deep_chain.py" >"$W/deep-py"
+chmod +x "$W/deep-py"
 
 # --- machine state -------------------------------------------------------------------------------
 
@@ -287,7 +293,7 @@ kernel_ns_per_run() { # TOOL HZ [LABEL]: appends to kns.TOOL@HZ, or kns.TOOL@LAB
 # (deep-fp) frames; and what perf record --call-graph dwarf costs on the same workload: its own CPU
 # time per sample, that of perf script (which unwinds the copied stacks afterwards), and the bytes
 # of perf.data per sample. Rounds and frequencies as for the in-kernel rows above.
-CFI_TOOLS=(yardstick@deep-fp flamebpf@deep-fp flamebpf@deep)
+CFI_TOOLS=(yardstick@deep-fp flamebpf@deep-fp flamebpf@deep yardstick@deep-py flamebpf@deep-py)
 measure_cfi() {
   local round hz config tool samples
   for ((round = 1; round <= STATS_ROUNDS; round++)); do
@@ -330,7 +336,7 @@ range_of() { sort -g "$1" | sed -n '1p;$p' | paste -sd-; }
 yes_no() { awk "BEGIN { print ($1) ? \"yes\" : \"NO\" }"; }
 
 print_cfi() {
-  local hz e y f yd fd c ratio shallow rec scr bytes verdicts=() fp_verdicts=()
+  local hz e y f yd fd c yp fp ratio shallow rec scr bytes verdicts=() fp_verdicts=()
   echo
   echo "unwinding from CFI: tests/progs/deep_chain.cpp, 30 frames (main;run;27 levels;spin), one copy pinned per CPU;"
   echo "  deep: built -O2 -fomit-frame-pointer (flamebpf unwinds it from .eh_frame); deep-fp: the same with frame pointers;"
@@ -355,6 +361,10 @@ print_cfi() {
       END { m = int((NR + 1) / 2); print r[m], s[m], b[m] }')
     printf "           perf record --call-graph dwarf on deep: %s us of perf record CPU + %s us of perf script CPU, %s bytes per sample\n" \
       "$rec" "$scr" "$bytes"
+    yp=$(median_of "$W/kns.yardstick@deep-py@$hz") fp=$(median_of "$W/kns.flamebpf@deep-py@$hz")
+    printf "           Python deep_chain.py, 30 Python frames: flamebpf %s ns [%s], the yardstick on its native stack %s ns [%s]; net %sx the yardstick on deep-fp's 30 frames\n" \
+      "$fp" "$(range_of "$W/kns.flamebpf@deep-py@$hz")" "$yp" "$(range_of "$W/kns.yardstick@deep-py@$hz")" \
+      "$(awk -v e="$e" -v y="$yd" -v f="$fp" 'BEGIN { printf "%.2f", (f - e) / (y - e) }')"
   done
   echo "  CFI stacks of 30 frames within 3x the yardstick: ${verdicts[*]}; 30 frame-pointer frames within 1.1x: ${fp_verdicts[*]}"
 }

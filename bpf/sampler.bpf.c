@@ -241,6 +241,7 @@ static __always_inline long unwind_user_stack(struct bpf_perf_event_data* ctx,
   state->exact_pc = 1;
   state->done = 0;
   state->window_size = 0;
+  cpython_begin(state);
   for (int counter = FB_COUNTER_UNWIND_SP_BACKWARDS; counter <= FB_COUNTER_UNWIND_BAD_ROW;
        counter++)
     state->counts[counter] = 0;

@@ -7,6 +7,7 @@
 #define FLAMEBPF_UNWIND_BPF_H
 
 #include "bpf_abi.h"
+#include "runtimes/cpython_abi.h"
 
 #if defined(__TARGET_ARCH_x86)
 #include "arch_x86_64.bpf.h"
@@ -47,6 +48,14 @@ struct {
   __type(value, struct fb_image_mappings);
   __uint(max_entries, 1024);
 } image_mappings SEC(".maps");
+
+// Process image -> where its CPython keeps its threads' frames (runtimes/cpython.bpf.h).
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, struct fb_image_key);
+  __type(value, struct fb_cpython_process);
+  __uint(max_entries, 4096);
+} cpython_processes SEC(".maps");
 
 // Unwound user stacks, double-buffered as the stack maps are.
 #define FB_USER_STACK_MAP(map_name)                                                                \
@@ -115,6 +124,13 @@ struct fb_unwind_state {
   __u64 cached_plain_image;
   __u64 cached_plain_generation;
   __u64 counts[FB_COUNTER_MAX]; // events of this sample, added to fb_cpu_state at the end
+  // The sampled thread's Python frames, when its image runs CPython: the next one to record, and
+  // whether they are being recorded in place of an evaluation loop's native frame, or were.
+  struct fb_cpython_process python;
+  __u64 python_frame;
+  __u32 python_recording;
+  __u32 python_recorded;
+  __u8 python_span[FB_CPYTHON_FRAME_SPAN + 8]; // a word read at its last byte stays inside
   // A copy of the user stack from window_start, window_size bytes; emptied at each sample.
   __u64 window_start;
   __u64 window_size;
@@ -370,6 +386,20 @@ static long unwind_step(__u32 index, void* context)
     unwind_stop(state, FB_COUNTER_UNWIND_NO_RETURN);
     return 1;
   }
+  if (state->python_recording)
+    return cpython_record_frame(state);
+  // The evaluation loop's frame stands for the Python frames it runs: they are recorded first,
+  // then the loop's own frame is stepped over, unrecorded.
+  int python_replaced = 0;
+  if ((state->python_frame || state->python_recorded) && pc >= state->python.eval_start &&
+      pc < state->python.eval_end) {
+    if (!state->python_recorded) {
+      state->python_recording = 1;
+      return 0;
+    }
+    state->python_recorded = 0;
+    python_replaced = 1;
+  }
   // A return address points after its call; the call itself is one byte earlier.
   __u64 lookup_pc = state->exact_pc ? pc : pc - 1;
   struct fb_unwind_row row = {.kind = FB_UNWIND_FRAME_POINTER};
@@ -390,7 +420,7 @@ static long unwind_step(__u32 index, void* context)
   __u64 frame = pc;
   if (runtime_frame(state, row.kind, &frame))
     return 1;
-  if (!push_frame(state, frame)) {
+  if (!python_replaced && !push_frame(state, frame)) {
     unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
     return 1;
   }

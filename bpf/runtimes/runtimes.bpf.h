@@ -5,6 +5,7 @@
 #ifndef FLAMEBPF_RUNTIMES_BPF_H
 #define FLAMEBPF_RUNTIMES_BPF_H
 
+#include "cpython.bpf.h"
 #include "go.bpf.h"
 #include "hotspot.bpf.h"
 

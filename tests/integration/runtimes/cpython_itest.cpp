@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 
 #include "harness.h"
 #include "process.h"
+#include "pythons.h"
 #include "temp_dir.h"
 
 namespace flamebpf::testing {
@@ -34,24 +36,6 @@ size_t lines_with(const std::string& text, const std::string& needle)
   return count;
 }
 
-// The interpreter pyenv built of version prefix ("3.13."), if there is one.
-std::optional<std::string> pyenv_python(const std::string& prefix)
-{
-  const char* home = std::getenv("HOME");
-  fs::path versions = fs::path(home ? home : "/root") / ".pyenv" / "versions";
-  std::error_code failed;
-  for (const auto& entry : fs::directory_iterator(versions, failed)) {
-    std::string version = entry.path().filename();
-    if (!version.starts_with(prefix))
-      continue;
-    std::string minor = version.substr(0, version.find('.', prefix.size() - 1));
-    fs::path python = entry.path() / "bin" / ("python" + minor);
-    if (fs::exists(python))
-      return python.string();
-  }
-  return std::nullopt;
-}
-
 // The stacks of every folded file in dir: flamebpf writes one per target, here one per process.
 std::map<std::string, uint64_t> read_all_folded(const fs::path& dir)
 {
@@ -63,11 +47,16 @@ std::map<std::string, uint64_t> read_all_folded(const fs::path& dir)
   return stacks;
 }
 
-// flamebpf's stderr over pids for a second, -v if verbose; the profiles go into dir.
-std::string profile_pids(const std::vector<pid_t>& pids, const fs::path& dir, bool verbose = false)
+// flamebpf's stderr over pids for seconds at frequency, -v if verbose; the profiles go into dir.
+std::string profile_pids(const std::vector<pid_t>& pids,
+                         const fs::path& dir,
+                         bool verbose = false,
+                         int seconds = 1,
+                         int frequency = 199)
 {
   std::vector<std::string> argv{
-      FLAMEBPF_BINARY, "-d", "1", "-F", "199", "-o", (dir / "python.folded").string()};
+      FLAMEBPF_BINARY,           "-d", std::to_string(seconds),         "-F",
+      std::to_string(frequency), "-o", (dir / "python.folded").string()};
   if (verbose)
     argv.push_back("-v");
   for (pid_t pid : pids) {
@@ -116,11 +105,7 @@ TEST(CPythonRuntime, AVersionWithoutAVerifiedLayoutIsSaidOnceAndNotRead)
 
 TEST(CPythonRuntime, AVerifiedVersionIsFoundWithoutAWarning)
 {
-  std::vector<std::string> pythons;
-  if (fs::exists("/usr/bin/python3.11"))
-    pythons.push_back("/usr/bin/python3.11");
-  if (auto python = pyenv_python("3.11."))
-    pythons.push_back(*python);
+  std::vector<std::string> pythons = cpython311_interpreters();
   if (pythons.empty())
     GTEST_SKIP() << "no CPython 3.11 here";
   std::vector<std::unique_ptr<Child>> children;
@@ -166,6 +151,126 @@ TEST(CPythonRuntime, AForgedInterpreterCostsOneWarningAndItsNativeFramesAreNamed
   }
   EXPECT_GT(total, 100u);
   EXPECT_GT(named, total * 9 / 10) << err;
+}
+
+TEST(CPythonRuntime, PythonFunctionsAreNamedAndTheirSplitShows)
+{
+  std::vector<std::string> pythons = cpython311_interpreters();
+  if (pythons.empty())
+    GTEST_SKIP() << "no CPython 3.11 here";
+  TempDir dir;
+  fs::path script = dir.path() / "split.py";
+  std::ofstream(script) << kPythonSplitScript;
+  for (const auto& python : pythons) {
+    SCOPED_TRACE(python);
+    Child child({python, script.string()});
+    wait_until_busy(child.pid(), "python3.11");
+    fs::path out = dir.path() / "out";
+    fs::remove_all(out);
+    fs::create_directories(out);
+    std::string err = profile_pids({child.pid()}, out, false, 5, 999);
+    child.signal(SIGKILL);
+    child.wait();
+    PythonSplitShares shares = python_split_shares(read_all_folded(out), script.string());
+    ASSERT_GT(shares.total, 999u * 5 * 8 / 10) << err;
+    EXPECT_GE(shares.python, shares.total * 95 / 100) << err;
+    EXPECT_GE(shares.module, shares.total * 95 / 100) << err;
+    ASSERT_GT(shares.light, 0u);
+    double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
+    EXPECT_NEAR(ratio, 3.0, 0.3) << shares.heavy << " in heavy, " << shares.light << " in light";
+  }
+}
+
+// Two threads: the main one spins in Python, holding the GIL most of the time; the other hashes a
+// MiB in OpenSSL (hashlib releases the GIL while it does) and waits for the GIL to return.
+constexpr const char* kThreadsScript = R"(import hashlib
+import threading
+
+data = bytes(1 << 20)
+
+
+def digest():
+    return hashlib.sha256(data).digest()
+
+
+def hashing():
+    while True:
+        digest()
+
+
+def spin():
+    s = 0
+    while True:
+        s += 1
+
+
+threading.Thread(target=hashing, daemon=True).start()
+spin()
+)";
+
+TEST(CPythonRuntime, EachThreadHasItsOwnFramesAndACExtensionRunsUnderItsCaller)
+{
+  std::vector<std::string> pythons = cpython311_interpreters();
+  if (pythons.empty())
+    GTEST_SKIP() << "no CPython 3.11 here";
+  TempDir dir;
+  fs::path script = dir.path() / "threads.py";
+  std::ofstream(script) << kThreadsScript;
+  for (const auto& python : pythons) {
+    SCOPED_TRACE(python);
+    Child child({python, script.string()});
+    wait_until_busy(child.pid(), "python3.11");
+    fs::path out = dir.path() / "out";
+    fs::remove_all(out);
+    fs::create_directories(out);
+    std::string err = profile_pids({child.pid()}, out, false, 2, 999);
+    child.signal(SIGKILL);
+    child.wait();
+    std::string in_script = " (" + script.string() + ":";
+    std::string spin = ";spin" + in_script, digest = ";digest" + in_script;
+    uint64_t total = 0, spinning = 0, hashing = 0, in_openssl = 0, openssl_under_digest = 0;
+    uint64_t waiting = 0, waiting_as_hasher = 0;
+    for (const auto& [stack, count] : read_all_folded(out)) {
+      total += count;
+      bool spins = stack.find(spin) != std::string::npos;
+      bool hashes = stack.find(digest) != std::string::npos;
+      // One thread's stack never holds the other's frames.
+      EXPECT_FALSE(spins && hashes) << stack;
+      spinning += spins ? count : 0;
+      hashing += hashes ? count : 0;
+      // OpenSSL's frames, without the GIL: under the Python function that called hashlib, found
+      // by the walk of the interpreter's threads.
+      if (stack.find(";SHA256_Update") != std::string::npos) {
+        in_openssl += count;
+        // Next to digest, the extension module's frames (named, or its file's where stripped),
+        // and no Python frame after them.
+        std::string caller = ";digest" + in_script + "7);";
+        size_t at = stack.find(caller);
+        bool under_digest = at != std::string::npos &&
+                            stack.compare(at + caller.size(), 8, "_hashlib") == 0 &&
+                            stack.find(in_script, at + caller.size()) == std::string::npos &&
+                            stack.find(";<module>") == std::string::npos;
+        openssl_under_digest += under_digest ? count : 0;
+      }
+      // The hashing thread waits for the GIL the other holds: its own frames, not the holder's.
+      if (stack.find(";PyEval_RestoreThread;take_gil") != std::string::npos) {
+        waiting += count;
+        waiting_as_hasher += hashes ? count : 0;
+      }
+    }
+    ASSERT_GT(total, 999u * 2 * 8 / 10) << err;
+    EXPECT_GE(spinning, total * 30 / 100) << err;
+    EXPECT_GE(hashing, total * 5 / 100) << err;
+    EXPECT_GE(spinning + hashing, total * 90 / 100) << err;
+    EXPECT_GE(in_openssl, total * 5 / 100) << err;
+    EXPECT_GE(openssl_under_digest, in_openssl * 95 / 100) << err;
+    EXPECT_EQ(waiting_as_hasher, waiting) << err;
+    // pyenv's build keeps its symbols, which name the wait (about 20 samples in 2 s here);
+    // Debian's is stripped.
+    if (python.find("/.pyenv/") != std::string::npos) {
+      EXPECT_GE(waiting, 5u) << err;
+    }
+  }
 }
 
 } // namespace

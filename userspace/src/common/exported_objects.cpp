@@ -45,8 +45,8 @@ std::optional<uint64_t> load_bias(const ElfReader& elf, const procfs::Mapping& m
   return load_bias(load_segments(elf), mapping);
 }
 
-Result<std::vector<std::optional<ExportedObject>>>
-exported_objects(const ElfReader& elf, uint64_t bias, std::span<const std::string_view> names)
+Result<std::vector<std::optional<ExportedObject>>> exported_objects(
+    const ElfReader& elf, uint64_t bias, std::span<const std::string_view> names, uint8_t type)
 {
   const ElfSection* dynsym = elf.section_of_type(SHT_DYNSYM);
   if (!dynsym || dynsym->link >= elf.sections().size())
@@ -57,7 +57,7 @@ exported_objects(const ElfReader& elf, uint64_t bias, std::span<const std::strin
   const std::string& text = strings->bytes;
   std::vector<std::optional<ExportedObject>> found(names.size());
   auto visited = elf.read_symbols(*dynsym, kMaxDynamicSymbolBytes, [&](const ElfSymbolEntry& s) {
-    if (s.type != STT_OBJECT || s.section == SHN_UNDEF || s.name >= text.size())
+    if (s.type != type || s.section == SHN_UNDEF || s.name >= text.size())
       return;
     std::string_view name(text.data() + s.name,
                           strnlen(text.data() + s.name, text.size() - s.name));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <elf.h>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -48,6 +49,9 @@ std::optional<uint64_t> load_bias(const ElfReader& elf, const procfs::Mapping& m
 // bias added; nullopt where one is not exported. Fails if the file has no dynamic symbols or they
 // cannot be read.
 [[nodiscard]] Result<std::vector<std::optional<ExportedObject>>>
-exported_objects(const ElfReader& elf, uint64_t bias, std::span<const std::string_view> names);
+exported_objects(const ElfReader& elf,
+                 uint64_t bias,
+                 std::span<const std::string_view> names,
+                 uint8_t type = STT_OBJECT);
 
 } // namespace flamebpf

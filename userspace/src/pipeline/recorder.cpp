@@ -230,6 +230,9 @@ void Recorder::handle_notices()
       tables_queued_ = true;
     }
   }
+  // A runtime found at the capture has its frames walked from the next sample on.
+  if (unwind_tables_)
+    install_process_walks();
 }
 
 Result<> Recorder::poll_notices(std::chrono::milliseconds timeout)
@@ -250,8 +253,19 @@ Result<> Recorder::take_notices(std::chrono::milliseconds timeout)
   return {};
 }
 
+void Recorder::install_process_walks()
+{
+  for (const auto& walk : symbolizer_->take_process_walks()) {
+    if (auto set = unwind_tables_->set_cpython_walk(walk.pid, walk.image_id,
+                                                    walk.cpython ? &*walk.cpython : nullptr);
+        !set)
+      spdlog::debug("pid {}: {}", walk.pid, set.error().message);
+  }
+}
+
 void Recorder::install_code_tables()
 {
+  install_process_walks();
   for (const auto& update : symbolizer_->take_code_tables()) {
     const auto& table = update.table;
     uint64_t start = table.base_address;

@@ -101,6 +101,8 @@ private:
   symbolize(const profile::RawProfile& raw, Schedule::Steady::time_point drained_at);
   // Unwind tables for the libraries the kernel found unmapped, and for runtimes' new code.
   void follow_unwind_tables();
+  // Hands the runtimes' walks of their images to the unwinder.
+  void install_process_walks();
   void log_unwind_tables() const;
   // Names again what could not be named when it was drained, and hands the interval's profile,
   // which ends at end, to the sinks; last: the recording's last interval.

@@ -17,6 +17,7 @@
 
 #include "common/proc_maps.h"
 #include "profile/symbolized_profile.h"
+#include "runtimes/cpython_abi.h"
 #include "unwind/unwind_table.h"
 
 namespace flamebpf::symbolize {
@@ -43,6 +44,14 @@ struct CodeTable {
   uint32_t pid = 0;
   uint32_t image_id = 0;
   unwind::UnwindTable table;
+};
+
+// What the unwinder reads of a runtime in one image to walk its frames (a CPython's thread and
+// frame layout); none: the image no longer has it.
+struct ProcessWalk {
+  uint32_t pid = 0;
+  uint32_t image_id = 0;
+  std::optional<fb_cpython_process> cpython;
 };
 
 class Runtime {
@@ -95,6 +104,9 @@ public:
     (void)processes;
     return {};
   }
+
+  // The walks of its images that changed since the last call (as often as poll).
+  virtual std::vector<ProcessWalk> take_process_walks() { return {}; }
 
   // Before a drain's frames are named: what its helpers learned since (a map rewritten in place).
   virtual void before_naming(ProcessTable& processes) { (void)processes; }

@@ -220,6 +220,19 @@ public:
     return {};
   }
 
+  Result<> set_cpython_walk(const fb_image_key& image, const fb_cpython_process* walk) override
+  {
+    int fd = bpf_map__fd(skeleton_->maps.cpython_processes);
+    if (!walk) {
+      bpf_map_delete_elem(fd, &image);
+      return {};
+    }
+    if (bpf_map_update_elem(fd, &image, walk, BPF_ANY) != 0)
+      return fail(system_error(errno, "cannot walk the Python frames of process " +
+                                          std::to_string(image.tgid)));
+    return {};
+  }
+
   void remove_image(const fb_image_key& image) override
   {
     if (bpf_map_delete_elem(bpf_map__fd(skeleton_->maps.image_mappings), &image) == 0)

@@ -172,6 +172,16 @@ std::vector<runtimes::CodeTable> Symbolizer::take_code_tables()
   return tables;
 }
 
+std::vector<runtimes::ProcessWalk> Symbolizer::take_process_walks()
+{
+  std::vector<runtimes::ProcessWalk> walks;
+  for (const auto& runtime : processes_.runtimes()) {
+    auto changed = runtime->take_process_walks();
+    walks.insert(walks.end(), changed.begin(), changed.end());
+  }
+  return walks;
+}
+
 void Symbolizer::stop_runtimes()
 {
   for (const auto& runtime : processes_.runtimes())

@@ -90,6 +90,8 @@ public:
   void poll_runtimes();
   // The unwind tables of runtimes' generated code that changed since the last call.
   std::vector<runtimes::CodeTable> take_code_tables();
+  // The runtimes' walks of their images changed since the last call.
+  std::vector<runtimes::ProcessWalk> take_process_walks();
   // The recording ends: each runtime's work under way gets a bounded time to finish.
   void stop_runtimes();
 

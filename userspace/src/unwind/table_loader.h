@@ -111,6 +111,13 @@ public:
   // freed.
   void forget_image(uint32_t pid, uint32_t image_id);
 
+  // The image's CPython frames are walked by walk from now on; none: no longer.
+  [[nodiscard]] Result<>
+  set_cpython_walk(uint32_t pid, uint32_t image_id, const fb_cpython_process* walk)
+  {
+    return maps_.set_cpython_walk(fb_image_key{pid, image_id}, walk);
+  }
+
   // Installs (or replaces) a table for the code at [start, end) of a process image, such as a
   // runtime's JIT code: table.base_address is the absolute address of pc_offset 0 (no load
   // bias). The new rows are written before the image points at them, so a sample sees the old

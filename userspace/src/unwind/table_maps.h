@@ -7,6 +7,7 @@
 
 #include "bpf_abi.h"
 #include "common/result.h"
+#include "runtimes/cpython_abi.h"
 
 namespace flamebpf::unwind {
 
@@ -27,6 +28,13 @@ public:
                                            const fb_image_mappings& mappings) = 0;
   // The image goes back to the kernel's frame-pointer walker.
   virtual void remove_image(const fb_image_key& image) = 0;
+  // The image's CPython frames are walked by walk; without one, no longer.
+  [[nodiscard]] virtual Result<> set_cpython_walk(const fb_image_key& image,
+                                                  const fb_cpython_process* walk)
+  {
+    (void)image, (void)walk;
+    return {};
+  }
 };
 
 } // namespace flamebpf::unwind

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -40,6 +41,24 @@ TEST_P(CPythonRuntimeTest, FramesAreNamedByTheirCodeObjectsReadOnce)
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->file.major, 3u);
   EXPECT_EQ(found->file.minor, 11u);
+  // What the frame walk is given: the interpreter's state in this process, its evaluation loop
+  // and the process's pid namespace.
+  auto walks = runtime->take_process_walks();
+  ASSERT_EQ(walks.size(), 1u);
+  EXPECT_EQ(walks[0].pid, pid);
+  EXPECT_EQ(walks[0].image_id, key.image_id);
+  ASSERT_TRUE(walks[0].cpython);
+  const fb_cpython_process& walk = *walks[0].cpython;
+  EXPECT_EQ(walk.interpreters_head,
+            found->in_process.runtime + found->layout.runtime_interpreters_head);
+  EXPECT_EQ(walk.gil_holder, found->in_process.runtime + found->layout.runtime_gil_holder);
+  EXPECT_LT(walk.eval_start, walk.eval_end);
+  EXPECT_EQ(walk.frame_code, found->layout.frame_code);
+  EXPECT_EQ(walk.thread_native_id, found->layout.thread_native_id);
+  struct stat pid_namespace {};
+  ASSERT_EQ(::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &pid_namespace), 0);
+  EXPECT_EQ(walk.pid_namespace_inode, pid_namespace.st_ino);
+  EXPECT_TRUE(runtime->take_process_walks().empty());
 
   // The frames the walk would leave: the main thread's, found as the reader finds them.
   CPythonReader reader(pid, found->in_process, found->layout);
@@ -92,7 +111,35 @@ TEST_P(CPythonRuntimeTest, FramesAreNamedByTheirCodeObjectsReadOnce)
   // Forgotten with its process: what it held is given back.
   runtime->forget(key, true);
   EXPECT_EQ(runtime->found(key), nullptr);
+  walks = runtime->take_process_walks();
+  ASSERT_EQ(walks.size(), 1u);
+  EXPECT_EQ(walks[0].pid, pid);
+  EXPECT_FALSE(walks[0].cpython);
   EXPECT_EQ(processes.memory_account().breakdown().of(MemoryKind::kPythonCode), 0u);
+}
+
+// The walk reads a frame's fields in one read of FB_CPYTHON_FRAME_SPAN bytes from its code
+// object's field: each verified layout's fit, and one whose fields lie past the span is refused.
+TEST(CPythonFrameSpan, EveryVerifiedLayoutFitsAndOneBeyondDoesNot)
+{
+  size_t verified = 0;
+  for (uint32_t minor = 0; minor < 20; ++minor) {
+    auto layout = verified_layout(3, minor);
+    if (!layout)
+      continue;
+    ++verified;
+    EXPECT_TRUE(fits_frame_span(*layout)) << "3." << minor;
+    CPythonLayout beyond = *layout;
+    beyond.frame_previous = beyond.frame_code + FB_CPYTHON_FRAME_SPAN - 7;
+    EXPECT_FALSE(fits_frame_span(beyond));
+    beyond = *layout;
+    beyond.frame_is_entry = beyond.frame_code + FB_CPYTHON_FRAME_SPAN;
+    EXPECT_FALSE(fits_frame_span(beyond));
+    beyond = *layout;
+    beyond.frame_previous = beyond.frame_code - 8;
+    EXPECT_FALSE(fits_frame_span(beyond));
+  }
+  EXPECT_GT(verified, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, CPythonRuntimeTest, ::testing::Values("debian", "pyenv"));

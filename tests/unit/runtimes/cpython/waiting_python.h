@@ -17,6 +17,7 @@
 #include "common/procfs.h"
 #include "common/unique_fd.h"
 #include "process.h"
+#include "pythons.h"
 #include "runtimes/cpython/cpython_file.h"
 #include "temp_dir.h"
 #include "test_support.h"
@@ -51,20 +52,6 @@ threading.Thread(target=Worker().spin, args=(started,), daemon=True).start()
 started.wait()
 outer()
 )";
-
-// The pyenv build of CPython 3.11's interpreter; "" if there is none.
-inline std::string pyenv_python311()
-{
-  const char* home = ::getenv("HOME");
-  fs::path versions = fs::path(home ? home : "/root") / ".pyenv" / "versions";
-  std::error_code failed;
-  for (const auto& entry : fs::directory_iterator(versions, failed)) {
-    fs::path python = entry.path() / "bin" / "python3.11";
-    if (entry.path().filename().string().starts_with("3.11.") && fs::exists(python))
-      return python.string();
-  }
-  return "";
-}
 
 // A CPython running kWaiterScript, killed with this.
 class WaitingPython {
@@ -142,7 +129,8 @@ public:
   // The interpreter a test's parameter names: "debian" or "pyenv" (3.11); "" if there is none.
   static std::string python(const std::string& which)
   {
-    return which == "debian" ? "/usr/bin/python3.11" : pyenv_python311();
+    return which == "debian" ? "/usr/bin/python3.11"
+                             : flamebpf::testing::pyenv_python("3.11.").value_or("");
   }
 
 private:

@@ -3,10 +3,13 @@
 #include <cerrno>
 #include <csignal>
 #include <functional>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "common/exported_objects.h"
 #include "common/log.h"
 #include "common/mapped_file.h"
+#include "profile/source_name.h"
 #include "runtimes/cpython_abi.h"
 
 namespace flamebpf::cpython {
@@ -16,6 +19,7 @@ namespace {
 struct Opened {
   std::optional<CPythonFile> file;
   uint64_t bias = 0;
+  uint64_t eval_start = 0, eval_end = 0; // _PyEval_EvalFrameDefault in the process
 };
 
 Result<Opened> open_cpython(const std::string& process, const procfs::Mapping& mapping)
@@ -35,6 +39,12 @@ Result<Opened> open_cpython(const std::string& process, const procfs::Mapping& m
     return fail(error(elf.shown() + ": no load segment where it is mapped"));
   opened.file = std::move(*found);
   opened.bias = *bias;
+  constexpr std::string_view kEval[] = {"_PyEval_EvalFrameDefault"};
+  auto eval = exported_objects(elf, *bias, kEval, STT_FUNC);
+  if (eval && (*eval)[0]) {
+    opened.eval_start = (*eval)[0]->address;
+    opened.eval_end = (*eval)[0]->address + (*eval)[0]->size;
+  }
   return opened;
 }
 
@@ -45,6 +55,14 @@ std::string file_identity(const procfs::Mapping& mapping)
 }
 
 } // namespace
+
+bool fits_frame_span(const CPythonLayout& layout)
+{
+  auto word_fits = [&](uint32_t field, uint32_t size) {
+    return field >= layout.frame_code && field + size <= layout.frame_code + FB_CPYTHON_FRAME_SPAN;
+  };
+  return word_fits(layout.frame_previous, 8) && word_fits(layout.frame_is_entry, 1);
+}
 
 bool is_cpython_file_name(std::string_view path)
 {
@@ -114,10 +132,46 @@ void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
     return;
   }
   spdlog::debug("process {}: CPython {} in {}", key.pid, file.version(), shown);
-  image.cpython = FoundCPython{file, *layout, file.in_file.moved_by(opened->bias), mapping.path};
+  image.cpython = FoundCPython{file, *layout, file.in_file.moved_by(opened->bias)};
   image.reader =
       std::make_shared<CPythonReader>(key.pid, image.cpython->in_process, image.cpython->layout);
   image.charge = MemoryCharge(captured_image.share, MemoryKind::kPythonCode);
+  if (!fits_frame_span(*layout)) {
+    spdlog::warn("CPython {}: its frame's fields lie too far apart for the frame walk; the "
+                 "Python frames of process {} are not named",
+                 file.version(), key.pid);
+    return;
+  }
+  if (opened->eval_start >= opened->eval_end) {
+    spdlog::warn("{}: no _PyEval_EvalFrameDefault; the Python frames of process {} are not named",
+                 shown, key.pid);
+    return;
+  }
+  // CPython keeps its threads' ids as their pid namespace sees them; the walk asks the kernel
+  // for the sampled thread's id there, by the namespace's device (the kernel's dev_t) and inode.
+  struct stat pid_namespace {};
+  std::string namespace_file = processes.proc_root() + "/" + std::to_string(key.pid) + "/ns/pid";
+  if (::stat(namespace_file.c_str(), &pid_namespace) != 0)
+    return; // the process exited
+  const CPythonLayout& l = *layout;
+  uint64_t runtime = image.cpython->in_process.runtime;
+  fb_cpython_process walk{};
+  walk.interpreters_head = runtime + l.runtime_interpreters_head;
+  walk.gil_holder = runtime + l.runtime_gil_holder;
+  walk.eval_start = opened->eval_start;
+  walk.eval_end = opened->eval_end;
+  walk.pid_namespace_device =
+      (uint64_t{major(pid_namespace.st_dev)} << 20) | minor(pid_namespace.st_dev);
+  walk.pid_namespace_inode = pid_namespace.st_ino;
+  walk.interpreter_threads_head = l.interpreter_threads_head;
+  walk.thread_next = l.thread_next;
+  walk.thread_native_id = l.thread_native_id;
+  walk.thread_cframe = l.thread_cframe;
+  walk.cframe_current_frame = l.cframe_current_frame;
+  walk.frame_code = l.frame_code;
+  walk.frame_previous = l.frame_previous;
+  walk.frame_is_entry = l.frame_is_entry;
+  walks_.push_back({key.pid, key.image_id, walk});
 }
 
 bool CPythonRuntime::pass_file(const std::string& identity)
@@ -193,7 +247,7 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
   auto& read = *outcome;
   if (!read)
     return unread;
-  profile::Frame named{fmt::format("{} ({}:{})", read->name, read->filename, read->first_line), "",
+  profile::Frame named{profile::source_name(read->name, read->filename, read->first_line), "",
                        profile::FrameKind::kInterpreted};
   // Kept while the process's share allows; past it, read again each time it is met.
   if (image.codes.size() < kMaxCodes &&
@@ -202,9 +256,16 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
   return named;
 }
 
+std::vector<runtimes::ProcessWalk> CPythonRuntime::take_process_walks()
+{
+  return std::exchange(walks_, {});
+}
+
 void CPythonRuntime::forget(const symbolize::ImageKey& key, bool exited)
 {
   (void)exited;
+  if (auto it = images_.find(key); it != images_.end() && it->second.cpython)
+    walks_.push_back({key.pid, key.image_id, std::nullopt});
   images_.erase(key);
 }
 

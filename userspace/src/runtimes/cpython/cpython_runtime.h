@@ -36,12 +36,15 @@ namespace flamebpf::cpython {
 // Whether a mapped file's name is an interpreter's: python, python3.11, libpython3.11.so.1.0.
 bool is_cpython_file_name(std::string_view path);
 
+// Whether the frame fields the walk reads lie in the span it reads from the code object's field
+// (FB_CPYTHON_FRAME_SPAN): a layout whose fields do not is not walked.
+bool fits_frame_span(const CPythonLayout& layout);
+
 // A CPython found in one process image.
 struct FoundCPython {
   CPythonFile file;
   CPythonLayout layout;
   CPythonAddresses in_process; // the file's addresses moved by its load bias
-  std::string path;            // the interpreter's file, as the process maps it
 };
 
 class CPythonRuntime final : public runtimes::Runtime {
@@ -60,6 +63,7 @@ public:
                                             const symbolize::ImageKey& key,
                                             uint64_t frame) override;
   void forget(const symbolize::ImageKey& key, bool exited) override;
+  std::vector<runtimes::ProcessWalk> take_process_walks() override;
 
   // The CPython key's image runs, with a verified layout; nullptr if none.
   const FoundCPython* found(const symbolize::ImageKey& key) const;
@@ -102,8 +106,9 @@ private:
   bool pass_file(const std::string& identity);
 
   std::unordered_map<symbolize::ImageKey, Image, symbolize::ImageKeyHash> images_;
-  std::set<std::string> versions_said_; // unverified versions, "3.13", said once each
-  std::set<std::string> files_passed_;  // by file_identity
+  std::set<std::string> versions_said_;      // unverified versions, "3.13", said once each
+  std::set<std::string> files_passed_;       // by file_identity
+  std::vector<runtimes::ProcessWalk> walks_; // changed since take_process_walks
   // A container's file system may not answer: the interpreter's file is read off this thread.
   StallGuard stall_guard_{std::chrono::milliseconds(1000)};
 };
