@@ -1,6 +1,7 @@
 // The inline index against binutils' addr2line (an independent DWARF reader) on the inline_spinner
 // variants and on glibc's debug file, and against hand-made hostile DWARF.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -203,6 +204,26 @@ TEST(DwarfInlinesFixture, CppAgreesWithAddr2line)
       demangled |= inlined.name.find("spinner::leaf_mix<unsigned long>") != std::string::npos;
   }
   EXPECT_TRUE(demangled);
+}
+
+TEST(DwarfInlinesFixture, ABuildCalledOffEndsBeforeItsFirstUnitAndOneNotCalledOffIsWhole)
+{
+  auto file = open_elf(spinner("gcc-cpp"));
+  ASSERT_TRUE(file.reader);
+  std::vector<std::string> problems;
+  std::atomic<bool> cancelled = true;
+  auto called_off = InlineIndex::build(*file.reader, 0, problems, kMaxInlineBuildBytes, &cancelled);
+  ASSERT_FALSE(called_off);
+  EXPECT_NE(called_off.error().message.find("called off"), std::string::npos)
+      << called_off.error().message;
+  cancelled = false;
+  auto whole = InlineIndex::build(*file.reader, 0, problems, kMaxInlineBuildBytes, &cancelled);
+  ASSERT_TRUE(whole) << whole.error().message;
+  auto [begin, size] = function_symbol(*file.reader, "outer_work");
+  size_t inlined = 0;
+  for (uint64_t address = begin; address < begin + size; ++address)
+    inlined += (*whole)->at(address).size();
+  EXPECT_GT(inlined, 0u);
 }
 
 TEST(DwarfInlinesFixture, DebugFileAgreesWithAddr2line)

@@ -1,6 +1,7 @@
 #include "symbolize/dwarf_inlines.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <elf.h>
@@ -123,9 +124,10 @@ public:
   InlineIndexBuilder(const ElfReader& reader,
                      uint64_t bias,
                      std::vector<std::string>& problems,
-                     size_t budget)
+                     size_t budget,
+                     const std::atomic<bool>* cancelled)
       : reader_(reader), bias_(bias), problems_(problems), budget_(budget),
-        limit_(budget - budget / 8)
+        limit_(budget - budget / 8), cancelled_(cancelled)
   {
     // Ranges outside the file's code (functions the linker dropped keep address 0 or 1) would
     // shadow real ones.
@@ -163,6 +165,8 @@ public:
         counts_.out_of_time = true;
         break;
       }
+      if (cancelled_ && cancelled_->load(std::memory_order_relaxed))
+        return fail(error(reader_.shown() + ": the index's build was called off"));
       auto extent = walk.next(unit_);
       if (!extent)
         break;
@@ -1087,15 +1091,18 @@ private:
   std::vector<uint32_t> final_ids_; // by raw name, final name + 1
   std::chrono::steady_clock::duration demangling_time_{};
   std::unordered_map<std::string, uint32_t> final_by_text_;
+  const std::atomic<bool>* cancelled_; // the build is called off when it turns true
   Counts counts_;
 };
 
 Result<std::unique_ptr<InlineIndex>> InlineIndex::build(const ElfReader& reader,
                                                         uint64_t bias,
                                                         std::vector<std::string>& problems,
-                                                        size_t budget_bytes)
+                                                        size_t budget_bytes,
+                                                        const std::atomic<bool>* cancelled)
 {
-  InlineIndexBuilder builder(reader, bias, problems, std::min(budget_bytes, kMaxInlineBuildBytes));
+  InlineIndexBuilder builder(reader, bias, problems, std::min(budget_bytes, kMaxInlineBuildBytes),
+                             cancelled);
   return builder.build();
 }
 

@@ -7,6 +7,7 @@
 // functions, so a lookup is a few binary searches.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -74,12 +75,14 @@ public:
   // problems, one phrase each, and the index still holds what was read.
   // budget_bytes (kMaxInlineBuildBytes unless a test asks for less) bounds what the build holds at
   // once; when it is reached no further unit is read, a problem says so, and the index holds the
-  // units read before, each whole.
+  // units read before, each whole. Once cancelled turns true, the build fails before its next
+  // unit.
   [[nodiscard]] static Result<std::unique_ptr<InlineIndex>>
   build(const ElfReader& reader,
         uint64_t bias,
         std::vector<std::string>& problems,
-        size_t budget_bytes = kMaxInlineBuildBytes);
+        size_t budget_bytes = kMaxInlineBuildBytes,
+        const std::atomic<bool>* cancelled = nullptr);
 
   struct Inlined {
     std::string_view name; // demangled; points into the index, valid while it lives

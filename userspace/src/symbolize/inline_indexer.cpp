@@ -16,7 +16,8 @@ namespace {
 // larger one is abandoned, its result dropped).
 constexpr std::chrono::seconds kStopWait{2};
 
-InlineIndexer::Built build(uint64_t key, const InlineSource& source)
+InlineIndexer::Built
+build(uint64_t key, const InlineSource& source, const std::atomic<bool>& cancelled)
 {
   InlineIndexer::Built built;
   built.key = key;
@@ -30,7 +31,9 @@ InlineIndexer::Built build(uint64_t key, const InlineSource& source)
                  source.shown);
              !reader) {
     built.index = fail(reader.error());
-  } else if (auto index = InlineIndex::build(*reader, source.bias, built.problems); !index) {
+  } else if (auto index = InlineIndex::build(*reader, source.bias, built.problems,
+                                             kMaxInlineBuildBytes, &cancelled);
+             !index) {
     built.index = fail(index.error());
   } else {
     built.index = std::shared_ptr<const InlineIndex>(std::move(*index));
@@ -52,13 +55,10 @@ InlineIndexer::~InlineIndexer()
 {
   std::unique_lock lock(state_->mutex);
   state_->stop = true;
+  state_->cancelled = true;
   state_->queued.clear();
   state_->wake.notify_all();
-  // Not for a build whose file a hurried build gave already.
-  state_->idle.wait_for(lock, kStopWait, [&] {
-    return state_->exited ||
-           (state_->under_way && !state_->outstanding.contains(state_->under_way->key));
-  });
+  state_->idle.wait_for(lock, kStopWait, [&] { return state_->exited; });
 }
 
 bool InlineIndexer::queue(uint64_t key, InlineSource source)
@@ -95,7 +95,7 @@ void InlineIndexer::hurry()
         if (state->stop)
           return;
       }
-      Built built = build(job.key, *job.source);
+      Built built = build(job.key, *job.source, state->cancelled);
       std::lock_guard lock(state->mutex);
       deliver(*state, std::move(built));
     }
@@ -136,7 +136,7 @@ void InlineIndexer::run(const std::shared_ptr<State>& state)
     state->under_way = job;
     state->under_way_hurried = false;
     lock.unlock();
-    Built built = build(job.key, *job.source);
+    Built built = build(job.key, *job.source, state->cancelled);
     job.source.reset(); // the descriptor closes with the last build of the file
     lock.lock();
     state->under_way.reset();

@@ -4,6 +4,7 @@
 // from the interval after its index is built, as a debug file fetched by debuginfod is.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -82,6 +83,10 @@ private:
     bool under_way_hurried = false;
     bool stop = false;
     bool exited = false;
+    // Set with stop: the builds under way end before their next unit, so that no thread of the
+    // lowest priority is left building at the exit (the last thread to end tears the process
+    // down, which took it 30 s and more on a host whose CPUs were busy).
+    std::atomic<bool> cancelled = false;
   };
   static void run(const std::shared_ptr<State>& state);
   // Gives a build's result, unless another build of its file gave one first.
