@@ -57,6 +57,11 @@ struct {
   __uint(max_entries, 4096);
 } cpython_processes SEC(".maps");
 
+// What the walk of the Python frames of one evaluation loop's C call found: frames, which stand
+// for the loop's native frame, or none, and the native frame stays.
+#define FB_CPYTHON_RECORDED_FRAMES 1
+#define FB_CPYTHON_RECORDED_NONE 2
+
 // Unwound user stacks, double-buffered as the stack maps are.
 #define FB_USER_STACK_MAP(map_name)                                                                \
   struct {                                                                                         \
@@ -129,7 +134,7 @@ struct fb_unwind_state {
   struct fb_cpython_process python;
   __u64 python_frame;
   __u32 python_recording;
-  __u32 python_recorded;
+  __u32 python_recorded; // FB_CPYTHON_RECORDED_*, or 0 before the loop's frames are walked
   __u8 python_span[FB_CPYTHON_FRAME_SPAN + 8]; // a word read at its last byte stays inside
   // A copy of the user stack from window_start, window_size bytes; emptied at each sample.
   __u64 window_start;
@@ -389,7 +394,7 @@ static long unwind_step(__u32 index, void* context)
   if (state->python_recording)
     return cpython_record_frame(state);
   // The evaluation loop's frame stands for the Python frames it runs: they are recorded first,
-  // then the loop's own frame is stepped over, unrecorded.
+  // then the loop's own frame is stepped over, unrecorded if they were any.
   int python_replaced = 0;
   if ((state->python_frame || state->python_recorded) && pc >= state->python.eval_start &&
       pc < state->python.eval_end) {
@@ -397,8 +402,8 @@ static long unwind_step(__u32 index, void* context)
       state->python_recording = 1;
       return 0;
     }
+    python_replaced = state->python_recorded == FB_CPYTHON_RECORDED_FRAMES;
     state->python_recorded = 0;
-    python_replaced = 1;
   }
   // A return address points after its call; the call itself is one byte earlier.
   __u64 lookup_pc = state->exact_pc ? pc : pc - 1;

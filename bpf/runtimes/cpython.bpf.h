@@ -56,37 +56,56 @@ static __always_inline void cpython_begin(struct fb_unwind_state* state)
   __u64 thread = cpython_thread_state(&state->python, in_namespace.pid);
   if (!thread)
     return;
-  __u64 cframe = cpython_word(thread + state->python.thread_cframe);
-  state->python_frame = cpython_word(cframe + state->python.cframe_current_frame);
+  __u64 frame = cpython_word(thread + state->python.thread_frame);
+  if (state->python.cframe_current_frame != FB_CPYTHON_NO_FIELD)
+    frame = cpython_word(frame + state->python.cframe_current_frame);
+  state->python_frame = frame;
 }
 
-// Records one Python frame and moves to the one before it; after the frame the loop was entered
-// with, the loop's native frame is stepped over. Returns 0 to go on, 1 when the stack is full.
+// Records one Python frame and moves to the one before it; after the last frame of the loop's C
+// call, the loop's native frame is stepped over (or kept, if the call had none). Returns 0 to go
+// on, 1 when the stack is full.
 static __always_inline long cpython_record_frame(struct fb_unwind_state* state)
 {
-  // One read for the three fields, which lie within FB_CPYTHON_FRAME_SPAN bytes from the code's.
   __u64 frame = state->python_frame;
   __u32 previous_at = state->python.frame_previous - state->python.frame_code;
-  __u32 entry_at = state->python.frame_is_entry - state->python.frame_code;
+  __u32 entry_at = state->python.frame_entry - state->python.frame_code;
   __u64 code = 0, previous = 0;
-  __u8 is_entry = 1;
-  // The offsets are masked to the span for the verifier; userspace gives none past its end.
-  if (!bpf_probe_read_user(state->python_span, FB_CPYTHON_FRAME_SPAN,
-                           (const void*)(frame + state->python.frame_code))) {
+  __u8 entry = 0;
+  // One read for the three fields, which lie within FB_CPYTHON_FRAME_SPAN bytes from the code's
+  // (the offsets are masked to the span for the verifier; userspace gives none past its end).
+  int read = !bpf_probe_read_user(state->python_span, FB_CPYTHON_FRAME_SPAN,
+                                  (const void*)(frame + state->python.frame_code));
+  if (read) {
     code = *(__u64*)&state->python_span[0];
     previous = *(__u64*)&state->python_span[previous_at & (FB_CPYTHON_FRAME_SPAN - 1)];
-    is_entry = state->python_span[entry_at & (FB_CPYTHON_FRAME_SPAN - 1)];
+    entry = state->python_span[entry_at & (FB_CPYTHON_FRAME_SPAN - 1)];
+  } else {
+    // A frame whose memory ends within the span: its fields one by one.
+    read = !bpf_probe_read_user(&code, sizeof(code),
+                                (const void*)(frame + state->python.frame_code)) &&
+           !bpf_probe_read_user(&previous, sizeof(previous),
+                                (const void*)(frame + state->python.frame_previous)) &&
+           !bpf_probe_read_user(&entry, sizeof(entry),
+                                (const void*)(frame + state->python.frame_entry));
   }
-  if (code && !push_frame(state, FB_FRAME_RUNTIME_MARKER | (code & FB_CPYTHON_CODE_MASK))) {
-    unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
-    return 1;
+  int owner_kind = state->python.entry_kind == FB_CPYTHON_ENTRY_OWNER;
+  int loop_frame = read && owner_kind && entry == FB_CPYTHON_OWNED_BY_CSTACK;
+  int first_of_call = read && !owner_kind && entry != 0;
+  if (read && code && !loop_frame) {
+    if (!push_frame(state, FB_FRAME_RUNTIME_MARKER | (code & FB_CPYTHON_CODE_MASK))) {
+      unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
+      return 1;
+    }
+    state->python_recorded = FB_CPYTHON_RECORDED_FRAMES;
   }
-  state->python_frame = previous;
+  state->python_frame = read ? previous : 0;
   // A frame that is its own caller (a forged chain) ends the walk; longer loops end with the
   // stack's depth.
-  if (is_entry || !previous || !code || previous == frame) {
+  if (!read || !code || !previous || loop_frame || first_of_call || previous == frame) {
     state->python_recording = 0;
-    state->python_recorded = 1;
+    if (state->python_recorded != FB_CPYTHON_RECORDED_FRAMES)
+      state->python_recorded = FB_CPYTHON_RECORDED_NONE;
   }
   return 0;
 }

@@ -12,17 +12,27 @@
 #define FB_CPYTHON_CODE_MASK ((1ULL << 56) - 1)
 
 /* Bytes of a frame read at once from its code object's field, a power of two: they hold the fields
- * the walk reads after it, each a word that ends within them. */
-#define FB_CPYTHON_FRAME_SPAN 64
+ * the walk reads after it, each of which ends within them. */
+#define FB_CPYTHON_FRAME_SPAN 128
 
 /* Threads looked at in an interpreter's list for the sampled one, at most. */
 #define FB_CPYTHON_MAX_THREADS 32
+
+/* A field the version does not have. */
+#define FB_CPYTHON_NO_FIELD 0xffffffffu
+
+/* How the frames one C call of the evaluation loop runs end (fb_cpython_process.frame_entry):
+ * 3.11 sets a byte on the first of them, which is recorded; from 3.12 the loop keeps a frame of its
+ * own below them, whose owner byte says the C stack owns it, which is not. */
+#define FB_CPYTHON_ENTRY_FLAG 0
+#define FB_CPYTHON_ENTRY_OWNER 1
+#define FB_CPYTHON_OWNED_BY_CSTACK 3
 
 /* A process image that runs CPython: where its state is and how its structures are laid out (the
  * verified layout's fields the walk reads), keyed by fb_image_key. */
 struct fb_cpython_process {
   __u64 interpreters_head; /* address of _PyRuntime.interpreters.head */
-  __u64 gil_holder;        /* address of the thread state that holds the GIL */
+  __u64 gil_holder;        /* address of the thread state that holds the GIL; 0 from 3.12 */
   __u64 eval_start;        /* _PyEval_EvalFrameDefault's code: [eval_start, eval_end) */
   __u64 eval_end;
   __u64 pid_namespace_device; /* the process's pid namespace (kernel dev_t and inode): CPython */
@@ -30,11 +40,12 @@ struct fb_cpython_process {
   __u32 interpreter_threads_head;
   __u32 thread_next;
   __u32 thread_native_id;
-  __u32 thread_cframe;
-  __u32 cframe_current_frame;
+  __u32 thread_frame;         /* the thread's _PyCFrame (3.11, 3.12), or its current frame */
+  __u32 cframe_current_frame; /* FB_CPYTHON_NO_FIELD: thread_frame is the current frame */
   __u32 frame_code;
   __u32 frame_previous;
-  __u32 frame_is_entry;
+  __u32 frame_entry; /* the byte that ends a loop's frames: is_entry, or owner */
+  __u32 entry_kind;  /* FB_CPYTHON_ENTRY_FLAG or FB_CPYTHON_ENTRY_OWNER */
 };
 
 #endif

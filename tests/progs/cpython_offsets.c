@@ -1,6 +1,7 @@
 /* Prints where CPython's own headers put the fields flamebpf reads (runtimes/cpython/
- * cpython_layout.h), one "field offset" line each, in the layout's names: built against the
- * headers of each CPython 3.11 at hand, it is the oracle the layout is checked against. */
+ * cpython_layout.h), one "field offset" line each, in the layout's names, and "field none" for one
+ * the version does not have: built against the headers of each CPython at hand (3.11 to 3.13),
+ * it is the oracle the layouts are checked against. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_frame.h>
@@ -10,24 +11,45 @@
 #include <stdio.h>
 
 #define SHOW(field, type, member) printf("%s %zu\n", field, offsetof(type, member))
+#define NONE(field) printf("%s none\n", field)
 
 int main(void)
 {
   printf("version %d.%d\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
   SHOW("object_type", PyObject, ob_type);
   SHOW("runtime_interpreters_head", _PyRuntimeState, interpreters.head);
+#if PY_MINOR_VERSION == 11
   SHOW("runtime_gil_holder", _PyRuntimeState, gilstate.tstate_current);
+#else
+  NONE("runtime_gil_holder"); /* a thread-local from 3.12 */
+#endif
   SHOW("interpreter_next", PyInterpreterState, next);
   SHOW("interpreter_threads_head", PyInterpreterState, threads.head);
   SHOW("thread_next", PyThreadState, next);
   SHOW("thread_interpreter", PyThreadState, interp);
   SHOW("thread_native_id", PyThreadState, native_thread_id);
-  SHOW("thread_cframe", PyThreadState, cframe);
+#if PY_MINOR_VERSION <= 12
+  SHOW("thread_frame", PyThreadState, cframe);
   SHOW("cframe_current_frame", _PyCFrame, current_frame);
+#else
+  SHOW("thread_frame", PyThreadState, current_frame);
+  NONE("cframe_current_frame");
+#endif
+#if PY_MINOR_VERSION <= 12
   SHOW("frame_code", _PyInterpreterFrame, f_code);
-  SHOW("frame_previous", _PyInterpreterFrame, previous);
   SHOW("frame_instruction", _PyInterpreterFrame, prev_instr);
+#else
+  SHOW("frame_code", _PyInterpreterFrame, f_executable);
+  SHOW("frame_instruction", _PyInterpreterFrame, instr_ptr);
+#endif
+  SHOW("frame_previous", _PyInterpreterFrame, previous);
+#if PY_MINOR_VERSION == 11
   SHOW("frame_is_entry", _PyInterpreterFrame, is_entry);
+  NONE("frame_owner");
+#else
+  NONE("frame_is_entry");
+  SHOW("frame_owner", _PyInterpreterFrame, owner);
+#endif
   SHOW("code_first_line", PyCodeObject, co_firstlineno);
   SHOW("code_filename", PyCodeObject, co_filename);
   SHOW("code_name", PyCodeObject, co_name);

@@ -31,16 +31,23 @@ inline std::optional<std::string> pyenv_python(const std::string& prefix)
   return std::nullopt;
 }
 
-// Every CPython 3.11 here: Debian's (linked whole, stripped) and pyenv's (libpython3.11.so, with
-// symbols).
-inline std::vector<std::string> cpython311_interpreters()
+// Every CPython here whose layout flamebpf verified: Debian's 3.11 (linked whole, stripped) and
+// pyenv's 3.11, 3.12 and 3.13 (libpython3.x.so, with symbols).
+inline std::vector<std::string> cpython_interpreters()
 {
   std::vector<std::string> pythons;
   if (std::filesystem::exists("/usr/bin/python3.11"))
     pythons.push_back("/usr/bin/python3.11");
-  if (auto python = pyenv_python("3.11."))
-    pythons.push_back(*python);
+  for (const char* version : {"3.11.", "3.12.", "3.13."})
+    if (auto python = pyenv_python(version))
+      pythons.push_back(*python);
   return pythons;
+}
+
+// The process name an interpreter runs under: its file's name, python3.11.
+inline std::string interpreter_name(const std::string& python)
+{
+  return std::filesystem::path(python).filename().string();
 }
 
 // heavy does three times light's work per round, both through work, under outer; heavy starts at

@@ -226,6 +226,21 @@ std::map<std::string, uint64_t> read_folded(const std::string& path)
   return folded;
 }
 
+std::map<std::string, uint64_t> read_dumps_after(const std::string& target, size_t skipped)
+{
+  std::vector<std::filesystem::path> dumps;
+  std::error_code failed;
+  for (const auto& dump : std::filesystem::directory_iterator(target, failed))
+    if (dump.path().extension() == ".folded")
+      dumps.push_back(dump.path());
+  std::sort(dumps.begin(), dumps.end()); // named by their windows' times
+  std::map<std::string, uint64_t> stacks;
+  for (size_t window = skipped; window < dumps.size(); ++window)
+    for (const auto& [stack, count] : read_folded(dumps[window]))
+      stacks[stack] += count;
+  return stacks;
+}
+
 uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded, const std::string& prefix)
 {
   uint64_t sum = 0;

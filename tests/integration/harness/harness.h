@@ -85,6 +85,10 @@ RunResult run_flamebpf(const std::vector<std::string>& args);
 // Folded file lines: stack -> count.
 std::map<std::string, uint64_t> read_folded(const std::string& path);
 
+// The stacks of one target's folded dumps (agent mode: the target's directory), past its first
+// skipped windows, which hold the recording's start.
+std::map<std::string, uint64_t> read_dumps_after(const std::string& target, size_t skipped);
+
 // Sum of counts of lines whose stack starts with prefix.
 uint64_t count_with_prefix(const std::map<std::string, uint64_t>& folded,
                            const std::string& prefix);

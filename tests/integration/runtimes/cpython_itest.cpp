@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "harness.h"
@@ -47,20 +48,6 @@ std::map<std::string, uint64_t> read_all_folded(const fs::path& dir)
   return stacks;
 }
 
-// The stacks of one of processes profiled together: its target's file ("python3.11-<pid>"),
-// or the only one.
-std::map<std::string, uint64_t> folded_of_process(const fs::path& dir, pid_t pid, size_t processes)
-{
-  if (processes == 1)
-    return read_all_folded(dir);
-  std::string suffix = "-" + std::to_string(pid) + ".folded";
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().filename().string().ends_with(suffix))
-      return read_folded(entry.path());
-  ADD_FAILURE() << "no profile of process " << pid << " in " << dir;
-  return {};
-}
-
 // flamebpf's stderr over pids for seconds at frequency, -v if verbose; the profiles go into dir.
 std::string profile_pids(const std::vector<pid_t>& pids,
                          const fs::path& dir,
@@ -82,14 +69,67 @@ std::string profile_pids(const std::vector<pid_t>& pids,
   return run.err;
 }
 
+// One interpreter's profile, and flamebpf's stderr of the run that took it.
+struct ProfiledPython {
+  std::map<std::string, uint64_t> folded;
+  std::string err;
+};
+
+// Windows of 0.5 s (agent mode) left out at a recording's start: they hold the samples taken
+// before the unwinding program that walks Python's frames is in (0.1 to 0.4 s here), as the first
+// second of any profile does, which a service running for hours does not see.
+constexpr size_t kStartWindows = 2;
+
+// Each interpreter running script, profiled at 999 Hz for about seconds past kStartWindows, as
+// many at once as there are CPUs (more would slow the start).
+std::vector<ProfiledPython> profile_interpreters(const std::vector<std::string>& pythons,
+                                                 const fs::path& script,
+                                                 const fs::path& dir,
+                                                 int seconds)
+{
+  auto cpus = static_cast<size_t>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  std::vector<ProfiledPython> profiled;
+  for (size_t start = 0; start < pythons.size(); start += cpus) {
+    std::vector<std::unique_ptr<Child>> children;
+    std::vector<std::string> argv{
+        FLAMEBPF_BINARY, "-d",    std::to_string(seconds + 1), "-F", "999", "--interval", "0.5",
+        "--format",      "folded"};
+    std::vector<pid_t> pids;
+    for (size_t i = start; i < std::min(pythons.size(), start + cpus); ++i) {
+      children.push_back(
+          std::make_unique<Child>(std::vector<std::string>{pythons[i], script.string()}));
+      wait_until_busy(children.back()->pid(), interpreter_name(pythons[i]));
+      pids.push_back(children.back()->pid());
+      argv.push_back("--pid");
+      argv.push_back(std::to_string(pids.back()));
+    }
+    fs::path out = dir / ("from-" + std::to_string(start));
+    argv.push_back("--output-dir");
+    argv.push_back(out.string());
+    auto run = run_process(argv, {}, std::chrono::seconds(60));
+    EXPECT_EQ(run.status, 0) << run.err;
+    for (pid_t pid : pids) {
+      // The target's directory: python3.11-<pid>.
+      std::string suffix = "-" + std::to_string(pid);
+      fs::path target;
+      for (const auto& entry : fs::directory_iterator(out))
+        if (entry.is_directory() && entry.path().filename().string().ends_with(suffix))
+          target = entry.path();
+      EXPECT_FALSE(target.empty()) << "no dumps of process " << pid << "\n" << run.err;
+      profiled.push_back({read_dumps_after(target, kStartWindows), run.err});
+    }
+  }
+  return profiled;
+}
+
 TEST(CPythonRuntime, AVersionWithoutAVerifiedLayoutIsSaidOnceAndNotRead)
 {
   std::vector<std::pair<std::string, std::string>> unverified; // minor version, interpreter
-  for (std::string minor : {"3.10", "3.12", "3.13"})
+  for (std::string minor : {"3.9", "3.10"})
     if (auto python = pyenv_python(minor + "."))
       unverified.emplace_back(minor, *python);
   if (unverified.empty())
-    GTEST_SKIP() << "no CPython 3.10, 3.12 or 3.13 built by pyenv here";
+    GTEST_SKIP() << "no CPython 3.9 or 3.10 built by pyenv here";
   TempDir dir;
   // Two processes of each: the warning is the version's, not the process's.
   std::vector<std::unique_ptr<Child>> children;
@@ -119,14 +159,14 @@ TEST(CPythonRuntime, AVersionWithoutAVerifiedLayoutIsSaidOnceAndNotRead)
 
 TEST(CPythonRuntime, AVerifiedVersionIsFoundWithoutAWarning)
 {
-  std::vector<std::string> pythons = cpython311_interpreters();
+  std::vector<std::string> pythons = cpython_interpreters();
   if (pythons.empty())
-    GTEST_SKIP() << "no CPython 3.11 here";
+    GTEST_SKIP() << "no verified CPython here";
   std::vector<std::unique_ptr<Child>> children;
   std::vector<pid_t> pids;
   for (const auto& python : pythons) {
     children.push_back(std::make_unique<Child>(std::vector<std::string>{python, "-c", kSpin}));
-    wait_until_busy(children.back()->pid(), "python3.11");
+    wait_until_busy(children.back()->pid(), interpreter_name(python));
     pids.push_back(children.back()->pid());
   }
   TempDir dir;
@@ -136,7 +176,7 @@ TEST(CPythonRuntime, AVerifiedVersionIsFoundWithoutAWarning)
   EXPECT_EQ(lines_with(err, "CPython"), pids.size()) << err;
   EXPECT_EQ(lines_with(err, "layout not verified"), 0u) << err;
   for (pid_t pid : pids)
-    EXPECT_EQ(lines_with(err, "process " + std::to_string(pid) + ": CPython 3.11."), 1u) << err;
+    EXPECT_EQ(lines_with(err, "process " + std::to_string(pid) + ": CPython 3.1"), 1u) << err;
 }
 
 TEST(CPythonRuntime, AForgedInterpreterCostsOneWarningAndItsNativeFramesAreNamed)
@@ -169,26 +209,18 @@ TEST(CPythonRuntime, AForgedInterpreterCostsOneWarningAndItsNativeFramesAreNamed
 
 TEST(CPythonRuntime, PythonFunctionsAreNamedAndTheirSplitShows)
 {
-  std::vector<std::string> pythons = cpython311_interpreters();
+  std::vector<std::string> pythons = cpython_interpreters();
   if (pythons.empty())
-    GTEST_SKIP() << "no CPython 3.11 here";
+    GTEST_SKIP() << "no verified CPython here";
   TempDir dir;
   fs::path script = dir.path() / "split.py";
   std::ofstream(script) << kPythonSplitScript;
-  // Every interpreter at once, one per CPU.
-  std::vector<std::unique_ptr<Child>> children;
-  std::vector<pid_t> pids;
-  for (const auto& python : pythons) {
-    children.push_back(std::make_unique<Child>(std::vector<std::string>{python, script.string()}));
-    wait_until_busy(children.back()->pid(), "python3.11");
-    pids.push_back(children.back()->pid());
-  }
-  std::string err = profile_pids(pids, dir.path(), false, 5, 999);
+  auto profiled = profile_interpreters(pythons, script, dir.path(), 4);
   for (size_t i = 0; i < pythons.size(); ++i) {
     SCOPED_TRACE(pythons[i]);
-    auto folded = folded_of_process(dir.path(), pids[i], pids.size());
-    PythonSplitShares shares = python_split_shares(folded, script.string());
-    ASSERT_GT(shares.total, 999u * 5 * 8 / 10) << err;
+    const std::string& err = profiled[i].err;
+    PythonSplitShares shares = python_split_shares(profiled[i].folded, script.string());
+    ASSERT_GT(shares.total, 999u * 4 * 7 / 10) << err;
     EXPECT_GE(shares.python, shares.total * 95 / 100) << err;
     EXPECT_GE(shares.module, shares.total * 95 / 100) << err;
     ASSERT_GT(shares.light, 0u);
@@ -226,27 +258,22 @@ spin()
 
 TEST(CPythonRuntime, EachThreadHasItsOwnFramesAndACExtensionRunsUnderItsCaller)
 {
-  std::vector<std::string> pythons = cpython311_interpreters();
+  std::vector<std::string> pythons = cpython_interpreters();
   if (pythons.empty())
-    GTEST_SKIP() << "no CPython 3.11 here";
+    GTEST_SKIP() << "no verified CPython here";
   TempDir dir;
   fs::path script = dir.path() / "threads.py";
   std::ofstream(script) << kThreadsScript;
-  for (const auto& python : pythons) {
+  auto profiled = profile_interpreters(pythons, script, dir.path(), 2);
+  for (size_t i = 0; i < pythons.size(); ++i) {
+    const std::string& python = pythons[i];
     SCOPED_TRACE(python);
-    Child child({python, script.string()});
-    wait_until_busy(child.pid(), "python3.11");
-    fs::path out = dir.path() / "out";
-    fs::remove_all(out);
-    fs::create_directories(out);
-    std::string err = profile_pids({child.pid()}, out, false, 2, 999);
-    child.signal(SIGKILL);
-    child.wait();
+    const std::string& err = profiled[i].err;
     std::string in_script = " (" + script.string() + ":";
     std::string spin = ";spin" + in_script, digest = ";digest" + in_script;
     uint64_t total = 0, spinning = 0, hashing = 0, in_openssl = 0, openssl_under_digest = 0;
     uint64_t waiting = 0, waiting_as_hasher = 0;
-    for (const auto& [stack, count] : read_all_folded(out)) {
+    for (const auto& [stack, count] : profiled[i].folded) {
       total += count;
       bool spins = stack.find(spin) != std::string::npos;
       bool hashes = stack.find(digest) != std::string::npos;
@@ -268,21 +295,23 @@ TEST(CPythonRuntime, EachThreadHasItsOwnFramesAndACExtensionRunsUnderItsCaller)
                             stack.find(";<module>") == std::string::npos;
         openssl_under_digest += under_digest ? count : 0;
       }
-      // The hashing thread waits for the GIL the other holds: its own frames, not the holder's.
-      if (stack.find(";PyEval_RestoreThread;take_gil") != std::string::npos) {
+      // The hashing thread, back from OpenSSL, waits for the GIL the other holds: under its
+      // native frames, its own Python frames, not the holder's.
+      if (stack.find(";_hashlib") != std::string::npos &&
+          stack.find(";take_gil") != std::string::npos) {
         waiting += count;
-        waiting_as_hasher += hashes ? count : 0;
+        waiting_as_hasher += hashes && !spins ? count : 0;
       }
     }
-    ASSERT_GT(total, 999u * 2 * 8 / 10) << err;
+    ASSERT_GT(total, 999u * 2 * 6 / 10) << err;
     EXPECT_GE(spinning, total * 30 / 100) << err;
     EXPECT_GE(hashing, total * 5 / 100) << err;
-    EXPECT_GE(spinning + hashing, total * 90 / 100) << err;
+    EXPECT_GE(spinning + hashing, total * 95 / 100) << err;
     EXPECT_GE(in_openssl, total * 5 / 100) << err;
     EXPECT_GE(openssl_under_digest, in_openssl * 95 / 100) << err;
     EXPECT_EQ(waiting_as_hasher, waiting) << err;
-    // pyenv's build keeps its symbols, which name the wait (about 20 samples in 2 s here);
-    // Debian's is stripped.
+    // pyenv's builds keep their symbols, which name the wait (about 20 samples in 2 s of a CPU
+    // here); Debian's is stripped.
     if (python.find("/.pyenv/") != std::string::npos) {
       EXPECT_GE(waiting, 5u) << err;
     }

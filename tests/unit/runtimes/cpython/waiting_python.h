@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include "common/exported_objects.h"
 #include "common/procfs.h"
@@ -126,11 +127,24 @@ public:
   pid_t pid() const { return child_; }
   const std::string& script() const { return script_; }
 
-  // The interpreter a test's parameter names: "debian" or "pyenv" (3.11); "" if there is none.
+  // The interpreters a test runs on: Debian's 3.11 and pyenv's build of each verified version.
+  static std::vector<std::string> interpreters()
+  {
+    return {"debian-3.11", "pyenv-3.11", "pyenv-3.12", "pyenv-3.13"};
+  }
+
+  // The interpreter one of interpreters() names; "" if there is none.
   static std::string python(const std::string& which)
   {
-    return which == "debian" ? "/usr/bin/python3.11"
-                             : flamebpf::testing::pyenv_python("3.11.").value_or("");
+    if (which == "debian-3.11")
+      return "/usr/bin/python3.11";
+    return flamebpf::testing::pyenv_python(which.substr(which.find('-') + 1) + ".").value_or("");
+  }
+
+  // The minor version of one of interpreters(): 11 of "pyenv-3.11".
+  static uint32_t minor_version(const std::string& which)
+  {
+    return static_cast<uint32_t>(std::stoul(which.substr(which.rfind('.') + 1)));
   }
 
 private:

@@ -11,14 +11,18 @@
 
 namespace flamebpf::cpython {
 
+// A field the version does not have.
+inline constexpr uint32_t kNoField = UINT32_MAX;
+
 struct CPythonLayout {
   uint32_t major = 3;
   uint32_t minor = 0;
   // PyObject: its type.
   uint32_t object_type = 0;
-  // _PyRuntimeState: the list of interpreters, and the thread state that holds the GIL.
+  // _PyRuntimeState: the list of interpreters, and the thread state that holds the GIL (3.11; from
+  // 3.12 a thread-local variable of each thread).
   uint32_t runtime_interpreters_head = 0;
-  uint32_t runtime_gil_holder = 0;
+  uint32_t runtime_gil_holder = kNoField;
   // PyInterpreterState (struct _is).
   uint32_t interpreter_next = 0;
   uint32_t interpreter_threads_head = 0;
@@ -26,14 +30,20 @@ struct CPythonLayout {
   uint32_t thread_next = 0;
   uint32_t thread_interpreter = 0;
   uint32_t thread_native_id = 0; // the thread's id in its pid namespace, as gettid() gives it
-  uint32_t thread_cframe = 0;    // its _PyCFrame
-  // _PyCFrame: the frame the thread evaluates now.
-  uint32_t cframe_current_frame = 0;
+  // Its _PyCFrame (3.11, 3.12), which holds the frame it evaluates now; from 3.13 that frame.
+  uint32_t thread_frame = 0;
+  // _PyCFrame: the frame the thread evaluates now; none from 3.13.
+  uint32_t cframe_current_frame = kNoField;
   // _PyInterpreterFrame.
-  uint32_t frame_code = 0;
+  uint32_t frame_code = 0; // f_code; from 3.13 f_executable, a code object or another object
   uint32_t frame_previous = 0;
-  uint32_t frame_instruction = 0; // prev_instr: the instruction last begun, a code unit pointer
-  uint32_t frame_is_entry = 0;    // a byte: the frame a C call of the evaluation loop began with
+  // A code unit pointer: the instruction last begun (prev_instr), from 3.13 the one under way.
+  uint32_t frame_instruction = 0;
+  // How the frames one C call of the evaluation loop runs end. 3.11: is_entry, a byte set on the
+  // first of them. From 3.12: owner, a byte; a frame owned by the C stack (kOwnedByCStack) is the
+  // loop's own, below the first of them, and no Python function's.
+  uint32_t frame_is_entry = kNoField;
+  uint32_t frame_owner = kNoField;
   // PyCodeObject.
   uint32_t code_first_line = 0; // int
   uint32_t code_filename = 0;
@@ -51,6 +61,9 @@ struct CPythonLayout {
   uint32_t bytes_size = 0;
   uint32_t bytes_data = 0;
 };
+
+// _PyInterpreterFrame.owner of the frame the evaluation loop keeps on the C stack (3.12 on).
+inline constexpr uint8_t kOwnedByCStack = 3;
 
 // The layout of CPython major.minor, if one checked against a real interpreter is known.
 std::optional<CPythonLayout> verified_layout(uint32_t major, uint32_t minor);

@@ -30,7 +30,10 @@ constexpr uint32_t kAsciiBit = 1u << 6;
 Result<std::vector<PythonThread>> CPythonReader::threads()
 {
   memory_.renew_budget(kBytesPerRead);
-  auto gil_holder = memory_.load<uint64_t>(addresses_.runtime + layout_.runtime_gil_holder);
+  // From 3.12 the holder is a thread-local variable: no thread is said to hold it.
+  std::optional<uint64_t> gil_holder = 0;
+  if (layout_.runtime_gil_holder != kNoField)
+    gil_holder = memory_.load<uint64_t>(addresses_.runtime + layout_.runtime_gil_holder);
   auto interpreter = memory_.load<uint64_t>(addresses_.runtime + layout_.runtime_interpreters_head);
   if (!gil_holder || !interpreter)
     return fail(
@@ -47,14 +50,16 @@ Result<std::vector<PythonThread>> CPythonReader::threads()
            threads_met.insert(*thread).second) {
       PythonThread read;
       auto native_id = memory_.load<uint64_t>(*thread + layout_.thread_native_id);
-      auto cframe = memory_.load<uint64_t>(*thread + layout_.thread_cframe);
-      if (!native_id || !cframe)
+      auto frame = memory_.load<uint64_t>(*thread + layout_.thread_frame);
+      if (!native_id || !frame)
         break;
       read.native_id = static_cast<uint32_t>(*native_id);
-      read.holds_gil = *thread == *gil_holder;
-      auto frame = plausible_object(*cframe)
-                       ? memory_.load<uint64_t>(*cframe + layout_.cframe_current_frame)
-                       : std::nullopt;
+      read.holds_gil = *gil_holder != 0 && *thread == *gil_holder;
+      // Through its _PyCFrame, before 3.13.
+      if (layout_.cframe_current_frame != kNoField)
+        frame = plausible_object(*frame)
+                    ? memory_.load<uint64_t>(*frame + layout_.cframe_current_frame)
+                    : std::nullopt;
       std::unordered_set<uint64_t> frames_met;
       while (frame && *frame != 0) {
         if (!plausible_object(*frame) || !frames_met.insert(*frame).second ||
@@ -67,6 +72,18 @@ Result<std::vector<PythonThread>> CPythonReader::threads()
         if (!code || !plausible_object(*code) || !instruction) {
           read.frames_cut = true;
           break;
+        }
+        // From 3.12 the evaluation loop keeps a frame of its own between its C calls' frames.
+        if (layout_.frame_owner != kNoField) {
+          auto owner = memory_.load<uint8_t>(*frame + layout_.frame_owner);
+          if (!owner) {
+            read.frames_cut = true;
+            break;
+          }
+          if (*owner == kOwnedByCStack) {
+            frame = memory_.load<uint64_t>(*frame + layout_.frame_previous);
+            continue;
+          }
         }
         // Before the first instruction (a frame just pushed) is before unit 0.
         uint64_t first = *code + layout_.code_instructions;

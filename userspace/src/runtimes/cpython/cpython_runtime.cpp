@@ -58,10 +58,13 @@ std::string file_identity(const procfs::Mapping& mapping)
 
 bool fits_frame_span(const CPythonLayout& layout)
 {
-  auto word_fits = [&](uint32_t field, uint32_t size) {
-    return field >= layout.frame_code && field + size <= layout.frame_code + FB_CPYTHON_FRAME_SPAN;
+  // In 64 bits: a field near UINT32_MAX must not wrap around into the span.
+  auto word_fits = [&](uint64_t field, uint64_t size) {
+    return field >= layout.frame_code &&
+           field + size <= uint64_t{layout.frame_code} + FB_CPYTHON_FRAME_SPAN;
   };
-  return word_fits(layout.frame_previous, 8) && word_fits(layout.frame_is_entry, 1);
+  uint32_t entry = layout.frame_is_entry != kNoField ? layout.frame_is_entry : layout.frame_owner;
+  return word_fits(layout.frame_previous, 8) && word_fits(entry, 1);
 }
 
 bool is_cpython_file_name(std::string_view path)
@@ -157,7 +160,7 @@ void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
   uint64_t runtime = image.cpython->in_process.runtime;
   fb_cpython_process walk{};
   walk.interpreters_head = runtime + l.runtime_interpreters_head;
-  walk.gil_holder = runtime + l.runtime_gil_holder;
+  walk.gil_holder = l.runtime_gil_holder != kNoField ? runtime + l.runtime_gil_holder : 0;
   walk.eval_start = opened->eval_start;
   walk.eval_end = opened->eval_end;
   walk.pid_namespace_device =
@@ -166,11 +169,18 @@ void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
   walk.interpreter_threads_head = l.interpreter_threads_head;
   walk.thread_next = l.thread_next;
   walk.thread_native_id = l.thread_native_id;
-  walk.thread_cframe = l.thread_cframe;
-  walk.cframe_current_frame = l.cframe_current_frame;
+  walk.thread_frame = l.thread_frame;
+  walk.cframe_current_frame =
+      l.cframe_current_frame != kNoField ? l.cframe_current_frame : FB_CPYTHON_NO_FIELD;
   walk.frame_code = l.frame_code;
   walk.frame_previous = l.frame_previous;
-  walk.frame_is_entry = l.frame_is_entry;
+  if (l.frame_is_entry != kNoField) {
+    walk.frame_entry = l.frame_is_entry;
+    walk.entry_kind = FB_CPYTHON_ENTRY_FLAG;
+  } else {
+    walk.frame_entry = l.frame_owner;
+    walk.entry_kind = FB_CPYTHON_ENTRY_OWNER;
+  }
   walks_.push_back({key.pid, key.image_id, walk});
 }
 
