@@ -264,7 +264,7 @@ TEST(CPythonRuntime, EachThreadHasItsOwnFramesAndACExtensionRunsUnderItsCaller)
   TempDir dir;
   fs::path script = dir.path() / "threads.py";
   std::ofstream(script) << kThreadsScript;
-  auto profiled = profile_interpreters(pythons, script, dir.path(), 2);
+  auto profiled = profile_interpreters(pythons, script, dir.path(), 3);
   for (size_t i = 0; i < pythons.size(); ++i) {
     const std::string& python = pythons[i];
     SCOPED_TRACE(python);
@@ -303,17 +303,17 @@ TEST(CPythonRuntime, EachThreadHasItsOwnFramesAndACExtensionRunsUnderItsCaller)
         waiting_as_hasher += hashes && !spins ? count : 0;
       }
     }
-    ASSERT_GT(total, 999u * 2 * 6 / 10) << err;
+    ASSERT_GT(total, 999u * 3 * 6 / 10) << err;
     EXPECT_GE(spinning, total * 30 / 100) << err;
     EXPECT_GE(hashing, total * 5 / 100) << err;
     EXPECT_GE(spinning + hashing, total * 95 / 100) << err;
     EXPECT_GE(in_openssl, total * 5 / 100) << err;
     EXPECT_GE(openssl_under_digest, in_openssl * 95 / 100) << err;
     EXPECT_EQ(waiting_as_hasher, waiting) << err;
-    // pyenv's builds keep their symbols, which name the wait (about 20 samples in 2 s of a CPU
-    // here); Debian's is stripped.
+    // pyenv's builds keep their symbols, which name the wait, so that the check above is not
+    // empty (4 to 20 samples in 2 s here: the wait is short); Debian's is stripped.
     if (python.find("/.pyenv/") != std::string::npos) {
-      EXPECT_GE(waiting, 5u) << err;
+      EXPECT_GE(waiting, 1u) << err;
     }
   }
 }
