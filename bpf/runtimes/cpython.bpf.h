@@ -70,9 +70,10 @@ static __always_inline long cpython_record_frame(struct fb_unwind_state* state)
   __u64 frame = state->python_frame;
   __u32 previous_at = state->python.frame_previous - state->python.frame_code;
   __u32 entry_at = state->python.frame_entry - state->python.frame_code;
-  __u64 code = 0, previous = 0;
+  __u32 instruction_at = state->python.frame_instruction - state->python.frame_code;
+  __u64 code = 0, previous = 0, instruction = 0;
   __u8 entry = 0;
-  // One read for the three fields, which lie within FB_CPYTHON_FRAME_SPAN bytes from the code's
+  // One read for the four fields, which lie within FB_CPYTHON_FRAME_SPAN bytes from the code's
   // (the offsets are masked to the span for the verifier; userspace gives none past its end). A
   // frame whose memory ends within the span ends the walk: reading its fields one by one too took
   // the verifier 0.15 s more, which the first samples wait for.
@@ -81,13 +82,21 @@ static __always_inline long cpython_record_frame(struct fb_unwind_state* state)
   if (read) {
     code = *(__u64*)&state->python_span[0];
     previous = *(__u64*)&state->python_span[previous_at & (FB_CPYTHON_FRAME_SPAN - 1)];
+    instruction = *(__u64*)&state->python_span[instruction_at & (FB_CPYTHON_FRAME_SPAN - 1)];
     entry = state->python_span[entry_at & (FB_CPYTHON_FRAME_SPAN - 1)];
   }
   int owner_kind = state->python.entry_kind == FB_CPYTHON_ENTRY_OWNER;
   int loop_frame = read && owner_kind && entry == FB_CPYTHON_OWNED_BY_CSTACK;
   int first_of_call = read && !owner_kind && entry != 0;
   if (read && code && !loop_frame) {
-    if (!push_frame(state, FB_FRAME_RUNTIME_MARKER | (code & FB_CPYTHON_CODE_MASK))) {
+    // The code unit, as the reader counts it (cpython_reader.cpp): a frame just pushed, whose
+    // pointer is before the first unit, is at unit 0.
+    __u64 first_unit = code + state->python.code_instructions;
+    __u64 unit = instruction >= first_unit ? (instruction - first_unit) / 2 : 0;
+    __u64 unit_field = instruction && unit < FB_CPYTHON_UNIT_MASK ? unit + 1 : 0;
+    __u64 marker = FB_FRAME_RUNTIME_MARKER | (unit_field << FB_CPYTHON_UNIT_SHIFT) |
+                   (code & FB_CPYTHON_CODE_MASK);
+    if (!push_frame(state, marker)) {
       unwind_stop(state, FB_COUNTER_UNWIND_TRUNCATED);
       return 1;
     }

@@ -8,8 +8,12 @@
 
 /* A Python frame: its code object's address marked with FB_FRAME_RUNTIME_MARKER, named by the
  * code object's qualified name, file and first line, read from the process once per code object.
- * The address takes the low 56 bits (a user address under 5-level paging). */
-#define FB_CPYTHON_CODE_MASK ((1ULL << 56) - 1)
+ * The address takes the low 48 bits: CPython's objects are in memory the kernel gives below 47
+ * bits unless a process asks for more (5-level paging). Above it, the code unit the frame is at
+ * plus one (0: not known, or past FB_CPYTHON_UNIT_MASK - 1), which its line is read from. */
+#define FB_CPYTHON_CODE_MASK ((1ULL << 48) - 1)
+#define FB_CPYTHON_UNIT_SHIFT 48
+#define FB_CPYTHON_UNIT_MASK 0x7fffULL
 
 /* Bytes of a frame read at once from its code object's field, a power of two: they hold the fields
  * the walk reads after it, each of which ends within them. */
@@ -44,8 +48,10 @@ struct fb_cpython_process {
   __u32 cframe_current_frame; /* FB_CPYTHON_NO_FIELD: thread_frame is the current frame */
   __u32 frame_code;
   __u32 frame_previous;
-  __u32 frame_entry; /* the byte that ends a loop's frames: is_entry, or owner */
-  __u32 entry_kind;  /* FB_CPYTHON_ENTRY_FLAG or FB_CPYTHON_ENTRY_OWNER */
+  __u32 frame_instruction; /* the code unit it is at: prev_instr, from 3.13 instr_ptr */
+  __u32 code_instructions; /* the code object's first code unit (co_code_adaptive) */
+  __u32 frame_entry;       /* the byte that ends a loop's frames: is_entry, or owner */
+  __u32 entry_kind;        /* FB_CPYTHON_ENTRY_FLAG or FB_CPYTHON_ENTRY_OWNER */
 };
 
 #endif

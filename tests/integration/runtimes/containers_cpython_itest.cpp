@@ -158,8 +158,9 @@ TEST(CPythonContainerTest, HardenedContainersAreNamedByNameAndInPprof)
     // is in (the by-name run above holds the share to 95 %).
     EXPECT_GE(rows.at("<module>").cum, total * 8 / 10);
     std::string lines = pprof.run({"-top", "-lines", "-nodecount=200", "-nodefraction=0"}, file);
-    EXPECT_NE(lines.find("heavy /app/split.py:8"), std::string::npos) << lines;
-    EXPECT_NE(lines.find("light /app/split.py:12"), std::string::npos) << lines;
+    // Each at the line it was at: heavy's and light's calls of work (they start at 8 and 12).
+    EXPECT_NE(lines.find("heavy /app/split.py:9"), std::string::npos) << lines;
+    EXPECT_NE(lines.find("light /app/split.py:13"), std::string::npos) << lines;
     std::string tags = pprof.run({"-tags"}, file);
     EXPECT_NE(tags.find(name), std::string::npos) << tags;
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "pprof_tool.h"
 #include "process.h"
 #include "pythons.h"
 #include "temp_dir.h"
@@ -73,6 +74,7 @@ std::string profile_pids(const std::vector<pid_t>& pids,
 struct ProfiledPython {
   std::map<std::string, uint64_t> folded;
   std::string err;
+  fs::path target; // its directory of dumps, folded and pprof
 };
 
 // Windows of 0.5 s (agent mode) left out at a recording's start: they hold the samples taken
@@ -91,9 +93,15 @@ std::vector<ProfiledPython> profile_interpreters(const std::vector<std::string>&
   std::vector<ProfiledPython> profiled;
   for (size_t start = 0; start < pythons.size(); start += cpus) {
     std::vector<std::unique_ptr<Child>> children;
-    std::vector<std::string> argv{
-        FLAMEBPF_BINARY, "-d",    std::to_string(seconds + 1), "-F", "999", "--interval", "0.5",
-        "--format",      "folded"};
+    std::vector<std::string> argv{FLAMEBPF_BINARY,
+                                  "-d",
+                                  std::to_string(seconds + 1),
+                                  "-F",
+                                  "999",
+                                  "--interval",
+                                  "0.5",
+                                  "--format",
+                                  "folded,pprof"};
     std::vector<pid_t> pids;
     for (size_t i = start; i < std::min(pythons.size(), start + cpus); ++i) {
       children.push_back(
@@ -116,7 +124,7 @@ std::vector<ProfiledPython> profile_interpreters(const std::vector<std::string>&
         if (entry.is_directory() && entry.path().filename().string().ends_with(suffix))
           target = entry.path();
       EXPECT_FALSE(target.empty()) << "no dumps of process " << pid << "\n" << run.err;
-      profiled.push_back({read_dumps_after(target, kStartWindows), run.err});
+      profiled.push_back({read_dumps_after(target, kStartWindows), run.err, target});
     }
   }
   return profiled;
@@ -207,11 +215,54 @@ TEST(CPythonRuntime, AForgedInterpreterCostsOneWarningAndItsNativeFramesAreNamed
   EXPECT_GT(named, total * 9 / 10) << err;
 }
 
+// The share of the samples under function that had it at line, in a -top -lines table: from 0
+// to 1 (a function that does not call itself is at one line in a sample).
+double share_at_line(const std::map<std::string, Counts>& rows,
+                     const std::string& function,
+                     const std::string& script,
+                     int line)
+{
+  uint64_t all = 0, at_line = 0;
+  for (const auto& [name, counts] : rows) {
+    if (!name.starts_with(function + " " + script + ":"))
+      continue;
+    all += counts.cum;
+    at_line += name == function + " " + script + ":" + std::to_string(line) ? counts.cum : 0;
+  }
+  EXPECT_GT(all, 0u) << function;
+  return all == 0 ? 0.0 : static_cast<double>(at_line) / static_cast<double>(all);
+}
+
+// pprof has each Python frame at the line it was at, read from the source: heavy and light at
+// their call of work, and work in its loop (the frames only just entered are at their first line).
+void expect_lines_of_split(PprofTool pprof, const fs::path& target, const std::string& script)
+{
+  std::vector<fs::path> dumps;
+  for (const auto& entry : fs::directory_iterator(target))
+    if (entry.path().string().ends_with(".pb.gz"))
+      dumps.push_back(entry.path());
+  std::sort(dumps.begin(), dumps.end());
+  ASSERT_GT(dumps.size(), kStartWindows) << target;
+  const std::string& dump = dumps.back(); // a window past the start
+  auto rows = pprof.top(
+      {"-top", "-lines", "-nodecount=500", "-nodefraction=0", "-sample_index=samples"}, dump);
+  EXPECT_GE(share_at_line(rows, "heavy", script, 9), 0.95);
+  EXPECT_GE(share_at_line(rows, "light", script, 13), 0.95);
+  double in_loop = share_at_line(rows, "work", script, 3) + share_at_line(rows, "work", script, 4);
+  EXPECT_GE(in_loop, 0.95);
+  // By function, as pprof shows by default, each function is one row, whatever its lines.
+  auto functions =
+      pprof.top({"-top", "-nodecount=500", "-nodefraction=0", "-sample_index=samples"}, dump);
+  for (const char* function : {"heavy", "light", "work", "outer", "<module>"})
+    EXPECT_TRUE(functions.contains(function)) << function;
+}
+
 TEST(CPythonRuntime, PythonFunctionsAreNamedAndTheirSplitShows)
 {
   std::vector<std::string> pythons = cpython_interpreters();
   if (pythons.empty())
     GTEST_SKIP() << "no verified CPython here";
+  std::string go = find_go();
   TempDir dir;
   fs::path script = dir.path() / "split.py";
   std::ofstream(script) << kPythonSplitScript;
@@ -226,6 +277,8 @@ TEST(CPythonRuntime, PythonFunctionsAreNamedAndTheirSplitShows)
     ASSERT_GT(shares.light, 0u);
     double ratio = static_cast<double>(shares.heavy) / static_cast<double>(shares.light);
     EXPECT_NEAR(ratio, 3.0, 0.3) << shares.heavy << " in heavy, " << shares.light << " in light";
+    if (!go.empty())
+      expect_lines_of_split(PprofTool(go, dir.path()), profiled[i].target, script.string());
   }
 }
 

@@ -393,6 +393,45 @@ TEST(Pprof, InterpretedFramesCarryTheirFunctionFileAndLine)
   EXPECT_EQ(location(profile, profile.sample(1).location_id(0)).line(0).line(), 0);
 }
 
+TEST(Pprof, AnInterpretedFrameIsAtTheLineItWasSampledAtInOneFunction)
+{
+  SymbolizedProfile input;
+  input.frequency_hz = 99;
+  auto at_line = [](uint32_t line) {
+    Frame frame{"work (/app/split.py:1)", "", FrameKind::kInterpreted};
+    frame.line = line;
+    return frame;
+  };
+  Frame caller{"heavy (/app/split.py:8)", "", FrameKind::kInterpreted};
+  caller.line = 9;
+  input.stacks = {{1, "python3", "", {caller, at_line(3)}, 2},
+                  {1, "python3", "", {caller, at_line(4)}, 5},
+                  {2, "python3", "", {caller, at_line(4)}, 1},
+                  {1, "python3", "", {caller, at_line(0)}, 1}};
+  pb::Profile profile = parse(input);
+  auto text = [&](int64_t index) { return profile.string_table(static_cast<int>(index)); };
+  // One function, which starts at its first line, whatever lines its samples were at.
+  std::vector<const pb::Function*> work;
+  for (const auto& function : profile.function())
+    if (text(function.name()) == "work")
+      work.push_back(&function);
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work[0]->start_line(), 1);
+  // A location per line: the samples at one line share it; a line not known is the first line.
+  std::vector<int64_t> leaf_lines;
+  std::set<uint64_t> leaf_locations;
+  for (const auto& sample : profile.sample()) {
+    const pb::Location& leaf = location(profile, sample.location_id(0));
+    ASSERT_EQ(leaf.line_size(), 1);
+    EXPECT_EQ(leaf.line(0).function_id(), work[0]->id());
+    leaf_lines.push_back(leaf.line(0).line());
+    leaf_locations.insert(leaf.id());
+    EXPECT_EQ(location(profile, sample.location_id(1)).line(0).line(), 9);
+  }
+  EXPECT_EQ(leaf_lines, (std::vector<int64_t>{3, 4, 4, 1}));
+  EXPECT_EQ(leaf_locations.size(), 3u);
+}
+
 TEST(Pprof, InlinedNativeFunctionsAreLinesOfTheirCallersLocationInItsFile)
 {
   SymbolizedProfile input;

@@ -132,6 +132,26 @@ TEST(Accumulator, FrameKindModuleAndTargetAreIdentity)
   EXPECT_EQ(total.stacks[3].target, "docker/4f3c");
 }
 
+// An interpreted frame at two lines is one name, but pprof puts each line apart: the stacks are
+// two.
+TEST(Accumulator, AnInterpretedFrameAtAnotherLineIsAnotherStack)
+{
+  Accumulator accumulator;
+  Stack at_line = stack_of(1, {"main"}, 1);
+  at_line.frames.push_back({"work (/app/split.py:1)", "", FrameKind::kInterpreted});
+  at_line.frames.back().line = 3;
+  Stack at_other_line = at_line;
+  at_other_line.frames.back().line = 4;
+  accumulator.add(interval(0, 1, {at_line, at_other_line}));
+  accumulator.add(interval(1, 2, {at_line}));
+  const auto& total = accumulator.total();
+  ASSERT_EQ(total.stacks.size(), 2u);
+  EXPECT_EQ(total.stacks[0].frames.back().line, 3u);
+  EXPECT_EQ(total.stacks[0].count, 2u);
+  EXPECT_EQ(total.stacks[1].frames.back().line, 4u);
+  EXPECT_EQ(total.stacks[1].count, 1u);
+}
+
 // Unnamed code at two addresses reads alike but may be named apart later; a name is held once
 // (the index keeps a hash of each stack, not its names again).
 TEST(Accumulator, FramesToBeNamedLaterStayApartAndNamesAreHeldOnce)

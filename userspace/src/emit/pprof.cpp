@@ -89,10 +89,12 @@ private:
   uint64_t function(std::string_view name, int kind, std::string_view module);
   uint64_t mapping(std::string_view file);
   // The location of code at address (a file offset; 0 if not known) in the mapping, with the
-  // functions that name it (none: unnamed, for pprof's readers to name).
+  // functions that name it (none: unnamed, for pprof's readers to name), the innermost at line
+  // (an interpreted frame's; 0: its function's first line, if it says one).
   uint64_t location(uint64_t mapping_id,
                     uint64_t address,
-                    const std::vector<uint64_t>& functions_root_first);
+                    const std::vector<uint64_t>& functions_root_first,
+                    uint32_t line = 0);
   Result<> add_sample(const profile::Stack& stack, uint64_t period);
   void put_main_binary_first();
 
@@ -101,7 +103,8 @@ private:
   std::map<std::string, int64_t, std::less<>> strings_;
   std::map<std::tuple<std::string, int, std::string>, uint64_t, std::less<>> functions_;
   std::map<std::string, uint64_t, std::less<>> mappings_;
-  std::map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>>, uint64_t, std::less<>> locations_;
+  std::map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>, uint32_t>, uint64_t, std::less<>>
+      locations_;
   std::string scratch_;                   // a kernel module's mapping name
   std::vector<uint64_t> mapping_samples_; // by mapping id - 1
   std::vector<int64_t> function_lines_;   // by function id - 1: an interpreted one's line, or 0
@@ -170,12 +173,13 @@ uint64_t Builder::mapping(std::string_view file)
 
 uint64_t Builder::location(uint64_t mapping_id,
                            uint64_t address,
-                           const std::vector<uint64_t>& functions_root_first)
+                           const std::vector<uint64_t>& functions_root_first,
+                           uint32_t line)
 {
-  if (auto it = locations_.find(std::tie(mapping_id, address, functions_root_first));
+  if (auto it = locations_.find(std::tie(mapping_id, address, functions_root_first, line));
       it != locations_.end())
     return it->second;
-  auto key = std::make_tuple(mapping_id, address, functions_root_first);
+  auto key = std::make_tuple(mapping_id, address, functions_root_first, line);
   uint64_t id = locations_.size() + 1;
   pb::Location* location = out_.add_location();
   location->set_id(id);
@@ -193,10 +197,13 @@ uint64_t Builder::location(uint64_t mapping_id,
   // pprof lists a location's inlined functions innermost first.
   for (auto function = functions_root_first.rbegin(); function != functions_root_first.rend();
        ++function) {
-    pb::Line* line = location->add_line();
-    line->set_function_id(*function);
-    if (int64_t number = function_lines_[*function - 1]; number != 0)
-      line->set_line(number);
+    pb::Line* entry = location->add_line();
+    entry->set_function_id(*function);
+    int64_t number = function_lines_[*function - 1];
+    if (function == functions_root_first.rbegin() && line != 0)
+      number = line;
+    if (number != 0)
+      entry->set_line(number);
   }
   locations_.emplace(std::move(key), id);
   return id;
@@ -221,12 +228,13 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
   std::vector<uint64_t> group;
   uint64_t group_mapping = 0;
   uint64_t group_address = 0;
+  uint32_t group_line = 0;
   bool group_open = false;
   bool group_takes_inlines = false;
   std::set<uint64_t> stack_mappings;
   auto close_group = [&] {
     if (group_open)
-      locations.push_back(location(group_mapping, group_address, group));
+      locations.push_back(location(group_mapping, group_address, group, group_line));
     group.clear();
     group_open = false;
   };
@@ -245,6 +253,7 @@ Result<> Builder::add_sample(const profile::Stack& stack, uint64_t period)
       group.push_back(function(or_unknown(frame.name), static_cast<int>(frame.kind), frame.module));
     group_mapping = mapping(mapping_name(frame, scratch_));
     group_address = group_mapping != 0 ? frame.file_offset : 0;
+    group_line = frame.line;
     group_takes_inlines = frame.kind == FrameKind::kJit || frame.kind == FrameKind::kNative;
     if (group_mapping != 0)
       stack_mappings.insert(group_mapping);

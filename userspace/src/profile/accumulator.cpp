@@ -24,6 +24,8 @@ uint64_t identity_hash(const Stack& stack)
   add_text(stack.target);
   for (const auto& frame : stack.frames) {
     hash.update(static_cast<uint64_t>(frame.kind) | uint64_t{frame.late} << 8);
+    if (frame.line != 0)
+      hash.update(uint64_t{frame.line});
     add_text(frame.name);
     add_text(frame.module);
   }

@@ -30,12 +30,16 @@ struct Frame {
   uint64_t file_offset = 0;
   // A frame that may be named better later (symbolize/late_names.h): its number there; 0 if final.
   uint32_t late = 0;
+  // The source line an interpreted frame was at when sampled, which pprof keeps (Line.line); 0 if
+  // not known. Its name says the function's first line: folded stacks, flame graphs and top show
+  // one frame per function, whatever line its time was spent at.
+  uint32_t line = 0;
 
-  // A frame is what it reads: where it was found, and whether it may be named later, do not make
-  // two frames of one.
+  // A frame is what it reads, and where pprof puts it: where it was found, and whether it may be
+  // named later, do not make two frames of one.
   friend bool operator==(const Frame& a, const Frame& b)
   {
-    return a.kind == b.kind && a.name == b.name && a.module == b.module;
+    return a.kind == b.kind && a.name == b.name && a.module == b.module && a.line == b.line;
   }
   friend auto operator<=>(const Frame& a, const Frame& b)
   {
@@ -43,7 +47,9 @@ struct Frame {
       return order;
     if (auto order = a.module <=> b.module; order != 0)
       return order;
-    return a.kind <=> b.kind;
+    if (auto order = a.kind <=> b.kind; order != 0)
+      return order;
+    return a.line <=> b.line;
   }
 };
 

@@ -1,7 +1,8 @@
 // The CPython runtime finds a real interpreter in a process it captures, and names the frames the
-// walk leaves (code objects' addresses) "qualified.name (file.py:first line)", reading each code
-// object's names once, charged to the process's target; what is no code object is a frame unread,
-// and a process with no CPython is not the runtime's.
+// walk leaves (code objects' addresses and code units) "qualified.name (file.py:first line)", at
+// the line of the unit, reading each code object's names and location table once, charged to the
+// process's target; what is no code object is a frame unread, and a process with no CPython is not
+// the runtime's.
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -56,6 +57,8 @@ TEST_P(CPythonRuntimeTest, FramesAreNamedByTheirCodeObjectsReadOnce)
                                  : 0);
   EXPECT_LT(walk.eval_start, walk.eval_end);
   EXPECT_EQ(walk.frame_code, found->layout.frame_code);
+  EXPECT_EQ(walk.frame_instruction, found->layout.frame_instruction);
+  EXPECT_EQ(walk.code_instructions, found->layout.code_instructions);
   EXPECT_EQ(walk.thread_native_id, found->layout.thread_native_id);
   struct stat pid_namespace {};
   ASSERT_EQ(::stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &pid_namespace), 0);
@@ -72,16 +75,27 @@ TEST_P(CPythonRuntimeTest, FramesAreNamedByTheirCodeObjectsReadOnce)
       main_thread = &thread;
   ASSERT_NE(main_thread, nullptr);
   std::vector<std::string> names;
+  std::vector<uint32_t> lines;
   for (const auto& frame : main_thread->frames) {
     auto named = runtime->name_marker(processes, key, FB_FRAME_RUNTIME_MARKER | frame.code);
     ASSERT_TRUE(named);
     EXPECT_EQ(named->kind, profile::FrameKind::kInterpreted);
+    EXPECT_EQ(named->line, 0u); // no code unit: no line of its own
     names.push_back(named->name);
+    // With the code unit the walk leaves: the line of the call each frame is at, as the reader
+    // reads it from the location table, and the same name.
+    uint64_t unit_field = uint64_t{frame.instruction} + 1;
+    auto at_unit = runtime->name_marker(
+        processes, key, FB_FRAME_RUNTIME_MARKER | unit_field << FB_CPYTHON_UNIT_SHIFT | frame.code);
+    ASSERT_TRUE(at_unit);
+    EXPECT_EQ(at_unit->name, named->name);
+    lines.push_back(at_unit->line);
   }
   const std::string& script = waiter_.script();
   EXPECT_EQ(names,
             (std::vector<std::string>{"inner_wait (" + script + ":12)", "outer (" + script + ":17)",
                                       "<module> (" + script + ":1)"}));
+  EXPECT_EQ(lines, (std::vector<uint32_t>{14, 18, 24}));
   // Held once per code object, charged to the process's target.
   uint64_t held = processes.memory_account().breakdown().of(MemoryKind::kPythonCode);
   EXPECT_GT(held, 0u);
@@ -140,6 +154,9 @@ TEST(CPythonFrameSpan, EveryVerifiedLayoutFitsAndOneBeyondDoesNot)
     EXPECT_FALSE(fits_frame_span(beyond));
     beyond = *layout;
     beyond.frame_previous = beyond.frame_code - 8;
+    EXPECT_FALSE(fits_frame_span(beyond));
+    beyond = *layout;
+    beyond.frame_instruction = beyond.frame_code + FB_CPYTHON_FRAME_SPAN - 4;
     EXPECT_FALSE(fits_frame_span(beyond));
   }
   EXPECT_GT(verified, 0u);

@@ -172,6 +172,8 @@ std::optional<PythonCode> CPythonReader::code(uint64_t code)
   read.name_object = *name;
   if (read.cut)
     read.name += symbolize::kTruncated;
+  if (auto table = line_table(code))
+    read.line_table = std::move(*table);
   return read;
 }
 
@@ -186,11 +188,19 @@ std::optional<uint64_t> CPythonReader::name_object(uint64_t code)
 std::optional<uint32_t> CPythonReader::line(const PythonFrame& frame)
 {
   memory_.renew_budget(kBytesPerRead);
-  if (!is_a(frame.code, addresses_.code_type))
-    return std::nullopt;
-  auto table = memory_.load<uint64_t>(frame.code + layout_.code_line_table);
   auto first_line = memory_.load<int32_t>(frame.code + layout_.code_first_line);
-  if (!table || !first_line || *first_line < 0 || !is_a(*table, addresses_.bytes_type))
+  auto table = line_table(frame.code);
+  if (!first_line || *first_line < 0 || !table)
+    return std::nullopt;
+  return line_of_instruction(*table, static_cast<uint32_t>(*first_line), frame.instruction);
+}
+
+std::optional<std::string> CPythonReader::line_table(uint64_t code)
+{
+  if (!is_a(code, addresses_.code_type))
+    return std::nullopt;
+  auto table = memory_.load<uint64_t>(code + layout_.code_line_table);
+  if (!table || !is_a(*table, addresses_.bytes_type))
     return std::nullopt;
   auto size = memory_.load<int64_t>(*table + layout_.bytes_size);
   if (!size || *size < 0 || static_cast<uint64_t>(*size) > kMaxLineTableBytes)
@@ -198,7 +208,7 @@ std::optional<uint32_t> CPythonReader::line(const PythonFrame& frame)
   std::string bytes(static_cast<size_t>(*size), '\0');
   if (!bytes.empty() && !memory_.read(*table + layout_.bytes_data, bytes.data(), bytes.size()))
     return std::nullopt;
-  return line_of_instruction(bytes, static_cast<uint32_t>(*first_line), frame.instruction);
+  return bytes;
 }
 
 } // namespace flamebpf::cpython

@@ -26,6 +26,9 @@ struct PythonCode {
   // The str object of its qualified name: while the code object at an address keeps it, it is the
   // same code object.
   uint64_t name_object = 0;
+  // Its location table (co_linetable), which gives the line of each instruction (cpython_lines.h);
+  // empty if it could not be read or is longer than CPythonReader::kMaxLineTableBytes.
+  std::string line_table;
 };
 
 // A frame a thread evaluates: its code object, and the instruction it is at.
@@ -72,6 +75,9 @@ public:
   static constexpr uint64_t kBytesPerRead = 1 << 20;
 
 private:
+  // The location table of the code object at code; nullopt if it is no bytes object of at most
+  // kMaxLineTableBytes.
+  std::optional<std::string> line_table(uint64_t code);
   // The str object at address, as UTF-8 cut to kMaxNameBytes; nullopt if it is no compact str.
   std::optional<std::string> text(uint64_t address, bool& cut);
   // Whether the object at address is of type (an object whose type is a subclass of it is not).

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/mapped_file.h"
 #include "profile/source_name.h"
+#include "runtimes/cpython/cpython_lines.h"
 #include "runtimes/cpython_abi.h"
 
 namespace flamebpf::cpython {
@@ -64,7 +65,8 @@ bool fits_frame_span(const CPythonLayout& layout)
            field + size <= uint64_t{layout.frame_code} + FB_CPYTHON_FRAME_SPAN;
   };
   uint32_t entry = layout.frame_is_entry != kNoField ? layout.frame_is_entry : layout.frame_owner;
-  return word_fits(layout.frame_previous, 8) && word_fits(entry, 1);
+  return word_fits(layout.frame_previous, 8) && word_fits(layout.frame_instruction, 8) &&
+         word_fits(entry, 1);
 }
 
 bool is_cpython_file_name(std::string_view path)
@@ -174,6 +176,8 @@ void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
       l.cframe_current_frame != kNoField ? l.cframe_current_frame : FB_CPYTHON_NO_FIELD;
   walk.frame_code = l.frame_code;
   walk.frame_previous = l.frame_previous;
+  walk.frame_instruction = l.frame_instruction;
+  walk.code_instructions = l.code_instructions;
   if (l.frame_is_entry != kNoField) {
     walk.frame_entry = l.frame_is_entry;
     walk.entry_kind = FB_CPYTHON_ENTRY_FLAG;
@@ -210,14 +214,27 @@ std::optional<profile::Frame> CPythonRuntime::name_marker(symbolize::ProcessTabl
   auto it = images_.find(key);
   if (!(frame & FB_FRAME_RUNTIME_MARKER) || it == images_.end() || !it->second.cpython)
     return std::nullopt;
-  return code_frame(key, it->second, frame & FB_CPYTHON_CODE_MASK, processes.generation());
+  uint64_t unit_field = (frame >> FB_CPYTHON_UNIT_SHIFT) & FB_CPYTHON_UNIT_MASK;
+  return code_frame(key, it->second, frame & FB_CPYTHON_CODE_MASK, unit_field,
+                    processes.generation());
 }
 
 profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
                                           Image& image,
                                           uint64_t code,
+                                          uint64_t unit_field,
                                           uint64_t generation)
 {
+  // The function's frame, at the line of its unit where the table says it.
+  auto at_unit = [unit_field](const CodeFrame& known) {
+    profile::Frame frame = known.frame;
+    if (unit_field != 0) {
+      auto line = line_of_instruction(known.line_table, known.first_line,
+                                      static_cast<uint32_t>(unit_field - 1));
+      frame.line = line.value_or(0);
+    }
+    return frame;
+  };
   const profile::Frame unread{kUnreadFrame, "", profile::FrameKind::kInterpreted};
   if (image.stalled)
     return unread;
@@ -238,16 +255,16 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
   if (cached != image.codes.end()) {
     CodeFrame& known = cached->second;
     if (known.checked_generation == generation)
-      return known.frame;
+      return at_unit(known);
     auto name_object = guarded.operator()<std::optional<uint64_t>>(
         [code](CPythonReader& reader) { return reader.name_object(code); });
     if (!name_object)
       return unread;
     if (*name_object == known.name_object) {
       known.checked_generation = generation;
-      return known.frame;
+      return at_unit(known);
     }
-    image.charge.shrink(heap_bytes(known.frame.name) + sizeof(CodeFrame));
+    image.charge.shrink(known.bytes());
     image.codes.erase(cached);
   }
   auto outcome = guarded.operator()<std::optional<PythonCode>>(
@@ -257,13 +274,17 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
   auto& read = *outcome;
   if (!read)
     return unread;
-  profile::Frame named{profile::source_name(read->name, read->filename, read->first_line), "",
-                       profile::FrameKind::kInterpreted};
+  CodeFrame named{{profile::source_name(read->name, read->filename, read->first_line), "",
+                   profile::FrameKind::kInterpreted},
+                  std::move(read->line_table),
+                  read->first_line,
+                  read->name_object,
+                  generation};
+  profile::Frame frame = at_unit(named);
   // Kept while the process's share allows; past it, read again each time it is met.
-  if (image.codes.size() < kMaxCodes &&
-      image.charge.grow(heap_bytes(named.name) + sizeof(CodeFrame)))
-    image.codes.emplace(code, CodeFrame{named, read->name_object, generation});
-  return named;
+  if (image.codes.size() < kMaxCodes && image.charge.grow(named.bytes()))
+    image.codes.emplace(code, std::move(named));
+  return frame;
 }
 
 std::vector<runtimes::ProcessWalk> CPythonRuntime::take_process_walks()

@@ -5,10 +5,12 @@
 // version's layout (cpython_layout.h), which the reads of its threads and frames go by.
 //
 // Its frames are the markers the frame walk leaves (bpf/runtimes/cpython_abi.h), each a code
-// object's address, named "qualified.name (file.py:first line)": one frame per function, whatever
-// line it is at, so that a function's time is not split by its lines. Each code object's names
-// are read once, charged to the process's target; at each generation the object at the address
-// is checked to be the same code object (a freed one's address may hold another's).
+// object's address and the code unit the frame was at, named "qualified.name (file.py:first
+// line)": one frame per function, whatever line it is at, so that a function's time is not split
+// by its lines in a flame graph. The line it was at is the frame's line (profile::Frame::line),
+// for pprof, from the code object's location table. Each code object's names and table are read
+// once, charged to the process's target; at each generation the object at the address is checked
+// to be the same code object (a freed one's address may hold another's).
 //
 // A version without a layout checked against a real interpreter is said once ("CPython 3.13:
 // frames not named, layout not verified") and never read with a guessed one. A file that exports
@@ -81,8 +83,15 @@ private:
   // One code object's frame, and what tells it is still there.
   struct CodeFrame {
     profile::Frame frame;
+    std::string line_table; // co_linetable
+    uint32_t first_line = 0;
     uint64_t name_object = 0;
     uint64_t checked_generation = 0; // the generation it was last found the same in
+    // What it keeps, charged to its process's target.
+    uint64_t bytes() const
+    {
+      return heap_bytes(frame.name) + heap_bytes(line_table) + sizeof(CodeFrame);
+    }
   };
   struct Image {
     std::optional<FoundCPython> cpython;
@@ -92,9 +101,13 @@ private:
     MemoryCharge charge;                           // codes' names, to the process's target
     bool stalled = false;                          // a read of its memory stalled: no more
   };
-  // The frame of the code object at code, read through image's reader (in the stall guard).
-  profile::Frame
-  code_frame(const symbolize::ImageKey& key, Image& image, uint64_t code, uint64_t generation);
+  // The frame of the code object at code, at code unit unit_field - 1 (0: at no known unit), read
+  // through image's reader (in the stall guard).
+  profile::Frame code_frame(const symbolize::ImageKey& key,
+                            Image& image,
+                            uint64_t code,
+                            uint64_t unit_field,
+                            uint64_t generation);
   // Opens the interpreter file behind mapping and finds its CPython; one line if it cannot.
   void try_file(symbolize::ProcessTable& processes,
                 const symbolize::ImageKey& key,
