@@ -1,7 +1,8 @@
 /* Prints where CPython's own headers put the fields flamebpf reads (runtimes/cpython/
  * cpython_layout.h), one "field offset" line each, in the layout's names, and "field none" for one
- * the version does not have: built against the headers of each CPython at hand (3.11 to 3.13),
- * it is the oracle the layouts are checked against. */
+ * the version does not have; from 3.13, where its _Py_DebugOffsets say each (debug_offsets.h),
+ * "debug.field position": built against the headers of each CPython at hand (3.11 to 3.13), it is
+ * the oracle the layouts are checked against. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_frame.h>
@@ -62,5 +63,31 @@ int main(void)
   printf("str_compact_data %zu\n", sizeof(PyCompactUnicodeObject));
   SHOW("bytes_size", PyVarObject, ob_size);
   SHOW("bytes_data", PyBytesObject, ob_sval);
+#if PY_MINOR_VERSION >= 13
+  /* Where _Py_DebugOffsets keeps each of them: "debug.field position". */
+  SHOW("debug.runtime_interpreters_head", _Py_DebugOffsets, runtime_state.interpreters_head);
+  SHOW("debug.interpreter_next", _Py_DebugOffsets, interpreter_state.next);
+  SHOW("debug.interpreter_threads_head", _Py_DebugOffsets, interpreter_state.threads_head);
+  SHOW("debug.thread_next", _Py_DebugOffsets, thread_state.next);
+  SHOW("debug.thread_interpreter", _Py_DebugOffsets, thread_state.interp);
+  SHOW("debug.thread_frame", _Py_DebugOffsets, thread_state.current_frame);
+  SHOW("debug.thread_native_id", _Py_DebugOffsets, thread_state.native_thread_id);
+  SHOW("debug.frame_previous", _Py_DebugOffsets, interpreter_frame.previous);
+  SHOW("debug.frame_code", _Py_DebugOffsets, interpreter_frame.executable);
+  SHOW("debug.frame_instruction", _Py_DebugOffsets, interpreter_frame.instr_ptr);
+  SHOW("debug.frame_owner", _Py_DebugOffsets, interpreter_frame.owner);
+  SHOW("debug.code_filename", _Py_DebugOffsets, code_object.filename);
+  SHOW("debug.code_name", _Py_DebugOffsets, code_object.name);
+  SHOW("debug.code_qualname", _Py_DebugOffsets, code_object.qualname);
+  SHOW("debug.code_line_table", _Py_DebugOffsets, code_object.linetable);
+  SHOW("debug.code_first_line", _Py_DebugOffsets, code_object.firstlineno);
+  SHOW("debug.code_instructions", _Py_DebugOffsets, code_object.co_code_adaptive);
+  SHOW("debug.object_type", _Py_DebugOffsets, pyobject.ob_type);
+  SHOW("debug.bytes_size", _Py_DebugOffsets, bytes_object.ob_size);
+  SHOW("debug.bytes_data", _Py_DebugOffsets, bytes_object.ob_sval);
+  SHOW("debug.str_state", _Py_DebugOffsets, unicode_object.state);
+  SHOW("debug.str_length", _Py_DebugOffsets, unicode_object.length);
+  SHOW("debug.str_ascii_data", _Py_DebugOffsets, unicode_object.asciiobject_size);
+#endif
   return 0;
 }

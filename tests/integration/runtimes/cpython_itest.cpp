@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -185,6 +187,62 @@ TEST(CPythonRuntime, AVerifiedVersionIsFoundWithoutAWarning)
   EXPECT_EQ(lines_with(err, "layout not verified"), 0u) << err;
   for (pid_t pid : pids)
     EXPECT_EQ(lines_with(err, "process " + std::to_string(pid) + ": CPython 3.1"), 1u) << err;
+}
+
+// pyenv's 3.13 library, its _Py_DebugOffsets putting the thread's native id 8 bytes from where its
+// headers (and the verified layout) put it, preloaded into two interpreters: the build is said
+// once, saying where, and neither process is read by the layout; their native frames are named.
+TEST(CPythonRuntime, ABuildWhoseOwnOffsetsDisagreeIsSaidOnceAndNotRead)
+{
+  auto python = pyenv_python("3.13.");
+  if (!python)
+    GTEST_SKIP() << "pyenv built no CPython 3.13 here";
+  fs::path library = fs::path(*python).parent_path().parent_path() / "lib" / "libpython3.13.so.1.0";
+  std::string bytes;
+  {
+    std::ifstream in(library, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // The cookie that starts _PyRuntime, followed by the version 3.13 (its text is in .rodata too).
+  size_t start = std::string::npos;
+  for (size_t at = bytes.find("xdebugpy"); at != std::string::npos && at + 16 <= bytes.size();
+       at = bytes.find("xdebugpy", at + 1)) {
+    uint64_t version = 0;
+    std::memcpy(&version, bytes.data() + at + 8, sizeof version);
+    if ((version >> 16) == 0x030d)
+      start = at;
+  }
+  ASSERT_NE(start, std::string::npos) << library;
+  constexpr size_t kNativeThreadId = 200; // thread_state.native_thread_id (debug_offsets.cpp)
+  uint64_t offset = 0;
+  std::memcpy(&offset, bytes.data() + start + kNativeThreadId, sizeof offset);
+  offset += 8;
+  std::memcpy(bytes.data() + start + kNativeThreadId, &offset, sizeof offset);
+  TempDir dir;
+  fs::path patched = dir.path() / library.filename();
+  std::ofstream(patched, std::ios::binary) << bytes;
+  std::vector<std::unique_ptr<Child>> children;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    children.push_back(std::make_unique<Child>(
+        std::vector<std::string>{"/usr/bin/env", "LD_PRELOAD=" + patched.string(), *python, "-c",
+                                 "def spin():\n while True: pass\nspin()"}));
+    wait_until_busy(children.back()->pid(), "python3.13");
+    pids.push_back(children.back()->pid());
+  }
+  std::string err = profile_pids(pids, dir.path());
+  EXPECT_EQ(lines_with(err, "thread_state.native_thread_id at " + std::to_string(offset)), 1u)
+      << err;
+  EXPECT_EQ(lines_with(err, "frames not named"), 1u) << err;
+  uint64_t total = 0, in_loop = 0, in_python = 0;
+  for (const auto& [stack, count] : read_all_folded(dir.path())) {
+    total += count;
+    in_loop += stack.find(";_PyEval_EvalFrameDefault") != std::string::npos ? count : 0;
+    in_python += stack.find("spin (<string>:") != std::string::npos ? count : 0;
+  }
+  EXPECT_GT(total, 100u);
+  EXPECT_GT(in_loop, total / 2) << err;
+  EXPECT_EQ(in_python, 0u) << err;
 }
 
 TEST(CPythonRuntime, AForgedInterpreterCostsOneWarningAndItsNativeFramesAreNamed)

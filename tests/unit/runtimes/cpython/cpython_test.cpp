@@ -1,8 +1,10 @@
 // CPython found in real interpreters' files (Debian's python3.11, the builds pyenv made here), its
 // version told by what the file exports and refused where a forged file exports nonsense; and the
 // layout of each version held, checked against what that version's own headers say
-// (tests/progs/cpython_offsets.c, built against each CPython 3.11's headers at hand).
+// (tests/progs/cpython_offsets.c, built against each CPython's headers at hand) and, from 3.13,
+// against what a real build's _Py_DebugOffsets say.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <map>
@@ -14,6 +16,7 @@
 #include "common/text.h"
 #include "runtimes/cpython/cpython_file.h"
 #include "runtimes/cpython/cpython_layout.h"
+#include "runtimes/cpython/debug_offsets.h"
 #include "test_support.h"
 
 namespace flamebpf::cpython {
@@ -105,6 +108,7 @@ TEST(CPythonLayout, EveryVerifiedFieldIsWhereTheVersionsOwnHeadersPutIt)
 {
   std::stringstream programs(FLAMEBPF_CPYTHON_OFFSETS);
   size_t checked = 0;
+  size_t debug_sets = 0;
   std::set<std::string> versions;
   for (std::string program; std::getline(programs, program, ':');) {
     if (program.empty())
@@ -112,6 +116,7 @@ TEST(CPythonLayout, EveryVerifiedFieldIsWhereTheVersionsOwnHeadersPutIt)
     FILE* out = ::popen(program.c_str(), "r");
     ASSERT_NE(out, nullptr) << program;
     std::map<std::string, uint32_t> offsets; // "none": kNoField
+    std::map<std::string, uint32_t> debug_positions;
     std::string version;
     char line[256];
     while (::fgets(line, sizeof line, out)) {
@@ -121,13 +126,23 @@ TEST(CPythonLayout, EveryVerifiedFieldIsWhereTheVersionsOwnHeadersPutIt)
       fields >> name >> value;
       if (name == "version")
         version = value;
+      else if (name.starts_with("debug."))
+        debug_positions[name.substr(6)] = static_cast<uint32_t>(std::stoul(value));
       else
         offsets[name] = value == "none" ? kNoField : static_cast<uint32_t>(std::stoul(value));
     }
     ASSERT_EQ(::pclose(out), 0) << program;
     ASSERT_TRUE(version.starts_with("3.")) << program;
-    auto layout = verified_layout(3, static_cast<uint32_t>(std::stoul(version.substr(2))));
+    auto minor = static_cast<uint32_t>(std::stoul(version.substr(2)));
+    auto layout = verified_layout(3, minor);
     ASSERT_TRUE(layout) << program << ": " << version;
+    // From 3.13, where _Py_DebugOffsets keep each field, as debug_offsets.cpp reads them.
+    std::map<std::string, uint32_t> read_at;
+    for (const auto& field : debug_offset_fields(minor))
+      read_at[std::string(field.name)] = field.position;
+    EXPECT_EQ(read_at, debug_positions) << program;
+    EXPECT_EQ(read_at.empty(), minor < 13) << program;
+    debug_sets += !read_at.empty();
     const std::map<std::string, uint32_t> held{
         {"object_type", layout->object_type},
         {"runtime_interpreters_head", layout->runtime_interpreters_head},
@@ -170,7 +185,77 @@ TEST(CPythonLayout, EveryVerifiedFieldIsWhereTheVersionsOwnHeadersPutIt)
   std::printf("[ CHECKED  ] %zu header sets of CPython", checked);
   for (const auto& version : versions)
     std::printf(" %s", version.c_str());
-  std::printf("\n");
+  std::printf(", %zu with _Py_DebugOffsets\n", debug_sets);
+}
+
+// The _PyRuntime pyenv's 3.13 starts with, as its file holds it.
+std::optional<std::pair<CPythonFile, std::string>> pyenv_runtime_start(const std::string& version)
+{
+  std::string library = pyenv_library(version);
+  if (library.empty())
+    return std::nullopt;
+  auto elf = testing::open_elf(library);
+  EXPECT_TRUE(elf) << library;
+  if (!elf)
+    return std::nullopt;
+  auto found = find_cpython(elf->reader, library);
+  EXPECT_TRUE(found && found->has_value()) << library;
+  if (!found || !found->has_value())
+    return std::nullopt;
+  auto start = read_runtime_start(elf->reader, **found);
+  EXPECT_TRUE(start) << library;
+  if (!start)
+    return std::nullopt;
+  return std::make_pair(**found, *start);
+}
+
+TEST(CPythonDebugOffsets, ARealBuildAgreesWithItsVerifiedLayout)
+{
+  auto read = pyenv_runtime_start("3.13");
+  if (!read)
+    GTEST_SKIP() << "pyenv built no CPython 3.13 here";
+  const auto& [file, start] = *read;
+  EXPECT_EQ(start.size(), debug_offsets_bytes(13));
+  EXPECT_TRUE(start.starts_with("xdebugpy"));
+  auto layout = verified_layout(3, 13);
+  ASSERT_TRUE(layout);
+  auto agreed = check_debug_offsets(start, file, *layout);
+  EXPECT_TRUE(agreed) << agreed.error().message;
+  // Before 3.13 there is nothing to check, and nothing is read.
+  EXPECT_EQ(debug_offsets_bytes(12), 0u);
+  EXPECT_TRUE(check_debug_offsets("", CPythonFile{{}, 3, 12, 1, false}, *verified_layout(3, 12)));
+}
+
+TEST(CPythonDebugOffsets, ABuildLaidOutOtherwiseIsRefusedSayingWhere)
+{
+  auto read = pyenv_runtime_start("3.13");
+  if (!read)
+    GTEST_SKIP() << "pyenv built no CPython 3.13 here";
+  const auto& [file, start] = *read;
+  CPythonLayout layout = *verified_layout(3, 13);
+  auto refusal = [&](const std::string& bytes) {
+    auto checked = check_debug_offsets(bytes, file, layout);
+    return checked ? std::string() : checked.error().message;
+  };
+  auto with_word = [&](size_t position, uint64_t word) {
+    std::string bytes = start;
+    std::memcpy(bytes.data() + position, &word, sizeof word);
+    return bytes;
+  };
+  // Each field the walk or the reader goes by, moved by 8 bytes.
+  for (const auto& field : debug_offset_fields(13)) {
+    std::string message = refusal(with_word(field.position, layout.*field.field + 8));
+    EXPECT_NE(message.find(std::string(field.said_as) + " at "), std::string::npos)
+        << field.name << ": " << message;
+  }
+  EXPECT_NE(refusal(with_word(16, 1)).find("free-threaded"), std::string::npos);
+  EXPECT_NE(refusal(with_word(8, 0x030c01f0)).find("another version"), std::string::npos);
+  std::string no_cookie = start;
+  no_cookie[0] = 'y';
+  EXPECT_NE(refusal(no_cookie).find("no _Py_DebugOffsets"), std::string::npos);
+  EXPECT_NE(refusal(start.substr(0, start.size() - 1)).find("no _Py_DebugOffsets"),
+            std::string::npos);
+  EXPECT_EQ(refusal(start), "");
 }
 
 } // namespace

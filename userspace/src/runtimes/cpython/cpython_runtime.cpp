@@ -11,6 +11,7 @@
 #include "common/mapped_file.h"
 #include "profile/source_name.h"
 #include "runtimes/cpython/cpython_lines.h"
+#include "runtimes/cpython/debug_offsets.h"
 #include "runtimes/cpython_abi.h"
 
 namespace flamebpf::cpython {
@@ -19,6 +20,7 @@ namespace {
 // What opening an interpreter's file found: its CPython and where it is loaded.
 struct Opened {
   std::optional<CPythonFile> file;
+  std::string runtime_start; // its _PyRuntime's first bytes, where 3.13 on say its own layout
   uint64_t bias = 0;
   uint64_t eval_start = 0, eval_end = 0; // _PyEval_EvalFrameDefault in the process
 };
@@ -38,7 +40,11 @@ Result<Opened> open_cpython(const std::string& process, const procfs::Mapping& m
   auto bias = load_bias(elf, mapping);
   if (!bias)
     return fail(error(elf.shown() + ": no load segment where it is mapped"));
+  auto runtime_start = read_runtime_start(elf, **found);
+  if (!runtime_start)
+    return fail(runtime_start.error());
   opened.file = std::move(*found);
+  opened.runtime_start = std::move(*runtime_start);
   opened.bias = *bias;
   constexpr std::string_view kEval[] = {"_PyEval_EvalFrameDefault"};
   auto eval = exported_objects(elf, *bias, kEval, STT_FUNC);
@@ -134,6 +140,14 @@ void CPythonRuntime::try_file(symbolize::ProcessTable& processes,
       spdlog::warn("CPython {}: frames not named, layout not verified (process {}, {}); flamebpf "
                    "reads the CPython versions whose layout it checked against a real interpreter",
                    file.version(), key.pid, shown);
+    return;
+  }
+  // From 3.13 the build says where it put each field: a build laid out otherwise (free-threaded,
+  // patched) than the verified layout is not read by it.
+  if (auto agreed = check_debug_offsets(opened->runtime_start, file, *layout); !agreed) {
+    if (pass_file(identity))
+      spdlog::warn("CPython {}: frames not named, {} (process {}, {})", file.version(),
+                   agreed.error().message, key.pid, shown);
     return;
   }
   spdlog::debug("process {}: CPython {} in {}", key.pid, file.version(), shown);

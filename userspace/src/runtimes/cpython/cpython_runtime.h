@@ -12,8 +12,10 @@
 // once, charged to the process's target; at each generation the object at the address is checked
 // to be the same code object (a freed one's address may hold another's).
 //
-// A version without a layout checked against a real interpreter is said once ("CPython 3.13:
-// frames not named, layout not verified") and never read with a guessed one. A file that exports
+// A version without a layout checked against a real interpreter is said once ("CPython 3.14:
+// frames not named, layout not verified") and never read with a guessed one; from 3.13, a build
+// whose own _Py_DebugOffsets say otherwise than the verified layout (debug_offsets.h) is said once
+// per file and not read. A file that exports
 // the runtime state with nothing of CPython's behind it (a forged interpreter) is said once per
 // file and read no further: the process's native frames are named as any.
 #pragma once
