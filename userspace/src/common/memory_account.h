@@ -47,7 +47,7 @@ enum class MemoryKind : uint8_t {
   kInlines,    // inline indexes of ELF files with DWARF
   kPerfMaps,   // JIT perf maps' names and ranges
   kJvmRecords, // HotSpot's code records and methods, read from the JVM
-  kPythonCode, // CPython's code objects' names, read from the interpreter
+  kPythonCode, // CPython's code objects' names and lines, read from the interpreter
   // Measured only (MemoryCharge made with the account, not a share):
   kUnwindTables,   // the unwind stage's userspace bookkeeping (its rows are in the kernel maps)
   kContainerNames, // the cgroup inventory and the runtimes' container and pod names

@@ -3,6 +3,7 @@
 // one and by many, back, within one line, over lines with no code, and with instructions that have
 // no line. And tables a target could forge: cut short, endless, malformed.
 #include <gtest/gtest.h>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -123,6 +124,27 @@ TEST(CPythonLines, AForgedTableEndsTheWalkUnanswered)
   EXPECT_FALSE(line_of_instruction(std::string("\xd0\x01\x02", 3), 7, 1));
   EXPECT_EQ(line_of_instruction(std::string("\xd0\x01\x02", 3), 7, 0), 7u);
   EXPECT_FALSE(line_of_instruction({}, 7, 0));
+}
+
+// A code object's lines are decoded once into spans of units, neighbours of one line joined, and
+// each unit is looked up in them.
+TEST(CPythonLines, SpansJoinEntriesOfOneLineAndAnswerAsTheTableDoes)
+{
+  // Two short-form entries at the first line (2 units, then 1), a one-line form a line on (1
+  // unit), one with no location (1 unit).
+  std::string table("\x81\x00\x80\x00\xd8\x01\x02\xf8", 8);
+  std::vector<LineSpan> spans = line_spans(table, 7);
+  EXPECT_EQ(spans, (std::vector<LineSpan>{{3, 7}, {4, 8}, {5, kNoLine}}));
+  std::vector<std::optional<uint32_t>> lines;
+  for (uint32_t unit = 0; unit < 6; ++unit) {
+    lines.push_back(line_in_spans(spans, unit));
+    EXPECT_EQ(lines.back(), line_of_instruction(table, 7, unit)) << unit;
+  }
+  EXPECT_EQ(lines,
+            (std::vector<std::optional<uint32_t>>{7u, 7u, 7u, 8u, std::nullopt, std::nullopt}));
+  // A table that breaks off keeps the spans before the break.
+  EXPECT_EQ(line_spans(table.substr(0, 5), 7), (std::vector<LineSpan>{{3, 7}}));
+  EXPECT_TRUE(line_spans({}, 7).empty());
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "runtimes/cpython/cpython_lines.h"
 
+#include <algorithm>
+
 namespace flamebpf::cpython {
 
 namespace {
@@ -57,16 +59,16 @@ private:
 
 } // namespace
 
-std::optional<uint32_t>
-line_of_instruction(std::string_view table, uint32_t first_line, uint32_t instruction)
+std::vector<LineSpan> line_spans(std::string_view table, uint32_t first_line)
 {
+  std::vector<LineSpan> spans;
   Entries entries(table);
   int64_t line = first_line;
   uint64_t unit = 0; // the first code unit of the entry
   while (!entries.done()) {
     auto start = entries.byte();
     if (!start || !(*start & 0x80))
-      return std::nullopt; // an entry starts with the top bit set
+      break; // an entry starts with the top bit set
     uint32_t kind = (*start >> 3) & 15;
     uint64_t units = (*start & 7) + 1;
     bool located = true;
@@ -76,27 +78,49 @@ line_of_instruction(std::string_view table, uint32_t first_line, uint32_t instru
       auto delta = entries.signed_varint();
       // The end line's delta, the column and the end column.
       if (!delta || !entries.varint() || !entries.varint() || !entries.varint())
-        return std::nullopt;
+        break;
       line += *delta;
     } else if (kind == kNoColumns) {
       auto delta = entries.signed_varint();
       if (!delta)
-        return std::nullopt;
+        break;
       line += *delta;
     } else if (kind >= kFirstOneLineForm) {
       line += kind - kFirstOneLineForm;
       if (!entries.skip(2)) // the column and the end column
-        return std::nullopt;
+        break;
     } else if (!entries.skip(1)) { // a short form: the line stays, one byte of columns
-      return std::nullopt;
+      break;
     }
-    if (line < 0 || line > UINT32_MAX)
-      return std::nullopt;
-    if (instruction < unit + units)
-      return located ? std::optional<uint32_t>(static_cast<uint32_t>(line)) : std::nullopt;
+    // A line out of range ends the table.
+    if (line < 0 || line >= kNoLine)
+      break;
     unit += units;
+    if (unit > UINT32_MAX)
+      break;
+    auto span =
+        LineSpan{static_cast<uint32_t>(unit), located ? static_cast<uint32_t>(line) : kNoLine};
+    if (!spans.empty() && spans.back().line == span.line)
+      spans.back().end = span.end;
+    else
+      spans.push_back(span);
   }
-  return std::nullopt;
+  return spans;
+}
+
+std::optional<uint32_t> line_in_spans(const std::vector<LineSpan>& spans, uint32_t instruction)
+{
+  auto span = std::upper_bound(spans.begin(), spans.end(), instruction,
+                               [](uint32_t unit, const LineSpan& s) { return unit < s.end; });
+  if (span == spans.end() || span->line == kNoLine)
+    return std::nullopt;
+  return span->line;
+}
+
+std::optional<uint32_t>
+line_of_instruction(std::string_view table, uint32_t first_line, uint32_t instruction)
+{
+  return line_in_spans(line_spans(table, first_line), instruction);
 }
 
 } // namespace flamebpf::cpython

@@ -172,8 +172,6 @@ std::optional<PythonCode> CPythonReader::code(uint64_t code)
   read.name_object = *name;
   if (read.cut)
     read.name += symbolize::kTruncated;
-  if (auto table = line_table(code))
-    read.line_table = std::move(*table);
   return read;
 }
 
@@ -197,6 +195,7 @@ std::optional<uint32_t> CPythonReader::line(const PythonFrame& frame)
 
 std::optional<std::string> CPythonReader::line_table(uint64_t code)
 {
+  memory_.renew_budget(kBytesPerRead);
   if (!is_a(code, addresses_.code_type))
     return std::nullopt;
   auto table = memory_.load<uint64_t>(code + layout_.code_line_table);

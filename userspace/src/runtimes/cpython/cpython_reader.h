@@ -26,9 +26,6 @@ struct PythonCode {
   // The str object of its qualified name: while the code object at an address keeps it, it is the
   // same code object.
   uint64_t name_object = 0;
-  // Its location table (co_linetable), which gives the line of each instruction (cpython_lines.h);
-  // empty if it could not be read or is longer than CPythonReader::kMaxLineTableBytes.
-  std::string line_table;
 };
 
 // A frame a thread evaluates: its code object, and the instruction it is at.
@@ -64,6 +61,9 @@ public:
   // The line of frame's instruction, from its code's location table (cpython_lines.h); nullopt
   // if the table does not say, or is no bytes object of at most kMaxLineTableBytes.
   std::optional<uint32_t> line(const PythonFrame& frame);
+  // The location table (co_linetable) of the code object at code; nullopt if it is no code object,
+  // or its table no bytes object of at most kMaxLineTableBytes.
+  std::optional<std::string> line_table(uint64_t code);
 
   static constexpr size_t kMaxInterpreters = 16;
   static constexpr size_t kMaxThreads = 1024;
@@ -75,9 +75,6 @@ public:
   static constexpr uint64_t kBytesPerRead = 1 << 20;
 
 private:
-  // The location table of the code object at code; nullopt if it is no bytes object of at most
-  // kMaxLineTableBytes.
-  std::optional<std::string> line_table(uint64_t code);
   // The str object at address, as UTF-8 cut to kMaxNameBytes; nullopt if it is no compact str.
   std::optional<std::string> text(uint64_t address, bool& cut);
   // Whether the object at address is of type (an object whose type is a subclass of it is not).

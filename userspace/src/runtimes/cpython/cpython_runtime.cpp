@@ -242,11 +242,8 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
   // The function's frame, at the line of its unit where the table says it.
   auto at_unit = [unit_field](const CodeFrame& known) {
     profile::Frame frame = known.frame;
-    if (unit_field != 0) {
-      auto line = line_of_instruction(known.line_table, known.first_line,
-                                      static_cast<uint32_t>(unit_field - 1));
-      frame.line = line.value_or(0);
-    }
+    if (unit_field != 0)
+      frame.line = line_in_spans(known.lines, static_cast<uint32_t>(unit_field - 1)).value_or(0);
     return frame;
   };
   const profile::Frame unread{kUnreadFrame, "", profile::FrameKind::kInterpreted};
@@ -290,15 +287,23 @@ profile::Frame CPythonRuntime::code_frame(const symbolize::ImageKey& key,
     return unread;
   CodeFrame named{{profile::source_name(read->name, read->filename, read->first_line), "",
                    profile::FrameKind::kInterpreted},
-                  std::move(read->line_table),
+                  {},
                   read->first_line,
                   read->name_object,
                   generation};
-  profile::Frame frame = at_unit(named);
-  // Kept while the process's share allows; past it, read again each time it is met.
-  if (image.codes.size() < kMaxCodes && image.charge.grow(named.bytes()))
-    image.codes.emplace(code, std::move(named));
-  return frame;
+  // Kept while the process's share allows; past it, read again each time it is met, and its lines
+  // not at all: they are read once or never.
+  if (image.codes.size() >= kMaxCodes || !image.charge.grow(named.bytes()))
+    return named.frame;
+  auto table = guarded.operator()<std::optional<std::string>>(
+      [code](CPythonReader& reader) { return reader.line_table(code); });
+  if (table && *table) {
+    std::vector<LineSpan> lines = line_spans(**table, named.first_line);
+    lines.shrink_to_fit();
+    if (image.charge.grow(lines.capacity() * sizeof(LineSpan)))
+      named.lines = std::move(lines);
+  }
+  return at_unit(image.codes.emplace(code, std::move(named)).first->second);
 }
 
 std::vector<runtimes::ProcessWalk> CPythonRuntime::take_process_walks()

@@ -8,9 +8,10 @@
 // object's address and the code unit the frame was at, named "qualified.name (file.py:first
 // line)": one frame per function, whatever line it is at, so that a function's time is not split
 // by its lines in a flame graph. The line it was at is the frame's line (profile::Frame::line),
-// for pprof, from the code object's location table. Each code object's names and table are read
-// once, charged to the process's target; at each generation the object at the address is checked
-// to be the same code object (a freed one's address may hold another's).
+// for pprof, from the code object's location table. Each code object's names and lines are read
+// once, charged to the process's target (one it cannot keep is named anew each time, without its
+// lines); at each generation the object at the address is checked to be the same code object (a
+// freed one's address may hold another's).
 //
 // A version without a layout checked against a real interpreter is said once ("CPython 3.14:
 // frames not named, layout not verified") and never read with a guessed one; from 3.13, a build
@@ -31,6 +32,7 @@
 #include "common/stall_guard.h"
 #include "runtimes/cpython/cpython_file.h"
 #include "runtimes/cpython/cpython_layout.h"
+#include "runtimes/cpython/cpython_lines.h"
 #include "runtimes/cpython/cpython_reader.h"
 #include "runtimes/runtime.h"
 #include "symbolize/process_table.h"
@@ -85,14 +87,14 @@ private:
   // One code object's frame, and what tells it is still there.
   struct CodeFrame {
     profile::Frame frame;
-    std::string line_table; // co_linetable
+    std::vector<LineSpan> lines; // from co_linetable; empty if not read
     uint32_t first_line = 0;
     uint64_t name_object = 0;
     uint64_t checked_generation = 0; // the generation it was last found the same in
     // What it keeps, charged to its process's target.
     uint64_t bytes() const
     {
-      return heap_bytes(frame.name) + heap_bytes(line_table) + sizeof(CodeFrame);
+      return heap_bytes(frame.name) + lines.capacity() * sizeof(LineSpan) + sizeof(CodeFrame);
     }
   };
   struct Image {
@@ -100,8 +102,8 @@ private:
     std::set<std::string> files_tried; // the interpreter files it maps (file_identity), once each
     std::shared_ptr<CPythonReader> reader; // with cpython; shared with the reads in the guard
     std::unordered_map<uint64_t, CodeFrame> codes; // by code object address
-    MemoryCharge charge;                           // codes' names, to the process's target
-    bool stalled = false;                          // a read of its memory stalled: no more
+    MemoryCharge charge;  // codes' names and lines, to the process's target
+    bool stalled = false; // a read of its memory stalled: no more
   };
   // The frame of the code object at code, at code unit unit_field - 1 (0: at no known unit), read
   // through image's reader (in the stall guard).

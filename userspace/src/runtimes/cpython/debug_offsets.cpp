@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/log.h"
+
 namespace flamebpf::cpython {
 namespace {
 
@@ -90,8 +92,9 @@ Result<> check_debug_offsets(std::string_view runtime_start,
     return fail(error("no _Py_DebugOffsets at the start of its _PyRuntime"));
   uint64_t version = word_at(runtime_start, kVersionPosition);
   if (((version >> 24) & 0xff) != file.major || ((version >> 16) & 0xff) != file.minor)
-    return fail(error("its _Py_DebugOffsets are of another version (" + std::to_string(version) +
-                      ") than its Py_Version"));
+    return fail(error(fmt::format("its _Py_DebugOffsets are of another version ({:#x}) than its "
+                                  "Py_Version",
+                                  version)));
   if (word_at(runtime_start, kFreeThreadedPosition) != 0)
     return fail(error("a free-threaded build, laid out otherwise"));
   for (const auto& field : fields) {
