@@ -390,12 +390,20 @@ first_sample_delay() { # LOG: seconds from exec to the first sample
        /first sample .*monotonic/ { for (i = 1; i <= NF; i++) if ($i == "(at" || $i == "at") t = $(i + 1) }
        END { if (e && t) printf "%.4f\n", t - e }' "$1"
 }
+# Seconds from exec to the first sample of the unwinding program (CFI, the runtimes' frames),
+# which takes over from the small frame-pointer one once the kernel has verified it.
+unwinder_delay() { # LOG
+  awk '/exec at / { e = $3 }
+       /unwinding program takes the samples from/ { for (i = 1; i <= NF; i++) if ($i == "from") t = $(i + 1) }
+       END { if (e && t) printf "%.4f\n", t - e }' "$1"
+}
 measure_first_samples() { # HZ LOAD: FIRST_SAMPLE_RUNS starts of each, into first.TOOL.LOAD.HZ
   local i
   for ((i = 0; i < FIRST_SAMPLE_RUNS; i++)); do
-    exec_then "$FLAMEBPF" -F "$1" -d 0.5 -o "$W/fb.folded" -v "${FB_ARGS[@]}" 2>"$W/tool.log" ||
+    exec_then "$FLAMEBPF" -F "$1" -d 1 -o "$W/fb.folded" -v "${FB_ARGS[@]}" 2>"$W/tool.log" ||
       die "flamebpf failed: $(tail -n 5 "$W/tool.log")"
     first_sample_delay "$W/tool.log" >>"$W/first.flamebpf.$2.$1"
+    unwinder_delay "$W/tool.log" >>"$W/first.unwinder.$2.$1"
     exec_then "$YARDSTICK" -F "$1" -d 0.5 2>"$W/tool.log" ||
       die "the yardstick failed: $(tail -n 5 "$W/tool.log")"
     first_sample_delay "$W/tool.log" >>"$W/first.yardstick.$2.$1"
@@ -432,6 +440,14 @@ print_first() {
         row "${cells[@]}" "" ""
       fi
     done
+    label="exec to the unwinding program, flamebpf"
+    [[ $load == idle ]] && label+=", idle"
+    cells=("$label")
+    for frequency in "${FREQ_ARR[@]}"; do
+      first=$(median_of "$W/first.unwinder.$load.$frequency")
+      cells+=("$(printf '%.3f s [%s]' "$first" "$(range_of "$W/first.unwinder.$load.$frequency")")")
+    done
+    row "${cells[@]}" "" ""
   done
 }
 
